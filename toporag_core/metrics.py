@@ -1,0 +1,47 @@
+"""The GraphQA benchmark's metrics, exactly as G-Retriever's evaluation computes them."""
+from __future__ import annotations
+
+import re
+import string
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = set(string.punctuation)
+
+
+def normalize(s: str) -> str:
+    """Lower-case, drop punctuation, drop articles a/an/the, collapse white space."""
+    s = str(s).lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def expla_correct(prediction: str, label: str) -> bool:
+    """ExplaGraphs: the first ``support|counter`` match (case-insensitive) equals the label."""
+    m = re.search(r"support|counter", str(prediction).lower())
+    return bool(m) and m.group(0) == str(label).strip().lower()
+
+
+def scene_correct(prediction: str, label: str) -> bool:
+    """SceneGraphs: the label is contained in the prediction (case-insensitive)."""
+    return str(label).strip().lower() in str(prediction).lower()
+
+
+def webqsp_hit(prediction: str, answers: list[str] | str) -> bool:
+    """WebQSP Hit: any normalised gold answer is a substring of the normalised prediction."""
+    if isinstance(answers, str):
+        answers = [answers]
+    pred = normalize(prediction)
+    return any(normalize(a) and normalize(a) in pred for a in answers)
+
+
+METRICS = {"expla_graphs": expla_correct, "scene_graphs": scene_correct, "webqsp": webqsp_hit}
+
+
+def is_correct(dataset: str, prediction: str, label) -> bool:
+    """Dispatch to the dataset's metric."""
+    try:
+        fn = METRICS[dataset]
+    except KeyError:
+        raise ValueError(f"unknown dataset {dataset!r}; one of {sorted(METRICS)}") from None
+    return fn(prediction, label)

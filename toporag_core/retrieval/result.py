@@ -1,0 +1,184 @@
+"""The result type every retriever returns: a subcomplex with prizes, roles and timings."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..complex import CellComplex
+from ..embed import CellEmbeddings, TextEncoder
+
+TERMINAL, STEINER, CLOSURE = "terminal", "steiner", "closure"
+ROLES = (TERMINAL, STEINER, CLOSURE)
+
+
+@dataclass
+class EmbeddedComplex:
+    """A complex with its cell embeddings and the encoder that made them.
+
+    Build it once per graph (``from_graph``); every retrieval afterwards only encodes
+    the question (cached too), never the cells again.
+    """
+
+    complex: CellComplex
+    emb: CellEmbeddings
+    encoder: TextEncoder | None = None
+
+    @classmethod
+    def from_graph(cls, graph, encoder: TextEncoder, tree: str = "bfs", seed: int = 0,
+                   max_cycle_len: int | None = None, show_progress: bool = False) -> "EmbeddedComplex":
+        from ..embed import embed_complex
+        from ..lift import lift
+
+        cx = lift(graph, tree=tree, seed=seed, max_cycle_len=max_cycle_len)
+        return cls(cx, embed_complex(cx, encoder, show_progress=show_progress), encoder)
+
+    def question_vector(self, question: str | np.ndarray) -> np.ndarray:
+        """``(d,)`` unit vector for a question text (or a given vector, normalised)."""
+        if isinstance(question, str):
+            if self.encoder is None:
+                raise ValueError("this EmbeddedComplex has no encoder; pass the question as a vector")
+            q = self.encoder.encode([question])[0]
+        else:
+            q = np.asarray(question, dtype=np.float32).reshape(-1)
+        n = float(np.linalg.norm(q))
+        return q / n if n > 0 else q
+
+    def similarities(self, question: str | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Cosine of the question with every 0-, 1- and 2-cell."""
+        q = self.question_vector(question)
+
+        def cos(x: np.ndarray) -> np.ndarray:
+            if x.shape[0] == 0:
+                return np.zeros(0, np.float32)
+            nx = np.linalg.norm(x, axis=1)
+            return (x @ q) / np.where(nx == 0, 1.0, nx)
+
+        return cos(self.emb.x0), cos(self.emb.x1), cos(self.emb.x2)
+
+
+@dataclass
+class Subcomplex:
+    """A subcomplex selected for a question.
+
+    ``nodes``, ``edges``, ``cells2`` are sorted cell ids of the parent complex;
+    ``*_roles`` align with them (``terminal`` had a prize and was chosen, ``steiner``
+    was chosen to connect, ``closure`` came in only as the boundary of a chosen cell).
+    ``prizes`` holds the full prize arrays ``(p0 (N,), p1 (M,), p2 (F,))``.
+    """
+
+    complex: CellComplex
+    nodes: np.ndarray
+    edges: np.ndarray
+    cells2: np.ndarray
+    node_roles: np.ndarray
+    edge_roles: np.ndarray
+    cell2_roles: np.ndarray
+    prizes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    method: str = "toporag"
+    params: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    similarities: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def counts(self) -> tuple[int, int, int]:
+        """Number of selected cells per rank."""
+        return int(self.nodes.size), int(self.edges.size), int(self.cells2.size)
+
+    def is_empty(self) -> bool:
+        return self.nodes.size == 0
+
+    def node_texts(self) -> list[str]:
+        t = self.complex.graph.node_text
+        return [t[i] for i in self.nodes.tolist()]
+
+    def triples(self) -> list[tuple[str, str, str]]:
+        """Original ``(head, relation, tail)`` triples of the selected 1-cells (and self-loops of selected nodes)."""
+        cx = self.complex
+        out = []
+        for e in self.edges.tolist():
+            out.extend(cx.edge_relations(e))
+        g = cx.graph
+        sel = set(self.nodes.tolist())
+        for i in cx.self_loops.tolist():
+            a = int(g.edge_index[0, i])
+            if a in sel:
+                out.append((g.node_text[a], g.edge_text[i], g.node_text[a]))
+        return out
+
+    def cycles(self) -> list[list[str]]:
+        """Each selected 2-cell as its node texts in cycle order."""
+        t = self.complex.graph.node_text
+        return [[t[i] for i in self.complex.cell2_nodes(f).tolist()] for f in self.cells2.tolist()]
+
+    def role_of(self, rank: int) -> dict[int, str]:
+        ids, roles = [(self.nodes, self.node_roles), (self.edges, self.edge_roles), (self.cells2, self.cell2_roles)][rank]
+        return dict(zip(ids.tolist(), roles.tolist()))
+
+    def contains_text(self, text: str) -> bool:
+        """Whether a normalised ``text`` is among the selected node texts."""
+        from ..metrics import normalize
+
+        n = normalize(text)
+        return any(normalize(t) == n for t in self.node_texts())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (the ``toporag retrieve --json`` keys plus roles/prizes)."""
+        p0, p1, p2 = self.prizes
+        cx = self.complex
+        return {
+            "method": self.method,
+            "params": self.params,
+            "nodes": self.node_texts(),
+            "edges": [list(t) for t in self.triples()],
+            "cells2": self.cycles(),
+            "counts": dict(zip(("nodes", "edges", "cells2"), self.counts)),
+            "node_ids": self.nodes.tolist(),
+            "edge_ids": self.edges.tolist(),
+            "cell2_ids": self.cells2.tolist(),
+            "node_roles": self.node_roles.tolist(),
+            "edge_roles": self.edge_roles.tolist(),
+            "cell2_roles": self.cell2_roles.tolist(),
+            "node_prizes": [float(p0[i]) for i in self.nodes.tolist()],
+            "edge_prizes": [float(p1[i]) for i in self.edges.tolist()],
+            "cell2_prizes": [float(p2[i]) for i in self.cells2.tolist()] if p2.size else [],
+            "edge_pairs": [cx.edges[e].tolist() for e in self.edges.tolist()],
+            "timings": self.timings,
+        }
+
+
+def close_under_boundary(cx: CellComplex, nodes: np.ndarray, edges: np.ndarray,
+                         cells2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and edges after adding every boundary cell of the chosen 2- and 1-cells."""
+    if cells2.size:
+        mask = np.isin(cx.cell2_index(), cells2)
+        edges = np.union1d(edges, cx.cell_edges[mask])
+    if edges.size:
+        nodes = np.union1d(nodes, cx.edges[edges].reshape(-1))
+    return np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
+
+
+def make_subcomplex(cx: CellComplex, chosen_nodes: np.ndarray, chosen_edges: np.ndarray, cells2: np.ndarray,
+                    prizes: tuple[np.ndarray, np.ndarray, np.ndarray], method: str, params: dict,
+                    timings: dict, similarities=None) -> Subcomplex:
+    """Close the chosen cells under boundaries and assign roles."""
+    chosen_nodes = np.unique(np.asarray(chosen_nodes, np.int64))
+    chosen_edges = np.unique(np.asarray(chosen_edges, np.int64))
+    cells2 = np.unique(np.asarray(cells2, np.int64))
+    nodes, edges = close_under_boundary(cx, chosen_nodes, chosen_edges, cells2)
+    p0, p1, p2 = prizes
+
+    def roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray:
+        r = np.full(ids.size, CLOSURE, dtype=object)
+        picked = np.isin(ids, chosen)
+        r[picked] = STEINER
+        r[picked & (prize[ids] > 0)] = TERMINAL
+        return r.astype(str) if ids.size else np.zeros(0, dtype=str)
+
+    return Subcomplex(
+        complex=cx, nodes=nodes, edges=edges, cells2=cells2,
+        node_roles=roles(nodes, chosen_nodes, p0), edge_roles=roles(edges, chosen_edges, p1),
+        cell2_roles=np.full(cells2.size, TERMINAL).astype(str) if cells2.size else np.zeros(0, dtype=str),
+        prizes=prizes, method=method, params=params, timings=timings, similarities=similarities,
+    )

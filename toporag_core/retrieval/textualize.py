@@ -1,0 +1,58 @@
+"""Textualize a subcomplex the way the LLM reads it.
+
+Three sections, preserving the hierarchy of the complex: 0-cells (a nodes CSV),
+1-cells (an edges CSV with every original relation, G-Retriever's layout), and
+2-cells (each cycle written out in order, e.g. ``cup -[left of]-> plate -[on]-> table
+<-[under]- cup``: ``-[r]->`` when the relation points along the walk, ``<-[r]-`` against).
+"""
+from __future__ import annotations
+
+import csv
+import io
+
+from .result import Subcomplex
+
+
+def _csv_field(s: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([s])
+    return buf.getvalue()
+
+
+def cycle_text(sub_or_cx, f: int) -> str:
+    """One 2-cell as a walk: ``a -[r]-> b <-[s]- c ... -> a``."""
+    cx = getattr(sub_or_cx, "complex", sub_or_cx)
+    g = cx.graph
+    nodes = cx.cell2_nodes(f).tolist()
+    edges = cx.cell2_edges(f).tolist()
+    parts = [g.node_text[nodes[0]]]
+    for j, e in enumerate(edges):
+        a, b = nodes[j], nodes[(j + 1) % len(nodes)]
+        fwd, bwd = [], []
+        for i in cx.edge_members(e).tolist():
+            (fwd if int(g.edge_index[0, i]) == a else bwd).append(g.edge_text[i])
+        link = (f" -[{' / '.join(fwd)}]-> " if fwd else f" <-[{' / '.join(bwd)}]- ")
+        parts.append(link + g.node_text[b])
+    return "".join(parts)
+
+
+def textualize(sub: Subcomplex, include_cells2: bool = True) -> str:
+    """The subcomplex as text: nodes CSV, edges CSV, then the 2-cells section."""
+    g = sub.complex.graph
+    local = {n: i for i, n in enumerate(sub.nodes.tolist())}
+    lines = ["node_id,node_attr"]
+    lines += [f"{local[n]},{_csv_field(g.node_text[n])}" for n in sub.nodes.tolist()]
+    lines += ["", "src,edge_attr,dst"]
+    cx = sub.complex
+    for e in sub.edges.tolist():
+        for i in cx.edge_members(e).tolist():
+            a, b = g.edge_index[:, i].tolist()
+            lines.append(f"{local[a]},{_csv_field(g.edge_text[i])},{local[b]}")
+    for i in cx.self_loops.tolist():
+        a = int(g.edge_index[0, i])
+        if a in local:
+            lines.append(f"{local[a]},{_csv_field(g.edge_text[i])},{local[a]}")
+    if include_cells2 and sub.cells2.size:
+        lines += ["", "2-cells (closed loops)"]
+        lines += [f"c{j}: {cycle_text(cx, f)}" for j, f in enumerate(sub.cells2.tolist())]
+    return "\n".join(lines)
