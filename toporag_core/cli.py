@@ -1,0 +1,42 @@
+"""The ``toporag`` command line. Each sub-command lives in ``toporag_core.commands.<name>``
+and exposes ``register(subparsers)``; a module that is missing is simply not offered."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "data", "topo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toporag", description="TopoRAG: cell-complex retrieval over textual graphs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"toporag_core.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"toporag_core.commands.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("toporag: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # one line, non-zero: the contract other tools rely on
+        from .graph import GraphFormatError
+
+        kind = "bad input" if isinstance(e, (GraphFormatError, ValueError, FileNotFoundError)) else type(e).__name__
+        print(f"toporag: {kind}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
