@@ -37,9 +37,9 @@ from typing import Any
 from .graph import GraphFormatError, TextualGraph
 
 FORMATS = ("csv-pair", "triples", "explagraphs", "webqsp")
-_HEAD = {"head", "subject", "source", "src", "h"}
-_REL = {"relation", "predicate", "edge_attr", "rel", "r"}
-_TAIL = {"tail", "object", "target", "dst", "t"}
+_HEAD = {"head", "subject", "source", "src"}
+_REL = {"relation", "predicate", "edge_attr", "rel"}
+_TAIL = {"tail", "object", "target", "dst"}
 
 
 @dataclass(frozen=True)
