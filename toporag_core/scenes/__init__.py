@@ -1,0 +1,15 @@
+"""SceneGraphs: GQA-format scene graphs with GraphQA questions, real loader and a faithful generator.
+
+* :func:`read_gqa` / :func:`scene_to_graph` / :func:`split_by_image`: the real format
+  (``train_sceneGraphs.json`` + ``questions.csv``), also what the generator writes.
+* :func:`generate_scenes` / :func:`generate_questions` / :func:`write_dataset`: synthetic scenes
+  whose relations follow from the boxes, with 0-/1-/2-cell questions (``toporag data scenes``).
+"""
+from .generate import COLOURS, MATERIALS, RELATIONS, dataset_stats, generate_scenes, write_dataset
+from .gqa import (QUESTION_TYPES, QUESTIONS_FILE, SCENES_FILE, SceneExample, read_gqa, read_scene_graphs,
+                  scene_to_graph, split_by_image, split_image_ids)
+from .questions import generate_questions
+
+__all__ = ["COLOURS", "MATERIALS", "RELATIONS", "QUESTION_TYPES", "QUESTIONS_FILE", "SCENES_FILE", "SceneExample",
+           "dataset_stats", "generate_questions", "generate_scenes", "read_gqa", "read_scene_graphs",
+           "scene_to_graph", "split_by_image", "split_image_ids", "write_dataset"]
