@@ -1,0 +1,90 @@
+"""Plotly figures of the app: boundary lengths, prizes, sweeps, incidence heatmaps."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..complex import CellComplex
+
+RANK_COLOURS = {"0-cells": "#4e79a7", "1-cells": "#f28e2b", "2-cells": "#59a14f"}
+
+
+def boundary_length_histogram(cx: CellComplex) -> go.Figure:
+    """Histogram of the 2-cells' boundary lengths (one bar per length)."""
+    lens = cx.boundary_lengths()
+    if lens.size == 0:
+        fig = go.Figure()
+        fig.add_annotation(text="no 2-cells: the graph is a forest", showarrow=False, x=0.5, y=0.5,
+                           xref="paper", yref="paper")
+    else:
+        values, counts = np.unique(lens, return_counts=True)
+        fig = px.bar(x=values, y=counts, labels={"x": "boundary length (edges)", "y": "2-cells"})
+        fig.update_traces(marker_color=RANK_COLOURS["2-cells"])
+        fig.update_xaxes(dtick=1)
+    fig.update_layout(title="2-cell boundary lengths", height=300, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def prize_table(sub, top: int = 10) -> pd.DataFrame:
+    """Non-zero prizes of each rank (up to ``top`` per rank), with the cell's text and whether it was retrieved."""
+    from ..retrieval import cycle_text
+
+    cx = sub.complex
+    g = cx.graph
+    rows = []
+    for rank, prizes, chosen in ((0, sub.prizes[0], sub.nodes), (1, sub.prizes[1], sub.edges),
+                                 (2, sub.prizes[2], sub.cells2)):
+        if prizes.size == 0:
+            continue
+        order = np.argsort(-prizes, kind="stable")
+        if rank < 2:
+            order = order[prizes[order] > 0]
+        else:  # 2-cell prizes can be negative; show the best ones (those are the interesting ones)
+            order = order[:top]
+        chosen_set = set(chosen.tolist())
+        for c in order[:top].tolist():
+            if rank == 0:
+                text = g.node_text[c]
+            elif rank == 1:
+                text = "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in cx.edge_relations(c))
+            else:
+                text = cycle_text(cx, c)
+            rows.append({"rank": rank, "cell": c, "prize": float(prizes[c]), "retrieved": c in chosen_set,
+                         "text": text})
+    return pd.DataFrame(rows, columns=["rank", "cell", "prize", "retrieved", "text"])
+
+
+def prize_chart(table: pd.DataFrame) -> go.Figure:
+    """Horizontal bars of the prizes in :func:`prize_table`, one panel per rank."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("0-cells", "1-cells", "2-cells"), horizontal_spacing=0.14)
+    for rank, name in enumerate(("0-cells", "1-cells", "2-cells")):
+        part = table[table["rank"] == rank].iloc[::-1]
+        labels = [(t if len(t) <= 26 else t[:25] + "\u2026") for t in part["text"]]
+        labels = [f"{lab} [{c}]" for lab, c in zip(labels, part["cell"])]  # keep bars distinct
+        fig.add_trace(go.Bar(x=part["prize"], y=labels, orientation="h", name=name, hovertext=part["text"],
+                             marker_color=[RANK_COLOURS[name] if r else "#c7c7c7" for r in part["retrieved"]]),
+                      row=1, col=rank + 1)
+    fig.update_layout(height=360, showlegend=False, margin=dict(l=10, r=10, t=40, b=10),
+                      title="Prizes (grey = not retrieved)")
+    return fig
+
+
+def sweep_chart(df: pd.DataFrame, x: str, title: str) -> go.Figure:
+    """Cells per dimension (lines) against the swept parameter ``x``."""
+    long = df.melt(id_vars=[x], value_vars=["0-cells", "1-cells", "2-cells"], var_name="rank", value_name="cells")
+    fig = px.line(long, x=x, y="cells", color="rank", markers=True, color_discrete_map=RANK_COLOURS, title=title)
+    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def incidence_heatmap(table: pd.DataFrame, title: str) -> go.Figure:
+    """A signed incidence table (rows x columns of -1/0/+1) as a red-white-blue heatmap."""
+    fig = px.imshow(table.values, x=[str(c) for c in table.columns], y=[str(r) for r in table.index],
+                    color_continuous_scale=["#e15759", "#ffffff", "#4e79a7"], zmin=-1, zmax=1, aspect="auto",
+                    title=title)
+    fig.update_layout(height=max(240, 22 * len(table) + 80), margin=dict(l=10, r=10, t=40, b=10),
+                      coloraxis_showscale=False)
+    return fig

@@ -1,0 +1,318 @@
+"""Interactive view of a cell complex as a self-contained pyvis (vis-network) HTML page.
+
+What it draws:
+
+* 0-cells as dots, 1-cells as lines: spanning-tree edges solid, non-tree edges (the
+  chords that created the 2-cells) dashed.
+* 2-cells as translucent polygons through their boundary nodes, painted on the canvas
+  under the graph (vis-network has no faces, so a ``beforeDrawing`` hook draws them).
+* With a retrieval result, cells are coloured by role: terminal, Steiner connector,
+  boundary closure; retrieved 2-cells filled, candidate 2-cells that were not chosen outlined.
+
+Big graphs are never sent whole: :func:`neighbourhood` keeps at most ``cap`` nodes, grown
+ring by ring from the cells of interest, and :class:`GraphView` reports what was cut.
+
+Safety: every user text that becomes a tooltip is ``html.escape``-d (tooltips are turned
+into DOM elements client-side so the view can use line breaks), labels are canvas text
+(never parsed as HTML), and all data enters the page through JSON that cannot close a
+``<script>`` (``<``, ``>``, ``&`` escaped). The page loads nothing from the network.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..complex import CellComplex
+
+ROLE_COLOURS = {"terminal": "#e15759", "steiner": "#f28e2b", "closure": "#4e79a7"}
+NODE_DEFAULT, NODE_MUTED, NODE_FOCUS = "#9ecae9", "#d9d9d9", "#59a14f"
+EDGE_TREE, EDGE_CHORD, EDGE_MUTED = "#7f7f7f", "#b07aa1", "#dddddd"
+CELL_FILL, CELL_STROKE = "rgba(89, 161, 79, 0.28)", "rgba(89, 161, 79, 0.95)"
+CELL_OUTLINE = "rgba(176, 122, 161, 0.9)"
+DEFAULT_CAP = 150
+LABEL_CHARS = 28
+
+
+def _adjacency(cx: CellComplex) -> sp.csr_matrix:
+    """Symmetric node adjacency of the 1-skeleton, cached on the complex."""
+    key = ("studio", "adjacency")
+    if key not in cx._cache:
+        u, v = cx.edges[:, 0], cx.edges[:, 1]
+        n = cx.num_nodes
+        a = sp.csr_matrix((np.ones(2 * u.size), (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n))
+        cx._cache[key] = a
+    return cx._cache[key]
+
+
+def neighbourhood(cx: CellComplex, seeds, cap: int = DEFAULT_CAP) -> np.ndarray:
+    """At most ``cap`` node ids: ``seeds`` first (in the given order), then whole BFS rings
+    around them while they fit, then part of the next ring (highest degree first).
+
+    Returns a sorted ``(<= cap,)`` int64 array.
+    """
+    cap = max(1, int(cap))
+    seeds = np.asarray(list(dict.fromkeys(int(s) for s in np.asarray(seeds).reshape(-1))), dtype=np.int64)
+    if seeds.size == 0:
+        return np.zeros(0, np.int64)
+    if seeds.size >= cap:
+        return np.sort(seeds[:cap])
+    adj = _adjacency(cx)
+    degree = np.diff(adj.indptr)
+    seen = np.zeros(cx.num_nodes, dtype=bool)
+    seen[seeds] = True
+    chosen, frontier, room = [seeds], seeds, cap - seeds.size
+    while room > 0 and frontier.size:
+        ring = np.unique(adj[frontier].indices)
+        ring = ring[~seen[ring]]
+        if ring.size > room:  # partial ring: keep the best-connected nodes, they explain most edges
+            ring = ring[np.argsort(-degree[ring], kind="stable")[:room]]
+        seen[ring] = True
+        chosen.append(ring)
+        room -= ring.size
+        frontier = ring
+    return np.sort(np.concatenate(chosen))
+
+
+@dataclass
+class GraphView:
+    """What one rendered view contains (for captions and tests)."""
+
+    nodes: np.ndarray
+    edges: np.ndarray
+    cells2_filled: list[int]
+    cells2_outlined: list[int]
+    total_nodes: int
+    cap: int
+    html: str = field(repr=False, default="")
+
+    @property
+    def capped(self) -> bool:
+        return self.nodes.size < self.total_nodes
+
+    def caption(self) -> str:
+        if self.capped:
+            return (f"Showing {self.nodes.size} of {self.total_nodes} nodes (cap {self.cap}): the neighbourhood "
+                    "of the cells of interest, grown ring by ring. Raise the cap in the sidebar to see more.")
+        return f"Showing all {self.total_nodes} nodes."
+
+
+def _short(text: str, n: int = LABEL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+def _script_json(obj) -> str:
+    """JSON that is safe inside a ``<script>`` element."""
+    return json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _safe_title(title: str) -> str:
+    # pyvis switches to a different tooltip template when a title contains "href"; user text
+    # must not pick the template, so spell it with an entity (renders the same).
+    return title.replace("href", "hr&#101;f")
+
+
+_TEMPLATE_ENV = None
+
+
+def _template_env(net):
+    """One jinja environment for every render: pyvis makes a new one per network, which
+    re-parses its 0.5 MB template (with the inlined vis-network) on every slider move."""
+    global _TEMPLATE_ENV
+    if _TEMPLATE_ENV is None:
+        from jinja2 import Environment, FileSystemLoader
+
+        _TEMPLATE_ENV = Environment(loader=FileSystemLoader(net.template_dir))
+    return _TEMPLATE_ENV
+
+
+def _node_title(cx: CellComplex, i: int, extra: str) -> str:
+    g = cx.graph
+    parts = [f"<b>0-cell {i}</b>", html.escape(g.node_text[i])]
+    if g.node_ids is not None:
+        parts.append(f"id: {html.escape(str(g.node_ids[i]))}")
+    if extra:
+        parts.append(extra)
+    return "<br>".join(parts)
+
+
+def _edge_title(cx: CellComplex, e: int, extra: str) -> str:
+    rels = [f"{html.escape(h)} -[{html.escape(r)}]-&gt; {html.escape(t)}" for h, r, t in cx.edge_relations(e)]
+    kind = "tree edge" if cx.tree_mask[e] else "non-tree edge (creates a 2-cell)"
+    return "<br>".join([f"<b>1-cell {e}</b> ({kind})", *rels] + ([extra] if extra else []))
+
+
+_HEAD_SCRIPT = """<script type="text/javascript">
+var TOPORAG_CELLS = %s;
+function toporagPrepare(nodes, edges) {
+  // Titles arrive as escaped HTML strings; vis-network shows strings as plain text, so turn
+  // them into elements to get line breaks and bold headings (the user text inside is escaped).
+  [nodes, edges].forEach(function (ds) {
+    var upd = [];
+    ds.forEach(function (item) {
+      if (typeof item.title === "string") {
+        var div = document.createElement("div");
+        div.innerHTML = item.title;
+        upd.push({id: item.id, title: div});
+      }
+    });
+    ds.update(upd);
+  });
+}
+function toporagDecorate(network) {
+  network.on("beforeDrawing", function (ctx) {
+    TOPORAG_CELLS.forEach(function (cell) {
+      var pos = network.getPositions(cell.nodes);
+      ctx.beginPath();
+      cell.nodes.forEach(function (id, j) {
+        var p = pos[id];
+        if (!p) { return; }
+        if (j === 0) { ctx.moveTo(p.x, p.y); } else { ctx.lineTo(p.x, p.y); }
+      });
+      ctx.closePath();
+      if (cell.fill) { ctx.fillStyle = cell.fill; ctx.fill(); }
+      ctx.setLineDash(cell.dashed ? [6, 4] : []);
+      ctx.lineWidth = cell.width;
+      ctx.strokeStyle = cell.stroke;
+      ctx.stroke();
+      ctx.setLineDash([]);
+    });
+  });
+}
+</script>
+"""
+
+
+def _finish_html(page: str, cells_payload: list[dict]) -> str:
+    """Make pyvis' page offline and wire the 2-cell painter and the HTML tooltips in."""
+    # pyvis' template always links bootstrap from a CDN; nothing is reachable offline, and
+    # the view does not use it.
+    page = re.sub(r"<link[^>]*cdn\.jsdelivr\.net[^>]*/>", "", page)
+    page = re.sub(r"<script[^>]*cdn\.jsdelivr\.net[^>]*>\s*</script>", "", page)
+    page = page.replace("</head>", _HEAD_SCRIPT % _script_json(cells_payload) + "</head>", 1)
+    anchor = "network = new vis.Network(container, data, options);"
+    if anchor not in page:  # a pyvis template change must fail loudly, not silently lose features
+        raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
+    return page.replace(anchor, "toporagPrepare(nodes, edges); " + anchor + " toporagDecorate(network);", 1)
+
+
+def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), outline_cells2=(), focus_edges=(),
+                seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560) -> GraphView:
+    """Build the HTML view of ``cx``.
+
+    Args:
+        cx: the complex.
+        sub: optional :class:`~toporag_core.retrieval.Subcomplex`: colour cells by role,
+            fill its 2-cells, outline its candidate 2-cells that were not chosen.
+        focus_cells2: 2-cells to fill (e.g. picked in a table); their boundary is highlighted.
+        outline_cells2: 2-cells to outline only (e.g. earlier steps of the lifting).
+        focus_edges: 1-cells to draw thick (e.g. the chord of the current lifting step).
+        seeds: nodes the neighbourhood grows from; default: the subcomplex / focus cells,
+            else the highest-degree node.
+        cap: most nodes shown.
+    """
+    focus_cells2 = [int(f) for f in focus_cells2]
+    outline_cells2 = [int(f) for f in outline_cells2]
+    focus_edges = np.asarray(list(focus_edges), dtype=np.int64)
+    n = cx.num_nodes
+    if seeds is None:
+        parts = []
+        if sub is not None:
+            order = np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")
+            parts.append(sub.nodes[order])
+        parts += [cx.cell2_nodes(f) for f in focus_cells2]
+        if focus_edges.size:
+            parts.append(cx.edges[focus_edges].reshape(-1))
+        seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        if seeds.size == 0 and n:
+            seeds = np.array([int(np.argmax(np.diff(_adjacency(cx).indptr)))])
+    shown = neighbourhood(cx, seeds, cap) if n else np.zeros(0, np.int64)
+    in_view = np.zeros(n, dtype=bool)
+    in_view[shown] = True
+    eids = np.flatnonzero(in_view[cx.edges[:, 0]] & in_view[cx.edges[:, 1]]) if cx.num_edges else np.zeros(0, np.int64)
+
+    node_role = sub.role_of(0) if sub is not None else {}
+    edge_role = sub.role_of(1) if sub is not None else {}
+    p0, p1, _ = sub.prizes if sub is not None else (None, None, None)
+    focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 else set()
+    focus_edge_set = set(focus_edges.tolist())
+    if focus_cells2:
+        focus_edge_set |= set(np.concatenate([cx.cell2_edges(f) for f in focus_cells2]).tolist())
+
+    from pyvis.edge import Edge
+    from pyvis.network import Network
+
+    net = Network(height=f"{height_px}px", width="100%", directed=False, cdn_resources="in_line", bgcolor="#ffffff")
+    net.templateEnv = _template_env(net)
+    net.barnes_hut(gravity=-2500, spring_length=110, spring_strength=0.04, damping=0.3)
+    for i in shown.tolist():
+        role = node_role.get(i)
+        extra = ""
+        if sub is not None:
+            extra = f"role: {role or 'not retrieved'}; prize {p0[i]:g}"
+            colour = ROLE_COLOURS[role] if role else NODE_MUTED
+        else:
+            colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
+        size = 16 if role == "terminal" or i in focus_nodes else 11
+        net.add_node(i, label=_short(cx.graph.node_text[i]), title=_safe_title(_node_title(cx, i, html.escape(extra))),
+                     color=colour, size=size, font={"size": 13, "color": "#222222"})
+    for e in eids.tolist():
+        a, b = cx.edges[e].tolist()
+        role = edge_role.get(e)
+        tree = bool(cx.tree_mask[e])
+        extra = f"role: {role or 'not retrieved'}; prize {p1[e]:g}" if sub is not None else ""
+        if sub is not None:
+            colour = ROLE_COLOURS[role] if role else EDGE_MUTED
+            width = 4 if role else 1
+        else:
+            hot = e in focus_edge_set
+            colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
+            width = 5 if e in set(focus_edges.tolist()) else (3.5 if hot else 1.5)
+        # Edge(...).options is what add_edge stores; add_edge itself scans all edges for
+        # duplicates (quadratic), and 1-cells are unique already.
+        net.edges.append(Edge(a, b, title=_safe_title(_edge_title(cx, e, html.escape(extra))), color=colour,
+                              width=width, dashes=not tree, font={"size": 10, "color": "#555555", "strokeWidth": 0},
+                              label=_short(" / ".join(cx.graph.edge_text[i] for i in cx.edge_members(e)), 20)).options)
+
+    filled = list(focus_cells2)
+    outlined = list(outline_cells2)
+    if sub is not None:
+        filled += sub.cells2.tolist()
+        chosen = set(sub.cells2.tolist())
+        outlined += [f for f in sub.params.get("candidates2", []) if f not in chosen]
+    payload, kept_f, kept_o = [], [], []
+    for f, is_filled in [(f, True) for f in filled] + [(f, False) for f in outlined]:
+        ids = cx.cell2_nodes(f)
+        if not in_view[ids].all():  # a face with a vertex off screen would be drawn wrong
+            continue
+        (kept_f if is_filled else kept_o).append(int(f))
+        payload.append({"nodes": ids.tolist(), "fill": CELL_FILL if is_filled else None,
+                        "stroke": CELL_STROKE if is_filled else CELL_OUTLINE, "dashed": not is_filled,
+                        "width": 2.5 if is_filled else 1.5})
+    page = _finish_html(net.generate_html(notebook=False), payload)
+    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_outlined=kept_o,
+                     total_nodes=n, cap=cap, html=page)
+
+
+def legend_html(retrieval: bool) -> str:
+    """A static colour legend (no user text) for ``st.markdown(..., unsafe_allow_html=True)``."""
+    def chip(colour: str, text: str, dashed: bool = False) -> str:
+        border = "border:2px dashed %s;background:none" % colour if dashed else f"background:{colour}"
+        return (f'<span style="display:inline-block;width:12px;height:12px;{border};border-radius:3px;'
+                f'margin:0 4px 0 12px;vertical-align:middle"></span>{text}')
+
+    if retrieval:
+        items = [chip(ROLE_COLOURS["terminal"], "terminal (had a prize)"),
+                 chip(ROLE_COLOURS["steiner"], "Steiner connector"),
+                 chip(ROLE_COLOURS["closure"], "boundary closure"),
+                 chip(CELL_STROKE, "retrieved 2-cell (filled)"),
+                 chip(CELL_OUTLINE, "candidate 2-cell not chosen", dashed=True)]
+    else:
+        items = [chip(EDGE_TREE, "spanning-tree edge (solid)"), chip(EDGE_CHORD, "non-tree edge (dashed)", True),
+                 chip(NODE_FOCUS, "picked 2-cell and its boundary")]
+    return '<div style="font-size:0.85rem;line-height:1.8">' + "".join(items) + "</div>"

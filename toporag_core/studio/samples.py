@@ -1,0 +1,139 @@
+"""Graphs the app can load without an upload: built-in samples and the shared benchmark data.
+
+Built-in samples live in ``assets/samples/`` (written by the project, not copied from any
+dataset) and are read with the ordinary loaders, so they exercise the same code path as an
+upload. Benchmark rows (ExplaGraphs, WebQSP) come from ``../shared/data`` when it exists.
+Every loader puts a suggested question into ``graph.meta["question"]``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..graph import TextualGraph
+
+
+def assets_dir() -> Path:
+    """``$TOPORAG_ASSETS`` or ``<repo root>/assets`` (the package sits in the repo root)."""
+    env = os.environ.get("TOPORAG_ASSETS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "assets"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One built-in sample graph: catalogue key, title, file under ``assets/samples``, what it shows."""
+
+    key: str
+    title: str
+    file: str
+    description: str
+    question: str
+
+
+SAMPLES: tuple[Sample, ...] = (
+    Sample("scene", "Scene: a breakfast table", "scene_breakfast.csv",
+           "Objects on a table with colours, materials and spatial relations; shared materials and "
+           "colours close loops (cup - ceramic - plate, apple - red - cup, ...), like TopoRAG's Figure 1.",
+           "What is the red cup made of, and what is it next to on the table?"),
+    Sample("kg", "Knowledge graph: the Curies", "kg_curie.json",
+           "A small encyclopaedic knowledge graph (people, places, prizes, discoveries) with many cycles "
+           "through shared prizes, cities and discoveries.",
+           "Which element named after Poland did Marie Curie discover?"),
+    Sample("argument", "Argument graph (ExplaGraphs style)", "argument_libraries.tsv",
+           "One argument pair with its explanation graph, in the ExplaGraphs TSV layout "
+           "(arg1, arg2, label, graph); the graph has one closed loop of reasons.",
+           ""),
+)
+SAMPLE_KEYS = tuple(s.key for s in SAMPLES)
+
+
+def sample(key: str) -> Sample:
+    for s in SAMPLES:
+        if s.key == key:
+            return s
+    raise ValueError(f"unknown sample {key!r}; choose one of {', '.join(SAMPLE_KEYS)}")
+
+
+def load_sample(key: str) -> TextualGraph:
+    """Load a built-in sample by key (``scene`` | ``kg`` | ``argument``) with the ordinary loaders."""
+    s = sample(key)
+    path = assets_dir() / "samples" / s.file
+    if s.file.endswith(".tsv"):  # ExplaGraphs layout: one row with its arguments and label
+        from ..datasets import explagraphs_row_to_graph, read_explagraphs
+
+        g = explagraphs_row_to_graph(read_explagraphs(path)[0], file=str(path))
+    else:
+        from ..io import load_graph
+
+        g = load_graph(path)
+    g.name = s.title
+    g.meta.setdefault("question", s.question)
+    g.meta["source"] = f"sample:{s.key}"
+    return g
+
+
+# ------------------------------------------------------------------ shared benchmark data
+def shared_data_dir() -> Path | None:
+    """Folder of the shared benchmark data, or ``None`` when this machine has none."""
+    try:
+        from ..datasets import shared_data_dir as find
+        d = find()
+    except ImportError:  # datasets module absent: same rule as toporag_core.datasets
+        env = os.environ.get("TOPORAG_SHARED_DATA")
+        d = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return d if d is not None and Path(d).is_dir() else None
+
+
+def explagraphs_path() -> Path | None:
+    d = shared_data_dir()
+    p = d / "expla_graphs_train_dev.tsv" if d else None
+    return p if p is not None and p.is_file() else None
+
+
+def webqsp_path() -> Path | None:
+    d = shared_data_dir()
+    p = d / "webqsp_sample.json" if d else None
+    return p if p is not None and p.is_file() else None
+
+
+def explagraphs_rows() -> list[dict[str, Any]]:
+    """All ExplaGraphs rows (raw: ``id, arg1, arg2, label, graph, line``); ``[]`` without shared data."""
+    p = explagraphs_path()
+    if p is None:
+        return []
+    from ..datasets import read_explagraphs
+
+    return read_explagraphs(p)
+
+
+def explagraphs_graph(row: dict[str, Any]) -> TextualGraph:
+    """One ExplaGraphs row -> graph with the benchmark prompt as its question."""
+    from ..datasets import explagraphs_row_to_graph
+
+    g = explagraphs_row_to_graph(row, file=str(explagraphs_path()))
+    g.meta["source"] = f"explagraphs:{row.get('id')}"
+    return g
+
+
+def webqsp_records() -> list[dict[str, Any]]:
+    """The WebQSP sample records (``id, question, answers, nodes, edges``); ``[]`` without shared data."""
+    p = webqsp_path()
+    if p is None:
+        return []
+    from ..datasets import read_webqsp
+
+    return read_webqsp(p)
+
+
+def webqsp_graph(rec: dict[str, Any], index: int) -> TextualGraph:
+    """One WebQSP record -> graph; its question and answers land in ``meta``."""
+    from ..datasets import webqsp_record_to_graph
+
+    g = webqsp_record_to_graph(rec, file=str(webqsp_path()), record=index)
+    g.meta.setdefault("question", rec.get("question", ""))
+    g.meta.setdefault("answers", rec.get("answers", []))
+    g.meta["source"] = f"webqsp:{rec.get('id', index)}"
+    g.name = g.name or f"WebQSP {rec.get('id', index)}"
+    return g

@@ -1,0 +1,78 @@
+"""Session-state helpers: which graph is loaded, and loading a new one without losing it.
+
+They work on any ``MutableMapping`` (``st.session_state`` in the app, a plain dict in
+tests), so the rule "a failed upload keeps the previously loaded graph" is library code
+with its own unit test, not page logic.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Callable, MutableMapping
+
+import numpy as np
+
+from ..graph import GraphFormatError, TextualGraph
+
+GRAPH, GRAPH_KEY, ERROR, TREE, SEED, MESSAGE = "graph", "graph_key", "load_error", "tree", "tree_seed", "load_message"
+DEFAULT_SAMPLE = "scene"
+
+
+def graph_fingerprint(graph: TextualGraph) -> str:
+    """Content hash of a graph (texts and edges): the cache key of everything derived from it."""
+    h = hashlib.sha1()
+    h.update(np.ascontiguousarray(graph.edge_index, dtype=np.int64).tobytes())
+    for texts in (graph.node_text, graph.edge_text):
+        h.update(str(len(texts)).encode())
+        for t in texts:  # length-prefixed, so ("ab", "c") and ("a", "bc") differ
+            b = t.encode("utf-8", "surrogatepass")
+            h.update(len(b).to_bytes(4, "little"))
+            h.update(b)
+    return h.hexdigest()[:20]
+
+
+def set_graph(state: MutableMapping, graph: TextualGraph, label: str | None = None) -> None:
+    """Make ``graph`` the current graph (clears any previous load error)."""
+    state[GRAPH] = graph
+    state[GRAPH_KEY] = graph_fingerprint(graph)
+    state[ERROR] = None
+    state[MESSAGE] = f"Loaded {label or graph.name or 'graph'}: {graph.num_nodes} nodes, {graph.num_edges} edges."
+
+
+def try_load(state: MutableMapping, loader: Callable[[], TextualGraph], label: str | None = None) -> str | None:
+    """Run ``loader``; on success make its graph current, on failure keep the old one.
+
+    Returns ``None`` on success or the error message (also stored under ``state["load_error"]``).
+    Any exception is caught: a bad upload must never take the app down, but a bug that is
+    not a format error says so in its message instead of pretending to be bad input.
+    """
+    try:
+        graph = loader()
+        if not isinstance(graph, TextualGraph):
+            raise GraphFormatError(f"loader returned {type(graph).__name__}, not a graph")
+        if graph.num_nodes == 0:
+            raise GraphFormatError("the graph has no nodes", file=label)
+    except (GraphFormatError, ValueError, OSError, UnicodeError) as e:
+        msg = str(e)
+    except Exception as e:  # noqa: BLE001 - last line of defence for the UI
+        msg = f"unexpected {type(e).__name__} while loading: {e}"
+    else:
+        set_graph(state, graph, label)
+        return None
+    state[ERROR] = msg
+    state[MESSAGE] = None
+    return msg
+
+
+def current_graph(state: MutableMapping) -> TextualGraph:
+    """The loaded graph; the scene sample when nothing has been loaded yet (so every page works)."""
+    if state.get(GRAPH) is None:
+        from .samples import load_sample
+
+        set_graph(state, load_sample(DEFAULT_SAMPLE))
+        state[MESSAGE] = None
+    return state[GRAPH]
+
+
+def tree_settings(state: MutableMapping) -> tuple[str, int]:
+    """``(tree method, seed)`` chosen on the Home page (default ``bfs``, 0)."""
+    return str(state.get(TREE) or "bfs"), int(state.get(SEED) or 0)
