@@ -252,3 +252,18 @@ def test_sample_pairs_distinct_upper_triangle():
     assert len(set(zip(i.tolist(), j.tolist()))) == 300
     ai, aj = sample_pairs(5, 100)
     assert ai.size == 10
+
+
+def test_topk_ties_keep_lowest_ids_in_every_block():
+    from toporag_core.topo.retriever import _scores_block, _top_k
+
+    emb = np.round(np.random.default_rng(0).random((120, 3)), 1)  # coarse values: many exact ties
+    for method in ["role", "proximity", "random"]:
+        idx, val = _top_k(method, emb, 7, seed=0, block=120)
+        full = _scores_block(method, emb, np.arange(120), 0)
+        for a in range(120):
+            s = full[a].copy()
+            s[a] = -np.inf
+            expect = np.lexsort((np.arange(120), -s))[:7]  # by score, then by id
+            assert idx[a].tolist() == expect.tolist(), (method, a)
+            np.testing.assert_array_equal(val[a], s[expect])

@@ -39,8 +39,10 @@ def _scores_block(method: str, emb: np.ndarray, rows: np.ndarray, seed: int) -> 
 def _top_k(method: str, emb: np.ndarray, k: int, seed: int, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
     """``(N, k)`` neighbour ids and scores per node, best first, the node itself excluded.
 
-    Rows are processed in blocks so memory is ``O(block x N)``; ties are broken by node id
-    (lexsort), so the lists are deterministic.
+    Rows are processed in blocks so memory is ``O(block x N)``, all with array operations:
+    the ``k``-th score of each row is found by partition; among nodes tied at it the lowest
+    ids are kept, and the result is sorted by ``(-score, id)``, so lists are deterministic
+    (ties are common: every leaf of a hub has the same role).
     """
     n = emb.shape[0]
     k = min(k, max(n - 1, 0))
@@ -52,12 +54,18 @@ def _top_k(method: str, emb: np.ndarray, k: int, seed: int, block: int = 512) ->
         rows = np.arange(start, min(n, start + block))
         s = _scores_block(method, emb, rows, seed)
         s[np.arange(rows.size), rows] = -np.inf  # the target is never its own neighbour
-        for r, row in enumerate(s):
-            cand = np.argpartition(-row, k - 1)[:k] if k < n - 1 else np.flatnonzero(np.isfinite(row))
-            # widen to every node tied with the k-th score, then order by (-score, id)
-            cand = np.flatnonzero(row >= row[cand].min()) if cand.size else cand
-            order = cand[np.lexsort((cand, -row[cand]))][:k]
-            idx[start + r], val[start + r] = order, row[order]
+        kth = -np.partition(-s, k - 1, axis=1)[:, k - 1:k]  # (B, 1) k-th best score, finite as k <= N-1
+        better = s > kth
+        tied = s == kth
+        room = k - better.sum(axis=1, keepdims=True)  # how many tied nodes still fit, lowest ids first
+        keep = better | tied
+        over = np.flatnonzero(tied.sum(axis=1) > room[:, 0])  # rows with more ties than room (rare but real)
+        if over.size:
+            keep[over] = better[over] | (tied[over] & (np.cumsum(tied[over], axis=1) <= room[over]))
+        cand = np.nonzero(keep)[1].reshape(rows.size, k)  # exactly k per row, in id order
+        cs = np.take_along_axis(s, cand, axis=1)
+        order = np.lexsort((cand, -cs), axis=-1)
+        idx[rows], val[rows] = np.take_along_axis(cand, order, 1), np.take_along_axis(cs, order, 1)
     return idx, val
 
 
