@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `toporag retrieve ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("toporag: interrupted", file=sys.stderr)
         return 130

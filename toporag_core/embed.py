@@ -57,11 +57,14 @@ class SentenceTransformerEncoder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         path = model or default_sentence_model()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bars in CLI output
         self.model = SentenceTransformer(path, device=device or "cpu")
         self.name = "all-MiniLM-L6-v2" if model is None else Path(str(model)).name or str(model)
-        self.dim = int(self.model.get_sentence_embedding_dimension())
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         self.batch_size = batch_size
         self._lock = threading.Lock()  # one forward at a time when shared across app sessions
 
@@ -194,3 +197,20 @@ def embed_complex(cx: CellComplex, encoder: TextEncoder, show_progress: bool = F
     else:
         x2 = np.zeros((0, encoder.dim), np.float32)
     return CellEmbeddings(x0=np.asarray(x0, np.float32), x1=x1, x2=x2)
+
+
+def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = None,
+                cached: bool = True) -> TextEncoder:
+    """An encoder by name: ``None``/``"default"`` (packaged all-MiniLM-L6-v2, or the
+    ``TOPORAG_ENCODER`` environment variable when set), ``"hashing"`` or ``"hashing-<dim>"``,
+    or any local SentenceTransformer folder / model name. Wrapped in :class:`CachedEncoder`
+    unless ``cached=False``."""
+    spec = spec or os.environ.get("TOPORAG_ENCODER") or "default"
+    if spec.startswith("hashing"):
+        dim = int(spec.split("-", 1)[1]) if "-" in spec else 384
+        enc: TextEncoder = HashingEncoder(dim)
+    elif spec == "default":
+        enc = SentenceTransformerEncoder()
+    else:
+        enc = SentenceTransformerEncoder(spec)
+    return CachedEncoder(enc, cache_dir) if cached else enc

@@ -48,14 +48,18 @@ class EmbeddedComplex:
     def similarities(self, question: str | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Cosine of the question with every 0-, 1- and 2-cell."""
         q = self.question_vector(question)
+        return tuple(u @ q for u in self._unit())  # type: ignore[return-value]
 
-        def cos(x: np.ndarray) -> np.ndarray:
-            if x.shape[0] == 0:
-                return np.zeros(0, np.float32)
-            nx = np.linalg.norm(x, axis=1)
-            return (x @ q) / np.where(nx == 0, 1.0, nx)
+    def _unit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row-normalised cell embeddings, computed once (every slider move reuses them)."""
+        cache = self.__dict__.setdefault("_aux", {})
+        if "unit" not in cache:
+            def unit(x: np.ndarray) -> np.ndarray:
+                nx = np.linalg.norm(x, axis=1, keepdims=True)
+                return np.ascontiguousarray(x / np.where(nx == 0, 1.0, nx), dtype=np.float32)
 
-        return cos(self.emb.x0), cos(self.emb.x1), cos(self.emb.x2)
+            cache["unit"] = (unit(self.emb.x0), unit(self.emb.x1), unit(self.emb.x2))
+        return cache["unit"]
 
 
 @dataclass

@@ -1,0 +1,169 @@
+"""Lifting invariants: counts, B1 @ B2 = 0, closed boundaries, tree-method independence."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toporag_core import TextualGraph, lift
+from toporag_core.datasets import explagraphs_row_to_graph, read_explagraphs, read_webqsp, webqsp_record_to_graph
+
+from .conftest import SHARED
+
+
+def check_complex(cx) -> None:
+    """Every invariant a lifted complex must satisfy."""
+    g = cx.graph
+    n, m, f = cx.shape
+    simple = nx.Graph()
+    simple.add_nodes_from(range(g.num_nodes))
+    simple.add_edges_from((a, b) for a, b in g.edge_index.T.tolist() if a != b)
+    b0 = nx.number_connected_components(simple)
+    assert m == simple.number_of_edges()
+    assert cx.betti0 == b0
+    assert cx.betti1 == m - n + b0
+    assert f + cx.num_skipped_cycles == m - n + b0  # one 2-cell per non-tree edge
+    assert int(cx.tree_mask.sum()) == n - b0  # a spanning forest
+    assert (cx.edges[:, 0] < cx.edges[:, 1]).all()
+    assert cx.boundary_ok()
+    b1, b2 = cx.incidence_matrix(1), cx.incidence_matrix(2)
+    assert b1.shape == (n, m) and b2.shape == (m, f)
+    assert abs(b1 @ b2).sum() == 0
+    # every 2-cell boundary is a closed simple cycle whose edges join consecutive nodes
+    for c in range(f):
+        nodes, edges, signs = cx.cell2_nodes(c), cx.cell2_edges(c), cx.cell2_signs(c)
+        assert len(nodes) == len(edges) >= 3
+        assert len(set(nodes.tolist())) == len(nodes)
+        assert not cx.tree_mask[cx.cell_chord[c]]
+        assert cx.cell_chord[c] in edges and cx.tree_mask[edges[edges != cx.cell_chord[c]]].all()
+        for j, e in enumerate(edges.tolist()):
+            a, b = int(nodes[j]), int(nodes[(j + 1) % len(nodes)])
+            assert sorted((a, b)) == cx.edges[e].tolist()
+            assert signs[j] == (1 if a < b else -1)
+    # 1-cells keep every original non-loop edge
+    assert (np.diff(cx.edge_member_ptr) >= 1).all()
+    assert sorted(cx.edge_member_idx.tolist()) == np.flatnonzero(g.edge_index[0] != g.edge_index[1]).tolist()
+
+
+def graph_from_pairs(n: int, pairs: list[tuple[int, int]]) -> TextualGraph:
+    ei = np.array(pairs, dtype=np.int64).T.reshape(2, -1)
+    return TextualGraph([f"n{i}" for i in range(n)], ei, [f"r{i}" for i in range(len(pairs))])
+
+
+@st.composite
+def random_graphs(draw):
+    n = draw(st.integers(1, 30))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=70))
+    return graph_from_pairs(n, pairs)
+
+
+@settings(max_examples=120, deadline=None)
+@given(random_graphs(), st.sampled_from(["bfs", "dfs", "random"]), st.integers(0, 5))
+def test_lift_invariants_random_graphs(g, tree, seed):
+    cx = lift(g, tree=tree, seed=seed)
+    check_complex(cx)
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_graphs())
+def test_betti_numbers_independent_of_tree(g):
+    shapes = {(lift(g, tree=t, seed=3).betti0, lift(g, tree=t, seed=3).betti1, lift(g, tree=t, seed=3).num_cells2)
+              for t in ("bfs", "dfs", "random")}
+    assert len(shapes) == 1
+
+
+def test_tree_methods_give_different_cycles_but_same_counts():
+    g = TextualGraph.from_networkx(nx.grid_2d_graph(4, 4))
+    cycles = {}
+    for t in ("bfs", "dfs", "random"):
+        cx = lift(g, tree=t, seed=1)
+        check_complex(cx)
+        assert cx.num_cells2 == 9
+        cycles[t] = sorted(tuple(sorted(cx.cell2_nodes(f).tolist())) for f in range(cx.num_cells2))
+    assert cycles["bfs"] != cycles["dfs"]  # DFS trees give long fundamental cycles on a grid
+
+
+def test_random_tree_is_seeded():
+    g = TextualGraph.from_networkx(nx.petersen_graph())
+    a, b, c = (lift(g, tree="random", seed=s) for s in (7, 7, 8))
+    assert (a.tree_mask == b.tree_mask).all()
+    assert any((lift(g, tree="random", seed=s).tree_mask != a.tree_mask).any() for s in range(8, 14))
+    del c
+
+
+def test_parallel_edges_and_self_loops():
+    g = TextualGraph.from_triples([("a", "likes", "b"), ("b", "liked by", "a"), ("a", "knows", "b"),
+                                   ("b", "r", "c"), ("c", "r", "a"), ("c", "is", "c")])
+    cx = lift(g)
+    check_complex(cx)
+    assert cx.shape == (3, 3, 1)
+    ab = int(np.flatnonzero((cx.edges == [0, 1]).all(1))[0])
+    assert [r for _, r, _ in cx.edge_relations(ab)] == ["likes", "liked by", "knows"]
+    assert cx.self_loops.tolist() == [5]  # the self-loop stays attached to its node
+
+
+def test_disconnected_graph_and_isolated_nodes():
+    g = graph_from_pairs(9, [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 6), (6, 3), (3, 5)])
+    cx = lift(g)
+    check_complex(cx)
+    assert cx.betti0 == 4 and cx.num_cells2 == 3  # two isolated nodes are components too
+
+
+def test_max_cycle_len_skips_long_cycles():
+    g = TextualGraph.from_networkx(nx.cycle_graph(8))
+    g2 = TextualGraph.from_networkx(nx.compose(nx.cycle_graph(8), nx.relabel_nodes(nx.cycle_graph(3), {0: 10, 1: 11, 2: 12})))
+    assert lift(g, max_cycle_len=7).num_cells2 == 0 and lift(g, max_cycle_len=7).num_skipped_cycles == 1
+    cx = lift(g2, max_cycle_len=5)
+    check_complex(cx)
+    assert (cx.num_cells2, cx.num_skipped_cycles, cx.betti1_complex) == (1, 1, 1)
+
+
+def test_empty_and_edgeless_graphs():
+    cx = lift(TextualGraph([], np.zeros((2, 0)), []))
+    assert cx.shape == (0, 0, 0)
+    cx = lift(TextualGraph(["a", "b"], np.zeros((2, 0)), []))
+    assert cx.shape == (2, 0, 0) and cx.betti0 == 2 and cx.boundary_ok()
+
+
+def test_adjacency_matrices_match_definitions():
+    g = TextualGraph.from_networkx(nx.complete_graph(4))
+    cx = lift(g)
+    a0 = cx.adjacency_matrix(0).toarray()
+    assert (a0 == 1 - np.eye(4)).all()
+    a1 = cx.adjacency_matrix(1).toarray()
+    b2 = abs(cx.incidence_matrix(2)).toarray()
+    assert ((a1 > 0) == (((b2 @ b2.T) > 0) & ~np.eye(cx.num_edges, dtype=bool))).all()
+    assert cx.coadjacency_matrix(1).shape == (6, 6) and cx.coadjacency_matrix(1).toarray().trace() == 0
+
+
+@pytest.mark.skipif(not (SHARED / "expla_graphs_train_dev.tsv").exists(), reason="../shared/data is absent")
+def test_all_explagraphs_graphs_lift():
+    rows = read_explagraphs(SHARED / "expla_graphs_train_dev.tsv")
+    assert len(rows) == 2766
+    for row in rows:
+        g = explagraphs_row_to_graph(row)
+        for tree in ("bfs", "dfs"):
+            cx = lift(g, tree=tree)
+            assert cx.boundary_ok()
+            assert cx.num_cells2 == cx.num_edges - cx.num_nodes + cx.betti0
+    check_complex(lift(explagraphs_row_to_graph(rows[0])))
+
+
+@pytest.mark.skipif(not (SHARED / "webqsp_sample.json").exists(), reason="../shared/data is absent")
+def test_all_webqsp_graphs_lift():
+    recs = read_webqsp(SHARED / "webqsp_sample.json")
+    assert len(recs) == 12
+    for rec in recs:
+        g = webqsp_record_to_graph(rec)
+        b1 = set()
+        for tree in ("bfs", "dfs", "random"):
+            cx = lift(g, tree=tree, seed=1)
+            assert cx.boundary_ok()
+            assert cx.num_cells2 == cx.num_edges - cx.num_nodes + cx.betti0
+            lens = cx.boundary_lengths()
+            assert (lens >= 3).all()
+            b1.add(cx.betti1)
+        assert len(b1) == 1
+    check_complex(lift(webqsp_record_to_graph(recs[0])))

@@ -1,0 +1,183 @@
+"""Baseline retrievers with the same result type as TopoRAG.
+
+* ``g_retriever``: G-Retriever's PCST on the graph's original (directed) edges, with its
+  prize rules (rank prizes on nodes; tie-aware, slightly decaying rank prizes on edges),
+  its edge-cost rule (cost raised to just under the largest edge prize) and virtual
+  nodes for edges whose prize exceeds the cost. No 2-cells.
+* ``shortest_path``: the paper's "w/o TSR" ablation: the top-k 0-cells and the endpoints
+  of the top-k 1-cells are terminals; the union of shortest paths from the best terminal
+  to every other terminal in its component; 2-cells whose whole boundary was selected
+  are kept (the induced subcomplex).
+* ``topk_triples``: KAPING-style: the top-k original triples by cosine between the
+  question and the triple text ``"head relation tail"``; not necessarily connected.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from .pcst import solve_pcst
+from .result import EmbeddedComplex, Subcomplex, make_subcomplex
+from .toporag import cell2_prizes, rank_prizes
+
+
+def _induced_cells2(cx, edges: np.ndarray) -> np.ndarray:
+    """2-cells whose every boundary edge is in ``edges``."""
+    if cx.num_cells2 == 0 or edges.size == 0:
+        return np.zeros(0, np.int64)
+    inside = np.isin(cx.cell_edges, edges)
+    missing = np.bincount(cx.cell2_index(), weights=~inside, minlength=cx.num_cells2)
+    return np.flatnonzero(missing == 0)
+
+
+def _check(ecx: EmbeddedComplex) -> None:
+    if ecx.complex.num_nodes == 0:
+        raise ValueError("cannot retrieve from an empty graph (no nodes)")
+
+
+def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3,
+                edge_cost: float = 0.5, decay: float = 0.01) -> Subcomplex:
+    """G-Retriever's PCST subgraph retrieval on the original directed edges."""
+    _check(ecx)
+    cx = ecx.complex
+    g = cx.graph
+    t0 = time.perf_counter()
+    s0, s1_cells, s2 = ecx.similarities(question)
+    q = ecx.question_vector(question)
+    # original edge similarity = its 1-cell's relation mean is not G-Retriever's rule:
+    # G-Retriever scores each original edge by its own relation text; parallel edges with
+    # the same relation text tie and share a prize level.
+    keep = np.flatnonzero(cx.edge_of_orig >= 0)  # self-loops cannot be PCST edges
+    rel_vecs = _relation_vectors(ecx)
+    s_e = (rel_vecs[keep] @ q) if keep.size else np.zeros(0)
+    p0 = rank_prizes(s0, k0)
+    pe = np.zeros(keep.size)
+    uniq = np.unique(s_e)[::-1]
+    ke = int(min(k1, uniq.size))
+    if ke > 0:
+        last = float(ke)
+        for r in range(ke):  # loop over <= k prize levels, not over edges
+            tie = s_e == uniq[r]
+            value = min((ke - r) / tie.sum(), last)
+            pe[tie] = value
+            last = value * (1 - decay)
+    cost = max(edge_cost, pe.max() * (1 - decay / 2)) if pe.size else edge_cost
+    src, dst = g.edge_index[0, keep], g.edge_index[1, keep]
+    n = cx.num_nodes
+    low = pe <= cost
+    virt = np.flatnonzero(~low)
+    vn = np.arange(n, n + virt.size)
+    edges = np.concatenate([np.stack([src[low], dst[low]], 1), np.stack([src[virt], vn], 1),
+                            np.stack([vn, dst[virt]], 1)]).astype(np.int64)
+    costs = np.concatenate([cost - pe[low], np.zeros(2 * virt.size)])
+    prizes = np.concatenate([p0, pe[virt] - cost])
+    t1 = time.perf_counter()
+    if prizes.sum() <= 0:
+        vs, es = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    else:
+        vs, es = solve_pcst(edges, prizes, costs)
+    t2 = time.perf_counter()
+    low_ids = keep[low]
+    chosen_orig = np.concatenate([low_ids[es[es < low_ids.size]], keep[virt[vs[vs >= n] - n]]])
+    chosen_edges = np.unique(cx.edge_of_orig[chosen_orig])
+    # prizes per 1-cell for display: the best prize among its original edges
+    p1 = np.zeros(cx.num_edges)
+    np.maximum.at(p1, cx.edge_of_orig[keep], pe)
+    sub = make_subcomplex(cx, vs[vs < n], chosen_edges, np.zeros(0, np.int64),
+                          (p0, p1, np.zeros(cx.num_cells2)), "g-retriever",
+                          dict(k0=k0, k1=k1, edge_cost=edge_cost, effective_edge_cost=float(cost)), {},
+                          similarities=(s0, s1_cells, s2))
+    t3 = time.perf_counter()
+    sub.timings = {"prizes": t1 - t0, "pcst": t2 - t1, "closure": t3 - t2, "total": t3 - t0}
+    return sub
+
+
+def _relation_vectors(ecx: EmbeddedComplex) -> np.ndarray:
+    """``(E, d)`` embedding of every original edge's relation text (cached on the object)."""
+    cache = ecx.__dict__.setdefault("_aux", {})
+    if "rel" not in cache:
+        g = ecx.complex.graph
+        if ecx.encoder is None:
+            # no encoder: fall back to the 1-cell embedding of each original edge
+            idx = np.maximum(ecx.complex.edge_of_orig, 0)
+            cache["rel"] = ecx.emb.x1[idx] if ecx.emb.x1.shape[0] else np.zeros((g.num_edges, ecx.emb.dim), np.float32)
+        else:
+            cache["rel"] = ecx.encoder.encode(list(g.edge_text)) if g.num_edges else np.zeros((0, ecx.emb.dim), np.float32)
+    return cache["rel"]
+
+
+def _triple_vectors(ecx: EmbeddedComplex) -> np.ndarray:
+    """``(E, d)`` embedding of ``"head relation tail"`` for every original edge (cached)."""
+    cache = ecx.__dict__.setdefault("_aux", {})
+    if "triples" not in cache:
+        if ecx.encoder is None:
+            raise ValueError("topk-triples needs an encoder to embed triple texts")
+        texts = [f"{h} {r} {t}" for h, r, t in ecx.complex.graph.triples()]
+        cache["triples"] = ecx.encoder.encode(texts) if texts else np.zeros((0, ecx.emb.dim), np.float32)
+    return cache["triples"]
+
+
+def shortest_path(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3) -> Subcomplex:
+    """Shortest paths joining the top-k cells ("w/o TSR"); induced 2-cells kept."""
+    _check(ecx)
+    cx = ecx.complex
+    t0 = time.perf_counter()
+    s0, s1, s2 = ecx.similarities(question)
+    p0, p1 = rank_prizes(s0, k0), rank_prizes(s1, k1)
+    terminals = np.union1d(np.flatnonzero(p0 > 0), cx.edges[p1 > 0].reshape(-1))
+    n = cx.num_nodes
+    nodes, edges = np.zeros(0, np.int64), np.flatnonzero(p1 > 0)
+    if terminals.size:
+        best = int(terminals[np.argmax(np.maximum(p0[terminals], 0) + 1e-9 * s0[terminals])])
+        adj = sp.csr_matrix((np.ones(2 * cx.num_edges), (cx.edges.reshape(-1), cx.edges[:, ::-1].reshape(-1))),
+                            shape=(n, n))
+        _, pred = csgraph.breadth_first_order(adj, best, directed=False, return_predecessors=True)
+        reach = terminals[(pred[terminals] >= 0) | (terminals == best)]
+        # walk every reachable terminal back to ``best`` together (vectorised over terminals)
+        path_nodes = [reach]
+        cur = reach.copy()
+        pairs = []
+        while True:
+            cur = cur[cur != best]
+            if cur.size == 0:
+                break
+            nxt = pred[cur]
+            pairs.append(np.stack([np.minimum(cur, nxt), np.maximum(cur, nxt)], 1))
+            path_nodes.append(nxt)
+            cur = nxt
+        nodes = np.unique(np.concatenate(path_nodes + [[best]]))
+        if pairs:
+            pk = np.concatenate(pairs)
+            keys = cx.edges[:, 0] * n + cx.edges[:, 1]
+            edges = np.union1d(edges, np.searchsorted(keys, pk[:, 0] * n + pk[:, 1]))
+    cells = _induced_cells2(cx, np.union1d(edges, np.zeros(0, np.int64)))
+    p2 = cell2_prizes(cx, p0, p1, 0.0)
+    sub = make_subcomplex(cx, nodes, edges, cells, (p0, p1, p2), "shortest-path", dict(k0=k0, k1=k1), {},
+                          similarities=(s0, s1, s2))
+    sub.timings = {"total": time.perf_counter() - t0}
+    return sub
+
+
+def topk_triples(ecx: EmbeddedComplex, question: str | np.ndarray, k: int = 3) -> Subcomplex:
+    """KAPING-style top-k triples by triple-text cosine (no connectivity guarantee)."""
+    _check(ecx)
+    cx = ecx.complex
+    t0 = time.perf_counter()
+    q = ecx.question_vector(question)
+    s0, s1, s2 = ecx.similarities(q)
+    tv = _triple_vectors(ecx)
+    keep = np.flatnonzero(cx.edge_of_orig >= 0)
+    st = tv[keep] @ q if keep.size else np.zeros(0)
+    pt = rank_prizes(st, k)
+    chosen = keep[pt > 0]
+    edges = np.unique(cx.edge_of_orig[chosen])
+    p1 = np.zeros(cx.num_edges)
+    np.maximum.at(p1, cx.edge_of_orig[keep], pt)
+    sub = make_subcomplex(cx, np.zeros(0, np.int64), edges, np.zeros(0, np.int64),
+                          (np.zeros(cx.num_nodes), p1, np.zeros(cx.num_cells2)), "topk-triples", dict(k=k), {},
+                          similarities=(s0, s1, s2))
+    sub.timings = {"total": time.perf_counter() - t0}
+    return sub
