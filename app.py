@@ -1,4 +1,10 @@
-"""TopoRAG Studio, Home: which graph am I working on, and what does its cell complex look like?"""
+"""TopoRAG Studio, Home: which graph am I working on, and what does its cell complex look like?
+
+``streamlit run app.py`` serves this Home page plus every ``pages/<n>_<Name>.py`` (in number order),
+so a new page only needs a new file.
+"""
+from pathlib import Path
+
 import streamlit as st
 
 from toporag_core.io import load_csv_pair_from_bytes, load_graph_from_bytes, load_graph_from_text
@@ -6,9 +12,6 @@ from toporag_core.lift import TREE_METHODS
 from toporag_core.studio import samples, state
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
-
-st.set_page_config(page_title="TopoRAG Studio", page_icon="\u25b3", layout="wide")
-ss = st.session_state
 
 
 @st.cache_data(show_spinner="Reading ExplaGraphs ...")
@@ -21,104 +24,120 @@ def webqsp_records():
     return samples.webqsp_records()
 
 
-st.title("TopoRAG Studio")
-st.caption("Retrieval over textual graphs lifted to cell complexes: load a graph here, then explore its 2-cells, "
-           "tune retrieval in the lab, or learn how it works.")
+def home() -> None:
+    ss = st.session_state
+    st.title("TopoRAG Studio")
+    st.caption("Retrieval over textual graphs lifted to cell complexes: load a graph here, then explore its 2-cells, "
+               "tune retrieval in the lab, or learn how it works.")
 
-# ---------------------------------------------------------------- sidebar: lifting settings
-with st.sidebar:
-    st.header("Lifting")
-    tree_now, seed_now = state.tree_settings(ss)
-    ss[state.TREE] = st.selectbox("Spanning-tree method", TREE_METHODS, index=TREE_METHODS.index(tree_now),
-                                  help="2-cells are glued onto the fundamental cycles of this spanning forest. "
-                                       "b1 and the number of 2-cells do not depend on it; which cycles you get does.")
-    ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now, disabled=ss[state.TREE] != "random"))
+    # ---------------------------------------------------------------- sidebar: lifting settings
+    with st.sidebar:
+        st.header("Lifting")
+        tree_now, seed_now = state.tree_settings(ss)
+        ss[state.TREE] = st.selectbox("Spanning-tree method", TREE_METHODS, index=TREE_METHODS.index(tree_now),
+                                      help="2-cells are glued onto the fundamental cycles of this spanning forest. "
+                                           "b1 and the number of 2-cells do not depend on it; which cycles you get does.")
+        ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now, disabled=ss[state.TREE] != "random"))
 
-# ---------------------------------------------------------------- loading
-st.subheader("Load a graph")
-tab_samples, tab_bench, tab_upload, tab_paste = st.tabs(["Built-in samples", "Benchmark data", "Upload", "Paste"])
-with tab_samples:
-    key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title, key="sample_pick")
-    st.caption(samples.sample(key).description)
-    if st.button("Load sample", key="load_sample", type="primary"):
-        state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
+    # ---------------------------------------------------------------- loading
+    st.subheader("Load a graph")
+    tab_samples, tab_bench, tab_upload, tab_paste = st.tabs(["Built-in samples", "Benchmark data", "Upload", "Paste"])
+    with tab_samples:
+        key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title, key="sample_pick")
+        st.caption(samples.sample(key).description)
+        if st.button("Load sample", key="load_sample", type="primary"):
+            state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
 
-with tab_bench:
-    if samples.shared_data_dir() is None:
-        st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and uploads work.")
-    else:
-        rows = explagraphs_rows()
-        if rows:
-            i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0, key="expla_row"))
-            st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
-            if st.button("Load ExplaGraphs row", key="load_expla"):
-                state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
-        recs = webqsp_records()
-        if recs:
-            j = st.selectbox("WebQSP question", range(len(recs)), key="webqsp_pick",
-                             format_func=lambda j: f"{recs[j].get('id', j)}: {recs[j].get('question', '')}")
-            if st.button("Load WebQSP graph", key="load_webqsp"):
-                state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
+    with tab_bench:
+        if samples.shared_data_dir() is None:
+            st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and uploads work.")
+        else:
+            rows = explagraphs_rows()
+            if rows:
+                i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0, key="expla_row"))
+                st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
+                if st.button("Load ExplaGraphs row", key="load_expla"):
+                    state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
+            recs = webqsp_records()
+            if recs:
+                j = st.selectbox("WebQSP question", range(len(recs)), key="webqsp_pick",
+                                 format_func=lambda j: f"{recs[j].get('id', j)}: {recs[j].get('question', '')}")
+                if st.button("Load WebQSP graph", key="load_webqsp"):
+                    state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
 
-with tab_upload:
-    st.caption("One file: triples (TSV/CSV with head,relation,tail, or JSON [[h, r, t], ...]), a WebQSP-style "
-               "JSON record, or an ExplaGraphs TSV. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + "
-               "edges.csv (src,edge_attr,dst).")
-    up = st.file_uploader("Graph file", type=["csv", "tsv", "txt", "json"], key="upload_one")
-    if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
-        state.try_load(ss, lambda: load_graph_from_bytes(up.getvalue(), up.name), up.name)
-    c1, c2 = st.columns(2)
-    up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
-    up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
-    if st.button("Load CSV pair", key="load_pair", disabled=up_nodes is None or up_edges is None) \
-            and up_nodes is not None and up_edges is not None:
-        state.try_load(ss, lambda: load_csv_pair_from_bytes(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
-                                                            up_edges.name), f"{up_nodes.name} + {up_edges.name}")
+    with tab_upload:
+        st.caption("One file: triples (TSV/CSV with head,relation,tail, or JSON [[h, r, t], ...]), a WebQSP-style "
+                   "JSON record, or an ExplaGraphs TSV. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + "
+                   "edges.csv (src,edge_attr,dst).")
+        up = st.file_uploader("Graph file", type=["csv", "tsv", "txt", "json"], key="upload_one")
+        if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
+            state.try_load(ss, lambda: load_graph_from_bytes(up.getvalue(), up.name), up.name)
+        c1, c2 = st.columns(2)
+        up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
+        up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
+        if st.button("Load CSV pair", key="load_pair", disabled=up_nodes is None or up_edges is None) \
+                and up_nodes is not None and up_edges is not None:
+            state.try_load(ss, lambda: load_csv_pair_from_bytes(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
+                                                                up_edges.name), f"{up_nodes.name} + {up_edges.name}")
 
-with tab_paste:
-    fmt = st.selectbox("Format", ["auto", "triples", "explagraphs", "webqsp"], key="paste_format",
-                       help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
-    text = st.text_area("Triples", key="paste_text", height=160,
-                        placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
-    if st.button("Load pasted graph", key="load_paste"):
-        state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
+    with tab_paste:
+        fmt = st.selectbox("Format", ["auto", "triples", "explagraphs", "webqsp"], key="paste_format",
+                           help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
+        text = st.text_area("Triples", key="paste_text", height=160,
+                            placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
+        if st.button("Load pasted graph", key="load_paste"):
+            state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
 
-if ss.get(state.ERROR):
-    st.error(f"Could not load that graph: {ss[state.ERROR]}")
-    if ss.get(state.GRAPH) is not None:
-        st.info(f"Still using the previously loaded graph: {ss[state.GRAPH].name or 'unnamed'}.")
-elif ss.get(state.MESSAGE):
-    st.success(ss[state.MESSAGE])
+    if ss.get(state.ERROR):
+        st.error(f"Could not load that graph: {ss[state.ERROR]}")
+        if ss.get(state.GRAPH) is not None:
+            st.info(f"Still using the previously loaded graph: {ss[state.GRAPH].name or 'unnamed'}.")
+    elif ss.get(state.MESSAGE):
+        st.success(ss[state.MESSAGE])
 
-# ---------------------------------------------------------------- summary
-graph = state.current_graph(ss)
-tree, seed = state.tree_settings(ss)
-cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
-summary = cx.summary()
-st.subheader(f"Current graph: {graph.name or 'unnamed'}")
-cols = st.columns(6)
-cols[0].metric("|V| nodes", summary["nodes"])
-cols[1].metric("|E| edges", summary["original_edges"],
-               help="Directed input edges. Parallel edges merge into one 1-cell; self-loops stay on their node.")
-cols[2].metric("1-cells", summary["edges"])
-cols[3].metric("components b0", summary["components"])
-cols[4].metric("b1", summary["betti1"], help="Independent cycles of the graph: 1-cells - nodes + b0.")
-cols[5].metric("2-cells", summary["cells2"], help="One per non-tree edge of the spanning forest.")
-notes = []
-if summary["self_loops"]:
-    notes.append(f"{summary['self_loops']} self-loop(s) kept as node facts")
-if summary["original_edges"] - summary["self_loops"] > summary["edges"]:
-    notes.append(f"{summary['original_edges'] - summary['self_loops'] - summary['edges']} parallel edge(s) merged")
-st.caption(f"Spanning tree: {tree}" + (f" (seed {seed})" if tree == "random" else "") +
-           f"; B1 @ B2 = 0: {cx.boundary_ok()}" + ("; " + "; ".join(notes) if notes else ""))
-question = graph.meta.get("question") or ""
-if question:
-    st.markdown("**Question that comes with this graph**")
-    st.text(question)
-left, right = st.columns([3, 2])
-left.plotly_chart(boundary_length_histogram(cx))
-with right:
-    st.markdown("**Next**")
-    st.page_link("pages/1_Explore.py", label="Explore the complex: pick a 2-cell, see its cycle")
-    st.page_link("pages/2_Retrieval_lab.py", label="Retrieval lab: ask, tune k and C2, compare methods")
-    st.page_link("pages/3_Learn.py", label="Learn: the lifting and one retrieval, step by step")
+    # ---------------------------------------------------------------- summary
+    graph = state.current_graph(ss)
+    tree, seed = state.tree_settings(ss)
+    cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
+    summary = cx.summary()
+    st.subheader(f"Current graph: {graph.name or 'unnamed'}")
+    cols = st.columns(6)
+    cols[0].metric("|V| nodes", summary["nodes"])
+    cols[1].metric("|E| edges", summary["original_edges"],
+                   help="Directed input edges. Parallel edges merge into one 1-cell; self-loops stay on their node.")
+    cols[2].metric("1-cells", summary["edges"])
+    cols[3].metric("components b0", summary["components"])
+    cols[4].metric("b1", summary["betti1"], help="Independent cycles of the graph: 1-cells - nodes + b0.")
+    cols[5].metric("2-cells", summary["cells2"], help="One per non-tree edge of the spanning forest.")
+    notes = []
+    if summary["self_loops"]:
+        notes.append(f"{summary['self_loops']} self-loop(s) kept as node facts")
+    if summary["original_edges"] - summary["self_loops"] > summary["edges"]:
+        notes.append(f"{summary['original_edges'] - summary['self_loops'] - summary['edges']} parallel edge(s) merged")
+    st.caption(f"Spanning tree: {tree}" + (f" (seed {seed})" if tree == "random" else "") +
+               f"; B1 @ B2 = 0: {cx.boundary_ok()}" + ("; " + "; ".join(notes) if notes else ""))
+    question = graph.meta.get("question") or ""
+    if question:
+        st.markdown("**Question that comes with this graph**")
+        st.text(question)
+    left, right = st.columns([3, 2])
+    left.plotly_chart(boundary_length_histogram(cx))
+    with right:
+        st.markdown("**Next**")
+        st.page_link("pages/1_Explore.py", label="Explore the complex: pick a 2-cell, see its cycle")
+        st.page_link("pages/2_Retrieval_lab.py", label="Retrieval lab: ask, tune k and C2, compare methods")
+        st.page_link("pages/3_Learn.py", label="Learn: the lifting and one retrieval, step by step")
+
+
+def page_list() -> list:
+    """Home, then ``pages/*.py`` sorted by their number prefix; titles from the file names."""
+    pages = [st.Page(home, title="Home", icon=":material/home:", default=True)]
+    for path in sorted((Path(__file__).parent / "pages").glob("[0-9]*_*.py"),
+                       key=lambda p: (int(p.stem.split("_", 1)[0]), p.stem)):
+        name = path.stem.split("_", 1)[1]
+        pages.append(st.Page(str(path), title=name.replace("_", " "), url_path=name))
+    return pages
+
+
+st.set_page_config(page_title="TopoRAG Studio", page_icon="\u25b3", layout="wide")
+st.navigation(page_list()).run()

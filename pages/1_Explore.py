@@ -29,7 +29,7 @@ with st.sidebar:
                     help="Big graphs show only the neighbourhood of the picked cells, at most this many nodes.")
     picked_side = st.multiselect("Highlight 2-cells", table["2-cell"].tolist(), key="explore_cells",
                                  format_func=lambda f: f"c{f} (length {int(table.loc[f, 'boundary length'])})")
-    outline_all = st.toggle("Outline every 2-cell in view", value=cx.num_nodes <= 60)
+    shade_all = st.toggle("Shade every 2-cell in view", value=cx.num_nodes <= 60)
     find = st.text_input("Filter the table by text", key="explore_find")
 
 shown = table
@@ -39,9 +39,9 @@ event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="
                      height=240, column_config={"cycle": st.column_config.TextColumn(width="large")})
 picked_table = shown.iloc[list(event.selection.rows)]["2-cell"].tolist() if event is not None else []
 picked = list(dict.fromkeys([*picked_table, *picked_side]))
-outline = [f for f in range(cx.num_cells2) if f not in picked] if outline_all else []
+shaded = [f for f in range(cx.num_cells2) if f not in picked] if shade_all else []
 
-view = render_view(cx, focus_cells2=picked, outline_cells2=outline, cap=cap)
+view = render_view(cx, focus_cells2=picked, shade_cells2=shaded, cap=cap)
 st.markdown(legend_html(retrieval=False), unsafe_allow_html=True)
 st.caption(view.caption() + " Hover a node or edge for its full text.")
 show_html(view.html, 580)

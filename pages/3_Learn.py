@@ -42,18 +42,22 @@ with tab_lift:
         f"A spanning tree ({tree}) reaches every node with {nums['tree_edges']} edges (solid). Each of the other "
         f"{nums['non_tree_edges']} edges (dashed) closes exactly one cycle with the tree (its *fundamental cycle*), "
         "and one 2-cell (a disc) is glued onto each.")
-    step = st.slider("Step (0 = spanning tree only)", 0, nums["cells2"], 0, key=f"learn_step_{gkey}_{tree}")
-    if step == 0:
+    step = (st.slider("Step (0 = spanning tree only)", 0, nums["cells2"], 0, key=f"learn_step_{gkey}_{tree}")
+            if nums["cells2"] else 0)
+    if nums["cells2"] == 0:
+        view = render_view(cx, cap=learn.MAX_TEACHING_NODES)
+        st.info("This graph is a forest: every edge is a tree edge, there is no cycle and no 2-cell to glue.")
+    elif step == 0:
         view = render_view(cx, cap=learn.MAX_TEACHING_NODES)
         st.info("Step 0: the spanning tree (solid) and the non-tree edges (dashed). Move the slider to glue 2-cells.")
     else:
         row = steps.iloc[step - 1]
         f = int(row["2-cell"])
-        view = render_view(cx, focus_cells2=[f], outline_cells2=list(range(f)), focus_edges=[int(row["non-tree edge"])],
-                           cap=learn.MAX_TEACHING_NODES)
+        view = render_view(cx, focus_cells2=[f], shade_cells2=list(range(f)),
+                           focus_edges=[int(row["non-tree edge"])], cap=learn.MAX_TEACHING_NODES)
         st.success(f"Step {step}: the non-tree edge **{row['chord']}** closes the cycle "
                    f"`{row['cycle']}` ({row['boundary length']} edges): 2-cell c{f} is glued onto it. "
-                   f"Earlier 2-cells are outlined.")
+                   f"Earlier 2-cells are shaded.")
     st.markdown(legend_html(retrieval=False), unsafe_allow_html=True)
     show_html(view.html, 500)
     st.dataframe(steps, hide_index=True)

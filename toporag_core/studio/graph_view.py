@@ -7,7 +7,7 @@ What it draws:
 * 2-cells as translucent polygons through their boundary nodes, painted on the canvas
   under the graph (vis-network has no faces, so a ``beforeDrawing`` hook draws them).
 * With a retrieval result, cells are coloured by role: terminal, Steiner connector,
-  boundary closure; retrieved 2-cells filled, candidate 2-cells that were not chosen outlined.
+  boundary closure; retrieved 2-cells filled, candidate 2-cells that were not chosen shaded.
 
 Big graphs are never sent whole: :func:`neighbourhood` keeps at most ``cap`` nodes, grown
 ring by ring from the cells of interest, and :class:`GraphView` reports what was cut.
@@ -33,7 +33,7 @@ ROLE_COLOURS = {"terminal": "#e15759", "steiner": "#f28e2b", "closure": "#4e79a7
 NODE_DEFAULT, NODE_MUTED, NODE_FOCUS = "#9ecae9", "#d9d9d9", "#59a14f"
 EDGE_TREE, EDGE_CHORD, EDGE_MUTED = "#7f7f7f", "#b07aa1", "#dddddd"
 CELL_FILL, CELL_STROKE = "rgba(89, 161, 79, 0.28)", "rgba(89, 161, 79, 0.95)"
-CELL_OUTLINE = "rgba(176, 122, 161, 0.9)"
+CELL_SHADE = "rgba(176, 122, 161, 0.13)"
 DEFAULT_CAP = 150
 LABEL_CHARS = 28
 
@@ -85,7 +85,7 @@ class GraphView:
     nodes: np.ndarray
     edges: np.ndarray
     cells2_filled: list[int]
-    cells2_outlined: list[int]
+    cells2_shaded: list[int]
     total_nodes: int
     cap: int
     html: str = field(repr=False, default="")
@@ -176,11 +176,7 @@ function toporagDecorate(network) {
       });
       ctx.closePath();
       if (cell.fill) { ctx.fillStyle = cell.fill; ctx.fill(); }
-      ctx.setLineDash(cell.dashed ? [6, 4] : []);
-      ctx.lineWidth = cell.width;
-      ctx.strokeStyle = cell.stroke;
-      ctx.stroke();
-      ctx.setLineDash([]);
+      if (cell.stroke) { ctx.lineWidth = cell.width; ctx.strokeStyle = cell.stroke; ctx.stroke(); }
     });
   });
 }
@@ -198,26 +194,29 @@ def _finish_html(page: str, cells_payload: list[dict]) -> str:
     anchor = "network = new vis.Network(container, data, options);"
     if anchor not in page:  # a pyvis template change must fail loudly, not silently lose features
         raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
-    return page.replace(anchor, "toporagPrepare(nodes, edges); " + anchor + " toporagDecorate(network);", 1)
+    # a fixed layout seed: the same cells land in the same places on every rerun (stepping
+    # through the lifting must not reshuffle the picture)
+    return page.replace(anchor, "toporagPrepare(nodes, edges); options.layout = {randomSeed: 7}; " + anchor +
+                        " toporagDecorate(network);", 1)
 
 
-def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), outline_cells2=(), focus_edges=(),
+def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), focus_edges=(),
                 seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560) -> GraphView:
     """Build the HTML view of ``cx``.
 
     Args:
         cx: the complex.
         sub: optional :class:`~toporag_core.retrieval.Subcomplex`: colour cells by role,
-            fill its 2-cells, outline its candidate 2-cells that were not chosen.
+            fill its 2-cells, shade its candidate 2-cells that were not chosen.
         focus_cells2: 2-cells to fill (e.g. picked in a table); their boundary is highlighted.
-        outline_cells2: 2-cells to outline only (e.g. earlier steps of the lifting).
+        shade_cells2: 2-cells to shade faintly (e.g. earlier steps of the lifting).
         focus_edges: 1-cells to draw thick (e.g. the chord of the current lifting step).
         seeds: nodes the neighbourhood grows from; default: the subcomplex / focus cells,
             else the highest-degree node.
         cap: most nodes shown.
     """
     focus_cells2 = [int(f) for f in focus_cells2]
-    outline_cells2 = [int(f) for f in outline_cells2]
+    shade_cells2 = [int(f) for f in shade_cells2]
     focus_edges = np.asarray(list(focus_edges), dtype=np.int64)
     n = cx.num_nodes
     if seeds is None:
@@ -280,22 +279,22 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), outline_cells2=()
                               label=_short(" / ".join(cx.graph.edge_text[i] for i in cx.edge_members(e)), 20)).options)
 
     filled = list(focus_cells2)
-    outlined = list(outline_cells2)
+    shaded = list(shade_cells2)
     if sub is not None:
         filled += sub.cells2.tolist()
         chosen = set(sub.cells2.tolist())
-        outlined += [f for f in sub.params.get("candidates2", []) if f not in chosen]
+        shaded += [f for f in sub.params.get("candidates2", []) if f not in chosen]
     payload, kept_f, kept_o = [], [], []
-    for f, is_filled in [(f, True) for f in filled] + [(f, False) for f in outlined]:
+    for f, is_filled in [(f, True) for f in filled] + [(f, False) for f in shaded]:
         ids = cx.cell2_nodes(f)
         if not in_view[ids].all():  # a face with a vertex off screen would be drawn wrong
             continue
         (kept_f if is_filled else kept_o).append(int(f))
-        payload.append({"nodes": ids.tolist(), "fill": CELL_FILL if is_filled else None,
-                        "stroke": CELL_STROKE if is_filled else CELL_OUTLINE, "dashed": not is_filled,
-                        "width": 2.5 if is_filled else 1.5})
+        # other cells are only shaded: an outline would sit exactly on their edges
+        payload.append({"nodes": ids.tolist(), "fill": CELL_FILL if is_filled else CELL_SHADE,
+                        "stroke": CELL_STROKE if is_filled else None, "width": 2.5})
     page = _finish_html(net.generate_html(notebook=False), payload)
-    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_outlined=kept_o,
+    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
                      total_nodes=n, cap=cap, html=page)
 
 
@@ -311,8 +310,8 @@ def legend_html(retrieval: bool) -> str:
                  chip(ROLE_COLOURS["steiner"], "Steiner connector"),
                  chip(ROLE_COLOURS["closure"], "boundary closure"),
                  chip(CELL_STROKE, "retrieved 2-cell (filled)"),
-                 chip(CELL_OUTLINE, "candidate 2-cell not chosen", dashed=True)]
+                 chip(CELL_SHADE, "candidate 2-cell not chosen (shaded)")]
     else:
         items = [chip(EDGE_TREE, "spanning-tree edge (solid)"), chip(EDGE_CHORD, "non-tree edge (dashed)", True),
-                 chip(NODE_FOCUS, "picked 2-cell and its boundary")]
+                 chip(NODE_FOCUS, "picked 2-cell and its boundary"), chip(CELL_SHADE, "other 2-cells (shaded)")]
     return '<div style="font-size:0.85rem;line-height:1.8">' + "".join(items) + "</div>"

@@ -63,4 +63,4 @@ def timings_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
     """Retrieval timings in milliseconds, one row per method."""
     rows = [{"method": METHOD_LABELS.get(name, name), **{k: round(v * 1000, 2) for k, v in sub.timings.items()}}
             for name, sub in subs.items()]
-    return pd.DataFrame(rows).fillna("")
+    return pd.DataFrame(rows).astype(object).fillna("")  # baselines time fewer stages

@@ -1,0 +1,367 @@
+"""The Streamlit app, page by page (streamlit.testing AppTest), and its support library.
+
+Pages run with the model-free HashingEncoder (``TOPORAG_ENCODER=hashing``) for speed; one
+test drives the retrieval lab with the real default sentence encoder.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from toporag_core.graph import TextualGraph  # noqa: E402
+from toporag_core.lift import lift  # noqa: E402
+from toporag_core.retrieval import EmbeddedComplex, cycle_text, retrieve, textualize  # noqa: E402
+from toporag_core.embed import HashingEncoder  # noqa: E402
+from toporag_core.studio import graph_view, learn, samples, state, sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "assets" / "samples"
+SHARED = ROOT.parent / "shared" / "data"
+EVIL = "<script>alert(1)</script>"
+
+
+@pytest.fixture(autouse=True)
+def _fast_encoder(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+
+
+def app(page: str = "app.py") -> AppTest:
+    return AppTest.from_file(str(ROOT / page), default_timeout=120)
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def iframes(at: AppTest) -> list[str]:
+    """srcdoc of every iframe on the page (the pyvis views)."""
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            yield child
+            yield from walk(child)
+    return [el.proto.srcdoc for el in walk(at._tree) if getattr(el, "type", "") == "iframe"]
+
+
+def betti1_from_csv(path: Path) -> int:
+    """b1 of a head,relation,tail CSV computed independently with networkx (simple undirected skeleton)."""
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    g = nx.Graph()
+    g.add_edges_from((r["head"], r["tail"]) for r in rows if r["head"] != r["tail"])
+    return g.number_of_edges() - g.number_of_nodes() + nx.number_connected_components(g)
+
+
+def evil_graph() -> TextualGraph:
+    return TextualGraph.from_triples([(EVIL, "likes <b>bold</b>", "b"), ("b", "x", "c"), ("c", "y", EVIL),
+                                      ("c", "href", "d")], name="evil")
+
+
+# ====================================================================== Home
+def test_home_scene_sample_shows_its_betti_number():
+    at = app().run()
+    assert not at.exception
+    m = metrics(at)
+    expected = betti1_from_csv(SAMPLES / "scene_breakfast.csv")
+    assert expected >= 3  # the scene has several closed loops
+    assert m["b1"] == str(expected)
+    assert m["2-cells"] == str(expected)  # one 2-cell per independent cycle
+    assert m["|V| nodes"] == "16"
+
+
+def test_home_loads_each_sample_and_counts_match_the_library():
+    at = app().run()
+    for key in samples.SAMPLE_KEYS:
+        at.selectbox(key="sample_pick").set_value(key)
+        at.button(key="load_sample").click()
+        at.run()
+        assert not at.exception and not at.error
+        cx = lift(samples.load_sample(key))
+        m = metrics(at)
+        assert (m["|V| nodes"], m["b1"], m["2-cells"]) == (str(cx.num_nodes), str(cx.betti1), str(cx.num_cells2))
+        assert at.session_state[state.GRAPH].meta["source"] == f"sample:{key}"
+    assert metrics(at)["b1"] == "1"  # the argument graph has exactly one loop of reasons
+
+
+def test_home_malformed_paste_shows_error_and_keeps_previous_graph():
+    at = app().run()
+    at.selectbox(key="sample_pick").set_value("kg")
+    at.button(key="load_sample").click()
+    at.run()
+    before = metrics(at)
+    at.text_area(key="paste_text").set_value("head,relation,tail\na,r,b\nc,,d\n")
+    at.button(key="load_paste").click()
+    at.run()
+    assert not at.exception
+    assert len(at.error) == 1
+    msg = at.error[0].value
+    assert "line 3" in msg and "relation" in msg  # the library's message says where
+    assert metrics(at) == before  # the Curie graph is still the current graph
+    assert at.session_state[state.GRAPH].meta["source"] == "sample:kg"
+    assert any("previously loaded graph" in i.value for i in at.info)
+
+
+def test_home_good_paste_replaces_graph_and_clears_error():
+    at = app().run()
+    at.text_area(key="paste_text").set_value("not json [")
+    at.selectbox(key="paste_format").set_value("webqsp")
+    at.button(key="load_paste").click()
+    at.run()
+    assert at.error
+    at.selectbox(key="paste_format").set_value("auto")
+    at.text_area(key="paste_text").set_value("head,relation,tail\na,r,b\nb,s,c\nc,t,a\nc,u,d\n")
+    at.button(key="load_paste").click()
+    at.run()
+    assert not at.error
+    m = metrics(at)
+    assert (m["|V| nodes"], m["b1"], m["2-cells"]) == ("4", "1", "1")
+
+
+def test_home_tree_method_changes_cycles_not_counts():
+    at = app().run()
+    at.sidebar.selectbox[0].set_value("dfs").run()
+    assert at.session_state[state.TREE] == "dfs"
+    assert metrics(at)["b1"] == str(betti1_from_csv(SAMPLES / "scene_breakfast.csv"))
+    assert "Spanning tree: dfs" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.skipif(not (SHARED / "webqsp_sample.json").is_file(), reason="../shared/data/webqsp_sample.json absent")
+def test_home_loads_a_webqsp_question_from_shared_data():
+    recs = json.loads((SHARED / "webqsp_sample.json").read_text())
+    at = app().run()
+    at.selectbox(key="webqsp_pick").set_value(3)
+    at.button(key="load_webqsp").click()
+    at.run()
+    assert not at.exception and not at.error
+    g = at.session_state[state.GRAPH]
+    assert g.meta["question"] == recs[3]["question"]
+    assert int(metrics(at)["|V| nodes"]) >= len(recs[3]["nodes"])
+
+
+@pytest.mark.skipif(not (SHARED / "expla_graphs_train_dev.tsv").is_file(), reason="../shared/data ExplaGraphs absent")
+def test_home_loads_an_explagraphs_row():
+    at = app().run()
+    at.number_input(key="expla_row").set_value(2).run()
+    at.button(key="load_expla").click()
+    at.run()
+    g = at.session_state[state.GRAPH]
+    assert g.meta["id"] == 2 and "Argument 1:" in g.meta["question"]
+    assert "people" in g.node_text  # row 2: (marijuana; receives action; popular)(popular; used for; people)...
+
+
+# ====================================================================== Explore
+def test_explore_picking_a_cell_highlights_its_cycle():
+    at = app("pages/1_Explore.py").run()
+    assert not at.exception
+    cx = lift(samples.load_sample("scene"))
+    f = int(np.argmax(cx.boundary_lengths()))
+    at.sidebar.multiselect(key="explore_cells").set_value([f]).run()
+    texts = [t.value for t in at.text]
+    assert f"c{f}: {cycle_text(cx, f)}" in texts
+    page = iframes(at)[0]
+    cells = json.loads(re.search(r"var TOPORAG_CELLS = (.*);\n", page).group(1))
+    filled = [c for c in cells if c["stroke"]]
+    assert [c["nodes"] for c in filled] == [cx.cell2_nodes(f).tolist()]
+
+
+def test_explore_escapes_user_text():
+    at = app("pages/1_Explore.py")
+    state.set_graph(at.session_state, evil_graph())
+    at.run()
+    assert not at.exception
+    page = iframes(at)[0]
+    assert EVIL not in page and "<b>bold</b>" not in page
+    assert "\\u0026lt;script\\u0026gt;alert(1)" in page  # tooltip: escaped HTML, inside script-safe JSON
+    assert "\\u003cscript\\u003ealert(1)" in page  # label: canvas text, inside script-safe JSON
+    assert not re.search(r"(?:src|href)\s*=\s*[\"']https?://", page)  # nothing from a CDN
+
+
+def test_explore_caps_big_graphs_and_says_so():
+    rng = np.random.default_rng(0)
+    n = 600
+    src, dst = rng.integers(0, n, 2400), rng.integers(0, n, 2400)
+    g = TextualGraph([f"node {i}" for i in range(n)], np.stack([src, dst]), [f"r{i % 7}" for i in range(2400)])
+    at = app("pages/1_Explore.py")
+    state.set_graph(at.session_state, g)
+    at.run()
+    assert any("Showing 150 of 600 nodes (cap 150)" in c.value for c in at.caption)
+    at.sidebar.slider[0].set_value(60).run()
+    assert any("Showing 60 of 600 nodes (cap 60)" in c.value for c in at.caption)
+    assert iframes(at)[0].count('"label":') <= 60 + 2 * 60 * 60  # nodes + edges among them, not the whole graph
+
+
+# ====================================================================== Retrieval lab
+def counts(at: AppTest) -> list[dict]:
+    return at.dataframe[0].value.to_dict("records")
+
+
+def test_lab_counts_match_the_library_and_context_is_textualize():
+    at = app("pages/2_Retrieval_lab.py").run()
+    assert not at.exception
+    g = samples.load_sample("scene")
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    sub = retrieve(ecx, g.meta["question"], k0=3, k1=3, k2=3, c2=0.5, edge_cost=0.5)
+    row = counts(at)[0]
+    assert (row["0-cells"], row["1-cells"], row["2-cells"]) == sub.counts
+    assert sub.counts[0] > 0
+    assert textualize(sub) in [c.value for c in at.code]
+    assert len(iframes(at)) == 1
+
+
+def test_lab_raising_c2_never_adds_candidate_2_cells():
+    at = app("pages/2_Retrieval_lab.py").run()
+    seen = []
+    for c2 in (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0):
+        at.sidebar.slider(key="lab_c2").set_value(c2).run()
+        assert not at.exception
+        seen.append(counts(at)[0]["candidate 2-cells"])
+    assert all(a >= b for a, b in zip(seen, seen[1:])), seen
+    assert seen[0] > 0 and seen[-1] == 0, seen  # the sweep really moves
+
+
+def test_lab_k_zero_and_advanced_ks():
+    at = app("pages/2_Retrieval_lab.py").run()
+    at.sidebar.slider(key="lab_k").set_value(0).run()
+    assert not at.exception
+    assert [counts(at)[0][c] for c in ("0-cells", "1-cells", "2-cells")] == [0, 0, 0]  # no prizes, nothing picked
+    at.sidebar.slider(key="lab_k").set_value(3)
+    at.sidebar.toggle(key="lab_advanced").set_value(True).run()
+    at.sidebar.slider(key="lab_k2").set_value(0).run()
+    row = counts(at)[0]
+    assert row["2-cells"] == 0 and row["candidate 2-cells"] == 0 and row["0-cells"] > 0
+
+
+def test_lab_compare_mode_shows_two_methods():
+    at = app("pages/2_Retrieval_lab.py").run()
+    at.sidebar.toggle(key="lab_compare").set_value(True).run()
+    at.sidebar.selectbox(key="lab_method_b").set_value("topk-triples").run()
+    assert not at.exception
+    rows = counts(at)
+    assert [r["method"] for r in rows] == ["TopoRAG (cell complex)", "Top-k triples (KAPING)"]
+    assert rows[1]["2-cells"] == 0
+    assert len(iframes(at)) == 2
+
+
+def test_lab_sweep_tables_match_the_library():
+    at = app("pages/2_Retrieval_lab.py").run()
+    g = samples.load_sample("scene")
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    dk = sweep.sweep_k(ecx, g.meta["question"], c2=0.5, edge_cost=0.5)
+    shown = [d.value for d in at.dataframe if "k" in d.value.columns]
+    assert shown and shown[0].equals(dk)
+    assert dk["0-cells"].iloc[0] == 0 and dk["0-cells"].iloc[-1] > 0
+
+
+def test_lab_empty_question_warns_instead_of_crashing():
+    at = app("pages/2_Retrieval_lab.py").run()
+    at.text_area[0].set_value("   ").run()
+    assert not at.exception
+    assert "question" in at.warning[0].value
+
+
+@pytest.mark.slow
+def test_lab_with_the_real_sentence_encoder(monkeypatch):
+    monkeypatch.delenv("TOPORAG_ENCODER")
+    at = app("pages/2_Retrieval_lab.py").run()
+    assert not at.exception
+    assert "all-MiniLM-L6-v2" in at.caption[0].value
+    row = counts(at)[0]
+    assert row["0-cells"] >= 3 and row["1-cells"] >= 1
+    texts = "\n".join(c.value for c in at.code)
+    assert "cup" in texts  # the question is about the red cup
+
+
+# ====================================================================== Learn
+def test_learn_steps_through_lifting_and_boundary_maps():
+    at = app("pages/3_Learn.py").run()
+    assert not at.exception
+    cx = lift(samples.load_sample("scene"))
+    at.slider(key=[s.key for s in at.slider if s.key and s.key.startswith("learn_step_")][0]).set_value(3).run()
+    msg = at.success[0].value
+    assert "Step 3" in msg and learn.edge_label(cx, int(cx.cell_chord[2])) in msg and cycle_text(cx, 2) in msg
+    joined = " ".join(m.value for m in at.markdown)
+    assert "B1 @ B2 = 0**: every entry is 0" in joined
+    assert f"**#2-cells = {cx.num_cells2}**" in joined
+
+
+def test_learn_walkthrough_prizes_follow_the_formula():
+    at = app("pages/3_Learn.py").run()
+    frames = [d.value for d in at.dataframe if "C2 x length" in d.value.columns]
+    assert frames
+    cells = frames[0]
+    c2 = 0.5
+    assert np.allclose(cells["prize"], cells["boundary sum"] - c2 * cells["length"])
+    assert (cells.loc[cells["candidate"], "prize"] > 0).all()
+
+
+# ====================================================================== support library
+def test_try_load_keeps_previous_graph_on_any_failure():
+    ss: dict = {}
+    good = samples.load_sample("argument")
+    assert state.try_load(ss, lambda: good) is None
+    key = ss[state.GRAPH_KEY]
+
+    def boom():
+        raise RuntimeError("disk on fire")
+
+    for loader in (lambda: TextualGraph([], np.zeros((2, 0)), []), boom,
+                   lambda: TextualGraph.from_triples([("a", "r", "b")]).__class__(["a"], [[0], [3]], ["r"])):
+        msg = state.try_load(ss, loader, "x.csv")
+        assert msg and ss[state.ERROR] == msg
+        assert ss[state.GRAPH] is good and ss[state.GRAPH_KEY] == key
+    assert "disk on fire" in state.try_load(ss, boom)
+
+
+def test_fingerprint_sees_text_and_structure():
+    a = TextualGraph.from_triples([("ab", "r", "c")])
+    b = TextualGraph.from_triples([("a", "r", "bc")])
+    assert state.graph_fingerprint(a) != state.graph_fingerprint(b)
+    assert state.graph_fingerprint(a) == state.graph_fingerprint(TextualGraph.from_triples([("ab", "r", "c")]))
+
+
+def test_neighbourhood_respects_cap_and_keeps_seeds():
+    g = TextualGraph.from_triples([(f"n{i}", "next", f"n{i + 1}") for i in range(50)])
+    cx = lift(g)
+    shown = graph_view.neighbourhood(cx, [25], cap=7)
+    assert shown.tolist() == [22, 23, 24, 25, 26, 27, 28]  # rings around the seed, in order
+    assert graph_view.neighbourhood(cx, [0, 49], cap=2).tolist() == [0, 49]
+
+
+def test_sweep_k_zero_retrieves_nothing_and_grows():
+    g = samples.load_sample("kg")
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    df = sweep.sweep_k(ecx, g.meta["question"])
+    assert df["k"].tolist() == list(range(6))
+    assert df.loc[0, ["0-cells", "1-cells", "2-cells"]].tolist() == [0, 0, 0]
+    assert df["0-cells"].iloc[-1] >= df["0-cells"].iloc[1] > 0
+
+
+def test_boundary_tables_product_is_zero_and_refuses_big_graphs():
+    cx = lift(samples.load_sample("kg"))
+    t = learn.boundary_tables(cx)
+    assert t.b1.shape == (cx.num_nodes, cx.num_edges) and t.b2.shape == (cx.num_edges, cx.num_cells2)
+    assert t.product_is_zero and (np.abs(t.b2.values).sum(0) == cx.boundary_lengths()).all()
+    big = lift(TextualGraph.from_triples([(f"n{i}", "r", f"n{i + 1}") for i in range(60)]))
+    with pytest.raises(ValueError, match="small graphs"):
+        learn.boundary_tables(big)
+
+
+def test_samples_are_project_files_with_loops():
+    for key in samples.SAMPLE_KEYS:
+        s = samples.sample(key)
+        assert (SAMPLES / s.file).is_file()
+        cx = lift(samples.load_sample(key))
+        assert cx.betti1 >= 1 and cx.boundary_ok()
+    with pytest.raises(ValueError, match="unknown sample"):
+        samples.load_sample("nope")
+    assert os.environ["TOPORAG_ENCODER"] == "hashing"
