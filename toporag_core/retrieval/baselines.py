@@ -6,8 +6,9 @@
   nodes for edges whose prize exceeds the cost. No 2-cells.
 * ``shortest_path``: the paper's "w/o TSR" ablation: the top-k 0-cells and the endpoints
   of the top-k 1-cells are terminals; the union of shortest paths from the best terminal
-  to every other terminal in its component; 2-cells whose whole boundary was selected
-  are kept (the induced subcomplex).
+  of each component to every other terminal of that component (one piece per component
+  that holds a terminal); 2-cells whose whole boundary was selected are kept (the
+  induced subcomplex).
 * ``topk_triples``: KAPING-style: the top-k original triples by cosine between the
   question and the triple text ``"head relation tail"``; not necessarily connected.
 """
@@ -131,24 +132,29 @@ def shortest_path(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3,
     n = cx.num_nodes
     nodes, edges = np.zeros(0, np.int64), np.flatnonzero(p1 > 0)
     if terminals.size:
-        best = int(terminals[np.argmax(np.maximum(p0[terminals], 0) + 1e-9 * s0[terminals])])
-        adj = sp.csr_matrix((np.ones(2 * cx.num_edges), (cx.edges.reshape(-1), cx.edges[:, ::-1].reshape(-1))),
-                            shape=(n, n))
-        _, pred = csgraph.breadth_first_order(adj, best, directed=False, return_predecessors=True)
-        reach = terminals[(pred[terminals] >= 0) | (terminals == best)]
-        # walk every reachable terminal back to ``best`` together (vectorised over terminals)
-        path_nodes = [reach]
-        cur = reach.copy()
+        # the best terminal of every component that holds terminals is a root; a super-node
+        # tied to the roots lets one BFS serve all components (as in lifting)
+        score = np.maximum(p0[terminals], 0) + 1e-9 * s0[terminals]
+        order = terminals[np.argsort(-score, kind="stable")]
+        _, first = np.unique(cx.component[order], return_index=True)
+        roots = order[first]
+        rows = np.concatenate([cx.edges.reshape(-1), cx.edges[:, ::-1].reshape(-1), np.full(roots.size, n)])
+        cols = np.concatenate([cx.edges[:, ::-1].reshape(-1), cx.edges.reshape(-1), roots])
+        adj = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
+        _, pred = csgraph.breadth_first_order(adj, n, directed=True, return_predecessors=True)
+        # walk every terminal back to its root, all terminals together (vectorised)
+        path_nodes = [terminals]
+        cur = terminals.copy()
         pairs = []
         while True:
-            cur = cur[cur != best]
+            cur = cur[pred[cur] != n]
             if cur.size == 0:
                 break
             nxt = pred[cur]
             pairs.append(np.stack([np.minimum(cur, nxt), np.maximum(cur, nxt)], 1))
             path_nodes.append(nxt)
-            cur = nxt
-        nodes = np.unique(np.concatenate(path_nodes + [[best]]))
+            cur = np.unique(nxt)
+        nodes = np.unique(np.concatenate(path_nodes))
         if pairs:
             pk = np.concatenate(pairs)
             keys = cx.edges[:, 0] * n + cx.edges[:, 1]
