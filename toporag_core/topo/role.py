@@ -167,7 +167,8 @@ def role_embedding(adj: sp.spmatrix, scales: Sequence[float] | str = "auto", d: 
             ``"auto"`` (exact up to ``EXACT_MAX_NODES`` nodes).
         cheb_order: Chebyshev order; ``None`` picks the smallest one whose truncation error
             is below ``cheb_tol`` for every scale (:func:`chebyshev_order`).
-        block_size: columns of ``Psi`` per block; ``None`` keeps a block near 1M entries.
+        block_size: columns of ``Psi`` per block; ``None`` keeps a block near 256K entries (2 MiB
+            per real array): peak memory is ``O(N x block)``, never ``O(N^2)``.
 
     Returns:
         float64 array, per scale ``[Re phi(t_1..t_d), Im phi(t_1..t_d)]``. Role similarity
@@ -186,7 +187,7 @@ def role_embedding(adj: sp.spmatrix, scales: Sequence[float] | str = "auto", d: 
     if n == 0:
         return np.zeros((0, 2 * d * s.size))
     t = np.linspace(0.0, t_max, d)
-    block = block_size or max(1, min(n, (1 << 20) // n))
+    block = block_size or max(1, min(n, (1 << 18) // n))
     lap = laplacian(adj)
     if method == "exact" or (method == "auto" and n <= EXACT_MAX_NODES):
         blocks = _heat_blocks_exact(lap, s, block)
