@@ -137,16 +137,15 @@ class CellComplex:
         key = ("B", rank, signed)
         if key in self._cache:
             return self._cache[key]
+        # built column-wise straight from the CSR boundary arrays (no COO sort)
         if rank == 1:
             m = self.num_edges
-            rows = self.edges.T.reshape(-1)  # all u then all v
-            cols = np.concatenate([np.arange(m), np.arange(m)])
-            vals = np.concatenate([-np.ones(m), np.ones(m)])
-            mat = sp.csr_matrix((vals, (rows, cols)), shape=(self.num_nodes, m))
+            vals = np.tile(np.array([-1.0, 1.0]), m)
+            mat = sp.csc_matrix((vals, self.edges.reshape(-1), np.arange(0, 2 * m + 1, 2)),
+                                shape=(self.num_nodes, m)).tocsr()
         elif rank == 2:
-            vals = self.cell_signs.astype(np.float64)
-            mat = sp.csr_matrix((vals, (self.cell_edges, self.cell2_index())),
-                                shape=(self.num_edges, self.num_cells2))
+            mat = sp.csc_matrix((self.cell_signs.astype(np.float64), self.cell_edges, self.cell_ptr),
+                                shape=(self.num_edges, self.num_cells2)).tocsr()
         else:
             raise ValueError("a 2-complex has incidence matrices of rank 1 and 2 only")
         if not signed:

@@ -39,52 +39,53 @@ def _skeleton(graph: TextualGraph):
     return edges, uniq, member_ptr, member_idx, edge_of_orig
 
 
+def _upper_csr(n_rows: int, u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
+    """CSR of edges ``(u, v)`` already sorted by ``u`` (then ``v``), built without a sort."""
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(u, minlength=n_rows), out=indptr[1:])
+    return sp.csr_matrix((np.ones(u.size), v, indptr), shape=(n_rows, n_rows))
+
+
 def _spanning_forest(n: int, edges: np.ndarray, method: str, seed: int):
-    """Parent array (roots point to themselves), depth, component labels, tree-edge mask."""
+    """Parent array (roots point to themselves), depth, component labels."""
     m = edges.shape[0]
-    u, v = edges[:, 0], edges[:, 1]
-    adj = sp.csr_matrix((np.ones(m), (u, v)), shape=(n, n))
-    ncomp, comp = csgraph.connected_components(adj, directed=False)
+    u, v = edges[:, 0], edges[:, 1]  # sorted by (u, v): the skeleton comes from np.unique
+    ncomp, comp = csgraph.connected_components(_upper_csr(n, u, v), directed=False)
     # A super-root tied to the first node of every component turns the forest into one
     # tree, so a single C-level traversal serves all components.
-    first = np.full(ncomp, n, dtype=np.int64)
-    np.minimum.at(first, comp, np.arange(n))
+    first = np.unique(comp, return_index=True)[1]
     if method == "random":
         rng = np.random.default_rng(seed)
         w = rng.random(m) + 1.0  # random weights -> a random spanning forest (Kruskal)
-        mst = csgraph.minimum_spanning_tree(sp.csr_matrix((w, (u, v)), shape=(n, n)))
-        tu, tv = mst.nonzero()
-        base_u, base_v = tu, tv
-        root_choice = rng.integers(0, np.bincount(comp, minlength=ncomp))  # random root per component
+        mst = csgraph.minimum_spanning_tree(sp.csr_matrix((w, (u, v)), shape=(n, n))).tocoo()
+        sizes = np.bincount(comp, minlength=ncomp)
         order_in_comp = np.argsort(comp, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(np.bincount(comp, minlength=ncomp))[:-1]])
-        first = order_in_comp[starts + root_choice]
-        method_traverse = "bfs"
-    else:
-        base_u, base_v = u, v
-        method_traverse = method
-    rows = np.concatenate([base_u, base_v, np.full(ncomp, n), first])
-    cols = np.concatenate([base_v, base_u, first, np.full(ncomp, n)])
-    big = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(n + 1, n + 1))
-    big.sum_duplicates()
-    if method_traverse == "bfs":
-        order, pred = csgraph.breadth_first_order(big, n, directed=True, return_predecessors=True)
-    elif method_traverse == "dfs":
-        order, pred = csgraph.depth_first_order(big, n, directed=True, return_predecessors=True)
-    else:
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        first = order_in_comp[starts + rng.integers(0, sizes)]  # a random root per component
+        tu, tv = np.minimum(mst.row, mst.col), np.maximum(mst.row, mst.col)
+        o = np.lexsort((tv, tu))
+        u, v = tu[o], tv[o]
+    if method not in TREE_METHODS:
         raise ValueError(f"unknown spanning tree method {method!r}; choose one of {TREE_METHODS}")
+    # rows 0..n-1: the (upper-triangular) edges; row n: the super-root -> component roots
+    big = _upper_csr(n + 1, np.concatenate([u, np.full(ncomp, n)]), np.concatenate([v, np.sort(first)]))
+    if method == "dfs":
+        _, pred = csgraph.depth_first_order(big, n, directed=False, return_predecessors=True)
+    else:
+        _, pred = csgraph.breadth_first_order(big, n, directed=False, return_predecessors=True)
     parent = pred[:n].astype(np.int64)
     roots = parent == n
     parent[roots] = np.flatnonzero(roots)
-    # depth = BFS distance from the super-root along tree edges (one C-level call)
-    child = np.flatnonzero(~roots)
-    tree_adj = sp.csr_matrix((np.ones(child.size + int(roots.sum())),
-                              (np.concatenate([child, np.full(int(roots.sum()), n)]),
-                               np.concatenate([parent[child], np.flatnonzero(roots)]))), shape=(n + 1, n + 1))
-    depth = csgraph.shortest_path(tree_adj, directed=False, unweighted=True, indices=n)[:n].astype(np.int64) - 1
-    # tree edges as skeleton keys
-    pk = np.minimum(child, parent[child]) * max(n, 1) + np.maximum(child, parent[child])
-    return parent, depth, comp.astype(np.int64), pk
+    # depth by pointer jumping: log2(height) vectorised steps
+    depth = (~roots).astype(np.int64)
+    anc = parent.copy()
+    while True:
+        nxt = anc[anc]
+        if (nxt == anc).all():
+            break
+        depth = depth + depth[anc]
+        anc = nxt
+    return parent, depth, comp.astype(np.int64)
 
 
 def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
@@ -108,15 +109,19 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     if n == 0:
         return CellComplex(graph, edges, mptr, midx, edge_of_orig, np.zeros(0, bool), np.zeros(1, np.int64),
                            empty, empty, empty, empty, empty, tree, max_cycle_len, 0)
-    parent, depth, comp, tree_keys = _spanning_forest(n, edges, tree, seed)
-    tree_mask = np.isin(keys, tree_keys)
+    parent, depth, comp = _spanning_forest(n, edges, tree, seed)
+    # skeleton id of every node's edge to its parent (-1 at roots), and the tree mask
+    child = np.flatnonzero(parent != np.arange(n))
+    parent_edge = np.full(n, -1, dtype=np.int64)
+    parent_edge[child] = np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))
+    tree_mask = np.zeros(m, dtype=bool)
+    tree_mask[parent_edge[child]] = True
     chords = np.flatnonzero(~tree_mask)
 
-    # ---- climb both endpoints of every chord to their LCA, all chords at once
-    a = edges[chords, 0].copy()
-    b = edges[chords, 1].copy()
+    # ---- lowest common ancestors: both endpoints of every chord climb together
+    u, v = edges[chords, 0], edges[chords, 1]
+    a, b = u.copy(), v.copy()
     da, db = depth[a], depth[b]
-    left, right = [a.copy()], [b.copy()]
     while True:
         active = a != b
         if not active.any():
@@ -125,47 +130,46 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
         up_b = active & (db >= da)
         a = np.where(up_a, parent[a], a)
         b = np.where(up_b, parent[b], b)
-        da = da - up_a
-        db = db - up_b
-        # a position that did not move repeats its node; the repeats are masked below
-        left.append(np.where(up_a, a, -1))
-        right.append(np.where(up_b, b, -1))
-    L = np.stack(left, axis=1)  # (F0, S): u, then each new ancestor (or -1)
-    R = np.stack(right, axis=1)
-    # lengths: nodes on each side including the LCA
-    len_l = (L >= 0).sum(1)
-    len_r = (R >= 0).sum(1)
-    cyc_len = len_l + len_r - 1
+        da, db = da - up_a, db - up_b
+    lca_depth = da
+    len_l = depth[u] - lca_depth + 1  # nodes u ... lca
+    len_r = depth[v] - lca_depth + 1  # nodes v ... lca
+    cyc_len = len_l + len_r - 1       # nodes on the cycle = edges on the cycle
     keep = np.ones(chords.size, dtype=bool) if max_cycle_len is None else cyc_len <= max_cycle_len
     skipped = int((~keep).sum())
-    L, R, len_l, len_r, cyc_len, chords = L[keep], R[keep], len_l[keep], len_r[keep], cyc_len[keep], chords[keep]
+    u, v, len_l, len_r, cyc_len, chords = u[keep], v[keep], len_l[keep], len_r[keep], cyc_len[keep], chords[keep]
 
+    # ---- cycle sequences: row i = u ... lca ... v (the chord v -> u closes it)
     f = chords.size
-    # compact the -1 holes out of each row (stable: valid entries first, in order)
-    def compact(mat: np.ndarray, width: int) -> np.ndarray:
-        order = np.argsort(mat < 0, axis=1, kind="stable")
-        mat = np.take_along_axis(mat, order, axis=1)
-        return np.pad(mat, ((0, 0), (0, max(0, width - mat.shape[1]))), constant_values=-1)
-
-    width = max(int(cyc_len.max()) if f else 1, L.shape[1])
-    L, R = compact(L, width), compact(R, width)
+    width = int(cyc_len.max()) if f else 1
+    wl = int(len_l.max()) if f else 1
+    wr = int(len_r.max()) if f else 1
+    L = np.empty((f, width), dtype=np.int64)
+    R = np.empty((f, width), dtype=np.int64)
+    L[:, 0], R[:, 0] = u, v
+    for k in range(1, max(wl, wr)):  # tree height steps, each over all cycles
+        L[:, k] = parent[L[:, k - 1]]
+        R[:, k] = parent[R[:, k - 1]]
     col = np.arange(width)[None, :]
-    # row i: u ... lca (left, len_l nodes), then the right side reversed without the lca
     ridx = np.clip(len_l[:, None] + len_r[:, None] - 2 - col, 0, width - 1)
     seq = np.where(col < len_l[:, None], L, np.take_along_axis(R, ridx, axis=1))
-    seq = np.where(col < cyc_len[:, None], seq, -1)
-    flat_mask = seq >= 0
-    cell_nodes = seq[flat_mask]
+    valid = col < cyc_len[:, None]
+    # edge j joins seq[j] and seq[j+1]: the left part climbs (child = seq[j]), the right
+    # part descends (child = seq[j+1]), the last edge is the chord
+    nxt = np.empty_like(seq)
+    nxt[:, :-1] = seq[:, 1:]
+    nxt[:, -1] = seq[:, 0]
+    last = cyc_len - 1
+    nxt[np.arange(f), last] = u
+    on_left = col < (len_l - 1)[:, None]
+    edge_mat = np.where(on_left, parent_edge[seq], parent_edge[np.where(valid, nxt, 0)])
+    edge_mat[np.arange(f), last] = chords
+    cell_nodes = seq[valid]
+    p, q = cell_nodes, nxt[valid]
+    cell_edges = edge_mat[valid]
+    cell_signs = np.where(p < q, 1, -1).astype(np.int8)
     cell_ptr = np.zeros(f + 1, dtype=np.int64)
     np.cumsum(cyc_len, out=cell_ptr[1:])
-    # boundary edges: consecutive pairs, closing pair (last -> first)
-    nxt = np.roll(seq, -1, axis=1)
-    last_col = cyc_len - 1
-    nxt[np.arange(f), last_col] = seq[:, 0] if f else nxt[np.arange(f), last_col]
-    p, q = seq[flat_mask], nxt[flat_mask]
-    k = np.minimum(p, q) * n + np.maximum(p, q)
-    cell_edges = np.searchsorted(keys, k)
-    cell_signs = np.where(p < q, 1, -1).astype(np.int8)
     return CellComplex(
         graph=graph, edges=edges, edge_member_ptr=mptr, edge_member_idx=midx, edge_of_orig=edge_of_orig,
         tree_mask=tree_mask, cell_ptr=cell_ptr, cell_nodes=cell_nodes.astype(np.int64),

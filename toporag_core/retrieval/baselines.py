@@ -2,7 +2,7 @@
 
 * ``g_retriever``: G-Retriever's PCST on the graph's original (directed) edges, with its
   prize rules (rank prizes on nodes; tie-aware, slightly decaying rank prizes on edges),
-  its edge-cost rule (cost raised to just under the largest edge prize) and virtual
+  its edge-cost rule (cost lowered to just under the largest edge prize) and virtual
   nodes for edges whose prize exceeds the cost. No 2-cells.
 * ``shortest_path``: the paper's "w/o TSR" ablation: the top-k 0-cells and the endpoints
   of the top-k 1-cells are terminals; the union of shortest paths from the best terminal
@@ -62,10 +62,11 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
         last = float(ke)
         for r in range(ke):  # loop over <= k prize levels, not over edges
             tie = s_e == uniq[r]
-            value = min((ke - r) / tie.sum(), last)
+            value = min((ke - r) / tie.sum(), last - decay)
             pe[tie] = value
             last = value * (1 - decay)
-    cost = max(edge_cost, pe.max() * (1 - decay / 2)) if pe.size else edge_cost
+    # lower the cost just under the best edge prize so that at least one edge can be chosen
+    cost = min(edge_cost, pe.max() * (1 - decay / 2)) if pe.size and pe.max() > 0 else edge_cost
     src, dst = g.edge_index[0, keep], g.edge_index[1, keep]
     n = cx.num_nodes
     low = pe <= cost

@@ -1,0 +1,31 @@
+"""Shared helpers for the benchmark scripts (not part of the library)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("TOPORAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def require_shared(name: str) -> Path:
+    path = SHARED / name
+    if not path.exists():
+        print(f"skipped: {path} is absent (the benchmark reads ../shared/data)")
+        sys.exit(0)
+    return path
+
+
+def timeit(fn, repeat: int = 5) -> float:
+    """Median seconds of ``repeat`` calls after one warm-up."""
+    fn()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
