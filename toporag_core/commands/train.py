@@ -1,0 +1,92 @@
+"""``toporag train``: preprocess (cached), build the model, train with early stopping."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """Retrieval / preprocessing options shared by ``train`` and ``eval``."""
+    p.add_argument("--dataset", default="expla_graphs", help="expla_graphs | webqsp | scene_graphs (registered)")
+    p.add_argument("--data-dir", default=None, help="folder with the dataset files (default ../shared/data)")
+    p.add_argument("--method", default="toporag",
+                   help="retrieval: toporag | g-retriever | shortest-path ('w/o TSR') | topk-triples | whole")
+    p.add_argument("--k0", type=int, default=3)
+    p.add_argument("--k1", type=int, default=3)
+    p.add_argument("--k2", type=int, default=3)
+    p.add_argument("--c2", type=float, default=0.5)
+    p.add_argument("--edge-cost", type=float, default=0.5)
+    p.add_argument("--no-cells2", action="store_true", help="drop 2-cells from encoder and text ('w/o CRL')")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+
+
+def setting_from_args(args):
+    from ..data_prep import RetrievalSetting
+
+    return RetrievalSetting(method=args.method, k0=args.k0, k1=args.k1, k2=args.k2, c2=args.c2,
+                            edge_cost=args.edge_cost, use_cells2=not args.no_cells2)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("train", help="train the graph encoder + projector (frozen LLM)")
+    add_data_args(p)
+    p.add_argument("--encoder", default="cwn", choices=("cwn", "gcn"), help="gcn = 'w/o MTR'")
+    p.add_argument("--mode", default="soft_prompt", choices=("soft_prompt", "prompt_tuning", "lora"))
+    p.add_argument("--llm", default=None, help="local HF folder or hub id (default: packaged SmolLM2-135M)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--hidden", type=int, default=256, help="encoder width")
+    p.add_argument("--graph-tokens", type=int, default=1)
+    p.add_argument("--projector-hidden", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=1e-5)
+    p.add_argument("--weight-decay", type=float, default=0.05)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--patience", type=int, default=2)
+    p.add_argument("--grad-clip", type=float, default=0.1)
+    p.add_argument("--max-train", type=int, default=None, help="use the first N training examples")
+    p.add_argument("--max-eval", type=int, default=None, help="use the first N validation examples")
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--eval-every", type=int, default=None, help="validate every N steps (default: each epoch)")
+    p.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="output folder (default runs/<dataset>-<method>-<encoder>)")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/last")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import torch
+
+    from ..data_prep import prepare_dataset
+    from ..llm import DEFAULT_LLM, load_llm
+    from ..model import TopoRAGConfig, TopoRAGModel
+    from ..nn import CWNConfig
+    from ..train import TrainConfig, seed_everything, train
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    setting = setting_from_args(args)
+    out = Path(args.out or f"runs/{args.dataset}-{setting.key()}-{args.encoder}-{args.mode}")
+    data = prepare_dataset(args.dataset, setting, data_dir=args.data_dir)
+    train_set = data["train"][: args.max_train] if args.max_train else data["train"]
+    val_set = data["val"][: args.max_eval] if args.max_eval else data["val"]
+    if not train_set or not val_set:
+        raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
+    seed_everything(args.seed)
+    llm, tok = load_llm(args.llm, device=args.device)
+    dim = train_set[0].tensors.dim
+    cfg = TopoRAGConfig(encoder=args.encoder, cwn=CWNConfig(in_dim=dim, hidden=args.hidden,
+                                                            use_cells2=not args.no_cells2),
+                        num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden, llm=args.llm or DEFAULT_LLM, mode=args.mode)
+    model = TopoRAGModel(cfg, llm, tok)
+    tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
+                       patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
+                       eval_every=args.eval_every, time_budget_s=args.time_budget)
+    meta = {"dataset": args.dataset, "retrieval": vars(setting), "train_examples": len(train_set),
+            "val_examples": len(val_set)}
+    summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta)
+    print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_step",
+                                              "train_seconds", "examples_per_s") if k in summary}))
+    print(f"best checkpoint: {out / 'best'}")
+    return 0

