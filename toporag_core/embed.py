@@ -38,6 +38,21 @@ class TextEncoder(Protocol):
         ...
 
 
+_BLAS = None
+
+
+def single_thread_blas():
+    """Context manager: BLAS on one thread. A matrix-vector product over a few thousand
+    cells takes ~0.4 ms on one thread but can take 10+ ms when OpenBLAS spins up threads
+    on a busy 2-core machine; retrieval is full of such small products."""
+    global _BLAS
+    if _BLAS is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
 def default_cache_dir() -> Path:
     """``$TOPORAG_CACHE`` or ``~/.cache/toporag``."""
     return Path(os.environ.get("TOPORAG_CACHE", Path.home() / ".cache" / "toporag"))

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from ..embed import single_thread_blas
 from .pcst import solve_pcst
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
 from .toporag import cell2_prizes, rank_prizes
@@ -53,7 +54,8 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
     # the same relation text tie and share a prize level.
     keep = np.flatnonzero(cx.edge_of_orig >= 0)  # self-loops cannot be PCST edges
     rel_vecs = _relation_vectors(ecx)
-    s_e = (rel_vecs[keep] @ q) if keep.size else np.zeros(0)
+    with single_thread_blas():
+        s_e = (rel_vecs[keep] @ q) if keep.size else np.zeros(0)
     p0 = rank_prizes(s0, k0)
     pe = np.zeros(keep.size)
     uniq = np.unique(s_e)[::-1]
@@ -177,7 +179,8 @@ def topk_triples(ecx: EmbeddedComplex, question: str | np.ndarray, k: int = 3) -
     s0, s1, s2 = ecx.similarities(q)
     tv = _triple_vectors(ecx)
     keep = np.flatnonzero(cx.edge_of_orig >= 0)
-    st = tv[keep] @ q if keep.size else np.zeros(0)
+    with single_thread_blas():
+        st = tv[keep] @ q if keep.size else np.zeros(0)
     pt = rank_prizes(st, k)
     chosen = keep[pt > 0]
     edges = np.unique(cx.edge_of_orig[chosen])

@@ -47,8 +47,11 @@ class EmbeddedComplex:
 
     def similarities(self, question: str | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Cosine of the question with every 0-, 1- and 2-cell."""
+        from ..embed import single_thread_blas
+
         q = self.question_vector(question)
-        return tuple(u @ q for u in self._unit())  # type: ignore[return-value]
+        with single_thread_blas():
+            return tuple(u @ q for u in self._unit())  # type: ignore[return-value]
 
     def _unit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row-normalised cell embeddings, computed once (every slider move reuses them)."""
