@@ -210,3 +210,14 @@ def test_embed_complex_shapes_and_2cell_mean():
     f = 0
     want = np.concatenate([emb.x0[cx.cell2_nodes(f)], emb.x1[cx.cell2_edges(f)]]).mean(0)
     assert np.allclose(emb.x2[f], want, atol=1e-6)
+
+
+def test_corrupt_cache_file_is_set_aside(tmp_path):
+    from toporag_core.embed import CachedEncoder
+
+    enc = CachedEncoder(HashingEncoder(16), cache_dir=tmp_path)
+    enc.encode(["a"])
+    enc.path.write_bytes(b"this is not a database" * 100)
+    again = CachedEncoder(HashingEncoder(16), cache_dir=tmp_path)
+    assert np.allclose(again.encode(["a"]), HashingEncoder(16).encode(["a"]))
+    assert again.path.with_suffix(".corrupt").exists()

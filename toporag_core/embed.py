@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -129,13 +130,31 @@ class CachedEncoder:
         self.encoded_count = 0
         self._mem: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
+        try:
+            self._init_db()
+        except sqlite3.DatabaseError:
+            # not a database (e.g. a file damaged outside our control): keep it aside, start afresh
+            bad = self.path.with_suffix(".corrupt")
+            os.replace(self.path, bad)
+            for side in ("-wal", "-shm"):
+                Path(str(self.path) + side).unlink(missing_ok=True)
+            self._init_db()
+
+    def _init_db(self) -> None:
         with self._connect() as con:
             con.execute("CREATE TABLE IF NOT EXISTS emb (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+            con.execute("SELECT count(*) FROM emb").fetchone()
 
-    def _connect(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _connect(self):
+        """One connection per use: commit (one atomic transaction) and close."""
         con = sqlite3.connect(self.path, timeout=30)
-        con.execute("PRAGMA journal_mode=WAL")
-        return con
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            with con:
+                yield con
+        finally:
+            con.close()
 
     def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         texts = [str(t) for t in texts]

@@ -1,0 +1,87 @@
+"""The ``toporag`` command-line contract: names, JSON keys, one-line errors, exit codes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from toporag_core.cli import main
+
+SCENE = "head,relation,tail\ncup,left of,plate\nplate,on,table\ntable,under,cup\nlamp,on,table\n"
+
+
+@pytest.fixture
+def scene(tmp_path):
+    p = tmp_path / "scene.csv"
+    p.write_text(SCENE)
+    return p
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lift_json(capsys, scene):
+    code, out, _ = run(capsys, "lift", scene, "--json")
+    assert code == 0
+    d = json.loads(out)
+    for key in ("nodes", "edges", "cells2", "components", "betti1", "boundary_ok", "seconds"):
+        assert key in d
+    assert (d["nodes"], d["edges"], d["cells2"], d["components"], d["betti1"], d["boundary_ok"]) == (4, 4, 1, 1, 1, True)
+
+
+def test_lift_options(capsys, scene):
+    code, out, _ = run(capsys, "lift", scene, "--tree", "random", "--seed", "3", "--max-cycle-len", "2", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["cells2"] == 0 and d["skipped_cycles"] == 1 and d["tree"] == "random"
+
+
+@pytest.mark.parametrize("method", ["toporag", "g-retriever", "shortest-path", "topk-triples"])
+def test_retrieve_json(capsys, scene, method):
+    code, out, _ = run(capsys, "retrieve", scene, "--question", "is the cup left of the plate", "--method", method,
+                       "--k0", 3, "--k1", 3, "--k2", 1, "--c2", 0.1, "--encoder", "hashing", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert set(d) >= {"nodes", "edges", "cells2", "seconds"}
+    assert all(isinstance(t, str) for t in d["nodes"])
+    assert all(len(e) == 3 for e in d["edges"])
+    assert all(isinstance(c, list) for c in d["cells2"])
+    if method == "toporag":
+        assert sorted(d["cells2"][0]) == ["cup", "plate", "table"]
+
+
+def test_retrieve_topology_methods(capsys, scene):
+    code, out, _ = run(capsys, "retrieve", scene, "--method", "proximity", "--target", "cup", "--k", 2, "--json")
+    d = json.loads(out)
+    assert code == 0 and len(d["nodes"]) == 2 and "cup" not in d["nodes"]
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("head,relation,tail\ncup,on\n", "line 2"),
+    ("[[\"a\", \"r\"]", "line 1"),
+    ("", "empty"),
+])
+def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, content, needle):
+    p = tmp_path / ("bad.json" if content.startswith("[") else "bad.csv")
+    p.write_text(content)
+    code, out, err = run(capsys, "lift", p, "--json")
+    assert code != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "bad.json" in err or "bad.csv" in err
+    assert needle in err
+
+
+def test_missing_file_and_missing_question(capsys, scene, tmp_path):
+    code, _, err = run(capsys, "lift", tmp_path / "nope.csv")
+    assert code != 0 and "nope.csv" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "retrieve", scene, "--encoder", "hashing")
+    assert code != 0 and "--question" in err
+
+
+def test_console_script_entry_point(scene):
+    proc = subprocess.run([sys.executable, "-m", "toporag_core.cli", "lift", str(scene), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["cells2"] == 1
