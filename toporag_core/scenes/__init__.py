@@ -4,12 +4,18 @@
   (``train_sceneGraphs.json`` + ``questions.csv``), also what the generator writes.
 * :func:`generate_scenes` / :func:`generate_questions` / :func:`write_dataset`: synthetic scenes
   whose relations follow from the boxes, with 0-/1-/2-cell questions (``toporag data scenes``).
+* :mod:`.dataset`: registers ``scene_graphs`` for ``toporag train/eval`` (importing this package
+  does it), retrieval coverage of answer-bearing objects, per-type accuracy.
 """
 from .generate import COLOURS, MATERIALS, RELATIONS, dataset_stats, generate_scenes, write_dataset
 from .gqa import (QUESTION_TYPES, QUESTIONS_FILE, SCENES_FILE, SceneExample, read_gqa, read_scene_graphs,
                   scene_to_graph, split_by_image, split_image_ids)
 from .questions import generate_questions
+from .dataset import (SceneRawExample, accuracy_by_type, load_scene_examples, scene_retrieval_coverage,  # registers
+                      stratified_subset)
 
 __all__ = ["COLOURS", "MATERIALS", "RELATIONS", "QUESTION_TYPES", "QUESTIONS_FILE", "SCENES_FILE", "SceneExample",
            "dataset_stats", "generate_questions", "generate_scenes", "read_gqa", "read_scene_graphs",
-           "scene_to_graph", "split_by_image", "split_image_ids", "write_dataset"]
+           "scene_to_graph", "split_by_image", "split_image_ids", "write_dataset",
+           "SceneRawExample", "accuracy_by_type", "load_scene_examples", "scene_retrieval_coverage",
+           "stratified_subset"]

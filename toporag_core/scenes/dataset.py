@@ -1,0 +1,219 @@
+"""SceneGraphs as a training/evaluation dataset: registry loader, retrieval coverage, per-type accuracy.
+
+* :func:`load_scene_examples` is registered as ``scene_graphs`` in
+  :mod:`toporag_core.data_prep` (metric ``scene_graphs``: the label is contained in the
+  prediction). Folder: ``--data-dir DIR``, else ``$TOPORAG_SCENES_DIR``, else a deterministic
+  generated default set, written once to ``$TOPORAG_CACHE/scenes/default-n200-s0``.
+* :func:`scene_retrieval_coverage`: per retrieval setting, the share of questions whose
+  answer-bearing objects (``support``) are *all* inside the retrieved subcomplex, overall and per
+  question type. No model is involved, so it is cheap and exact.
+* :func:`accuracy_by_type` reads a ``toporag eval`` predictions JSONL (which carries ``qtype``)
+  and gives accuracy overall and per question type.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..data_prep import SPLITS, RawExample, RetrievalSetting, register_dataset, retrieve_for
+from .gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
+
+DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
+DEFAULT_SEED = 0
+SPLIT_SEED = 42  # GraphQA's split seed
+
+
+@dataclass
+class SceneRawExample(RawExample):
+    """A :class:`RawExample` that also remembers which objects the answer needs.
+
+    ``support``: node indices (into ``graph``) of the answer-bearing objects; for a
+    closed-loop (2-cell) question, the loop's objects. Empty when unknown (real GQA data).
+    """
+
+    support: list[int] = field(default_factory=list)
+
+
+def scene_question(question: str) -> str:
+    """The prompt text the LLM sees (GraphQA's ``Question: ... Answer:`` layout)."""
+    return f"Question: {question}\nAnswer:"
+
+
+def to_raw(ex: SceneExample) -> SceneRawExample:
+    """One :class:`SceneExample` -> :class:`SceneRawExample` (id = ``q_id``, qtype = ``type``)."""
+    return SceneRawExample(id=ex.q_id, graph=ex.graph, question=scene_question(ex.question), label=ex.answer,
+                           answer=ex.answer, query=ex.question, qtype=ex.type, support=ex.support_nodes())
+
+
+def default_scenes_dir(n: int = DEFAULT_SCENES, seed: int = DEFAULT_SEED) -> Path:
+    """The generated default set, written on first use (temp folder + rename, so a killed or
+    concurrent first run never leaves a half-written folder that later runs would trust)."""
+    from ..embed import default_cache_dir
+    from .generate import write_dataset
+
+    final = default_cache_dir() / "scenes" / f"default-n{n}-s{seed}"
+    if (final / "questions.csv").is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        write_dataset(tmp, n=n, seed=seed)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another process won the race: its folder is as good as ours
+            if not (final / "questions.csv").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def scenes_dir(data_dir: str | os.PathLike | None = None) -> Path:
+    """``data_dir``, else ``$TOPORAG_SCENES_DIR``, else :func:`default_scenes_dir`."""
+    if data_dir is not None:
+        return Path(data_dir)
+    env = os.environ.get("TOPORAG_SCENES_DIR")
+    return Path(env) if env else default_scenes_dir()
+
+
+def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRawExample]]:
+    """Registry loader: ``{"train", "val", "test"}`` split 60/20/20 *by image* (seed 42).
+
+    ``data_dir`` holds ``train_sceneGraphs.json`` (or one ``*_sceneGraphs.json``) and
+    ``questions.csv``, real GQA/GraphQA or generated. Retrieval query = the bare question.
+    """
+    parts = split_by_image(read_gqa(scenes_dir(data_dir)), seed=SPLIT_SEED)
+    return {s: [to_raw(e) for e in part] for s, part in zip(SPLITS, parts)}
+
+
+register_dataset("scene_graphs", load_scene_examples, metric="scene_graphs")
+
+
+# ----------------------------------------------------------------------------- subsets
+def stratified_subset(examples: Sequence[Any], per_type: int, types: Sequence[str] = QUESTION_TYPES) -> list[Any]:
+    """The first ``per_type`` examples of each question type, in the original order.
+
+    Works on anything with a ``qtype`` attribute (raw or preprocessed examples), so every
+    method is evaluated on exactly the same questions.
+    """
+    left = {t: per_type for t in types}
+    out = []
+    for e in examples:
+        t = getattr(e, "qtype", None)
+        if left.get(t, 0) > 0:
+            out.append(e)
+            left[t] -= 1
+    return out
+
+
+# ----------------------------------------------------------------------------- coverage
+@dataclass
+class CoverageSetting:
+    """A named retrieval setting for :func:`scene_retrieval_coverage`."""
+
+    label: str
+    setting: RetrievalSetting
+
+
+def paper_settings(k2s: Sequence[int] = (0, 1, 2, 3)) -> list[CoverageSetting]:
+    """GraphQA SceneGraphs settings (k0 = 3, k1 = 5): TopoRAG for each k2, then the baselines."""
+    out = [CoverageSetting(f"toporag k2={k}", RetrievalSetting("toporag", k0=3, k1=5, k2=k)) for k in k2s]
+    out += [CoverageSetting("g-retriever (PCST)", RetrievalSetting("g-retriever", k0=3, k1=5, k2=0)),
+            CoverageSetting("shortest-path (w/o TSR)", RetrievalSetting("shortest-path", k0=3, k1=5, k2=0)),
+            CoverageSetting("top-k triples", RetrievalSetting("topk-triples", k0=3, k1=5, k2=0))]
+    return out
+
+
+def support_covered(sub, support: Sequence[int]) -> bool:
+    """All ``support`` node indices are 0-cells of the subcomplex (``False`` when unknown)."""
+    return len(support) > 0 and bool(np.isin(np.asarray(support), np.asarray(sub.nodes)).all())
+
+
+def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
+                             settings: Sequence[CoverageSetting], tree: str = "bfs") -> list[dict]:
+    """Retrieval coverage per setting, overall and per question type.
+
+    Args:
+        examples: questions with ``support`` (examples without support are skipped).
+        encoder: a :class:`~toporag_core.embed.TextEncoder` (the same for cells and questions).
+        settings: what to compare (see :func:`paper_settings`).
+        tree: spanning tree of the lifting (2-cells = its fundamental cycles).
+
+    Returns:
+        One row per setting: ``method``, ``questions``, ``all`` and one column per question
+        type (share of questions with every support object retrieved; NaN for a type with no
+        questions), and ``cells0/cells1/cells2`` (mean retrieved cells per dimension).
+    """
+    from ..retrieval import EmbeddedComplex
+
+    examples = [e for e in examples if e.support]
+    # Graphs are shared between the questions of one image: lift and embed each once.
+    ecx: dict[int, EmbeddedComplex] = {}
+    for e in examples:
+        if id(e.graph) not in ecx:
+            ecx[id(e.graph)] = EmbeddedComplex.from_graph(e.graph, encoder, tree=tree)
+    q_vecs = encoder.encode([e.query or e.question for e in examples]) if examples else np.zeros((0, 1))
+    types = np.array([e.qtype or "untyped" for e in examples])
+    rows = []
+    for cs in settings:
+        hit = np.zeros(len(examples), dtype=bool)
+        counts = np.zeros((len(examples), 3))
+        for i, e in enumerate(examples):
+            sub = retrieve_for(ecx[id(e.graph)], q_vecs[i], cs.setting)
+            hit[i] = support_covered(sub, e.support)
+            counts[i] = sub.counts if cs.setting.use_cells2 else (*sub.counts[:2], 0)
+        row: dict[str, Any] = {"method": cs.label, "questions": len(examples),
+                               "all": float(hit.mean()) if len(hit) else float("nan")}
+        for t in QUESTION_TYPES:
+            m = types == t
+            row[t] = float(hit[m].mean()) if m.any() else float("nan")
+        row.update(cells0=float(counts[:, 0].mean()) if len(hit) else 0.0,
+                   cells1=float(counts[:, 1].mean()) if len(hit) else 0.0,
+                   cells2=float(counts[:, 2].mean()) if len(hit) else 0.0)
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- accuracy
+def accuracy_by_type(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
+    """Accuracy overall and per question type from a ``toporag eval`` predictions JSONL.
+
+    Args:
+        predictions: the JSONL path (lines with ``correct`` and ``qtype``; unparsable lines,
+            e.g. one cut by a kill, are skipped) or the already parsed records.
+
+    Returns:
+        ``{"all": {"accuracy", "correct", "n"}, "<qtype>": {...}, ...}``; records without a
+        type count only in ``"all"``.
+
+    Raises:
+        ValueError: a record without a ``correct`` field (names the line).
+    """
+    if isinstance(predictions, (str, os.PathLike)):
+        recs = []
+        for ln, line in enumerate(Path(predictions).read_text().splitlines(), 1):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "correct" not in rec:
+                raise ValueError(f"{predictions}: line {ln}: record has no 'correct' field")
+            recs.append(rec)
+    else:
+        recs = list(predictions)
+    tally: dict[str, list[int]] = {"all": [0, 0]}
+    for r in recs:
+        keys = ["all"] + ([r["qtype"]] if r.get("qtype") else [])
+        for k in keys:
+            tally.setdefault(k, [0, 0])
+            tally[k][0] += bool(r["correct"])
+            tally[k][1] += 1
+    return {k: {"accuracy": c / n if n else float("nan"), "correct": c, "n": n} for k, (c, n) in tally.items()}
