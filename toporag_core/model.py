@@ -204,14 +204,15 @@ class TopoRAGModel(nn.Module):
     def prompt_layout(self, context: str, question: str) -> dict[str, Any]:
         """What the LLM actually reads for one example (for the app's prompt view)."""
         c, q = self.context_ids(context, question)
-        return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": self.config.num_graph_tokens
-                if self.config.use_graph else 0, "prompt_tuning_tokens": self.num_soft_tokens() - (
-                self.config.num_graph_tokens if self.config.use_graph else 0),
-                "prefix": self.tokenizer.decode(self._layout["pre"]), "context": self.tokenizer.decode(c),
+        lay = self._layout
+        graph = self.config.num_graph_tokens if self.config.use_graph else 0
+        return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": graph,
+                "prompt_tuning_tokens": self.num_soft_tokens() - graph,
+                "prefix": self.tokenizer.decode(lay["pre"]), "context": self.tokenizer.decode(c),
                 "context_truncated": len(c) < len(self._ids(context)), "question": question,
-                "suffix": self.tokenizer.decode(self._layout["post"]),
-                "input_tokens": len(self._layout["pre"]) + self.num_soft_tokens() + len(c)
-                + len(self._layout["sep"]) + len(q) + len(self._layout["post"])}
+                "suffix": self.tokenizer.decode(lay["post"]),
+                "input_tokens": len(lay["pre"]) + self.num_soft_tokens() + len(c) + len(lay["sep"]) + len(q)
+                + len(lay["post"])}
 
     # -- the model ----------------------------------------------------------------
     def graph_tokens(self, cells: CellBatch) -> Tensor:
@@ -220,12 +221,16 @@ class TopoRAGModel(nn.Module):
         out = self.projector(pooled.float())  # (B, T * H)
         return out.view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
 
-    def build_inputs(self, batch: QABatch, with_answers: bool) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    def build_inputs(self, batch: QABatch, with_answers: bool,
+                     soft: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """Left-padded ``inputs_embeds (B, S, H)``, ``attention_mask (B, S)``, ``position_ids (B, S)``
-        and ``labels (B, S)`` (``None`` unless ``with_answers``)."""
+        and ``labels (B, S)`` (``None`` unless ``with_answers``). ``soft``: precomputed graph tokens."""
         emb_layer = self.llm.get_input_embeddings()
         dev, dt, lay = self.device, self.dtype, self._layout
-        soft = self.graph_tokens(batch.cells).to(dt) if self.config.use_graph else None
+        if self.config.use_graph:
+            soft = (self.graph_tokens(batch.cells) if soft is None else soft).to(dt)
+        else:
+            soft = None
         virt = self.prompt.embedding.weight.to(dt) if self.prompt is not None else None
         seqs, labels = [], []
         for i in range(len(batch)):
@@ -267,10 +272,11 @@ class TopoRAGModel(nn.Module):
         return nn.functional.cross_entropy(logits.float(), target[keep])
 
     @torch.no_grad()
-    def generate(self, batch: QABatch, max_new_tokens: int | None = None) -> list[str]:
-        """Greedy decoding with a KV cache; each row stops at its first EOS."""
+    def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None) -> list[str]:
+        """Greedy decoding with a KV cache; each row stops at its first EOS. ``soft``: precomputed
+        ``graph_tokens`` (the pipeline times encoding and generation separately)."""
         max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
-        embeds, mask, pos, _ = self.build_inputs(batch, with_answers=False)
+        embeds, mask, pos, _ = self.build_inputs(batch, with_answers=False, soft=soft)
         stop = set(self._layout["eos"])
         gen_eos = getattr(getattr(self.llm, "generation_config", None), "eos_token_id", None)
         stop |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])

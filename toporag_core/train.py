@@ -126,14 +126,14 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "best_val": math.inf, "best_step": -1,
              "bad_evals": 0, "seen": 0, "train_seconds": 0.0, "done": False}
     last = out / "last"
+    last.mkdir(parents=True, exist_ok=True)
     if resume and (last / "trainer.json").is_file():
         from safetensors.torch import load_file
 
         state.update(json.loads((last / "trainer.json").read_text()))
         model.load_trainable(load_file(str(last / "model.safetensors")), where=str(last))
         _load_optimizer(opt, params, last / "optimizer.safetensors")
-        if state["done"]:
-            return json.loads((out / "summary.json").read_text()) if (out / "summary.json").is_file() else state
+        state["done"] = False  # a finished run resumed with a larger budget simply goes on
     bs = cfg.batch_size
     steps_per_epoch = math.ceil(len(train_set) / bs)
     eval_every = cfg.eval_every or steps_per_epoch
@@ -159,8 +159,12 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
         log.flush()
         return state["bad_evals"] >= cfg.patience
 
+    def over_budget() -> bool:
+        return ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
+                (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
+
     model.train()
-    stop = False
+    stop = over_budget()
     bar = tqdm(total=min(cfg.epochs * steps_per_epoch, cfg.max_steps or 10 ** 12), initial=state["step"],
                disable=not cfg.show_progress, desc="train")
     while state["epoch"] < cfg.epochs and not stop:
@@ -177,14 +181,13 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
             state["seen"] += len(chunk)
             state["batch_in_epoch"] = b + 1
             bar.update(1)
-            bar.set_postfix(loss=f"{float(loss):.4f}", best_val=f"{state['best_val']:.4f}")
-            over_budget = ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
-                           (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
-            if state["step"] % eval_every == 0 or over_budget or b + 1 == steps_per_epoch:
+            bar.set_postfix(loss=f"{loss.item():.4f}", best_val=f"{state['best_val']:.4f}")
+            budget_hit = over_budget()
+            if state["step"] % eval_every == 0 or budget_hit or b + 1 == steps_per_epoch:
                 if state["batch_in_epoch"] == steps_per_epoch:  # epoch finished: resume starts the next one
                     state["epoch"] += 1
                     state["batch_in_epoch"] = 0
-                stop = checkpoint(evaluate_loss(model, val_set, cfg.eval_batch_size)) or over_budget
+                stop = checkpoint(evaluate_loss(model, val_set, cfg.eval_batch_size)) or budget_hit
                 model.train()
             if stop or state["batch_in_epoch"] == 0:
                 break

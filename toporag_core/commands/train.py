@@ -6,26 +6,37 @@ import json
 from pathlib import Path
 
 
-def add_data_args(p: argparse.ArgumentParser) -> None:
-    """Retrieval / preprocessing options shared by ``train`` and ``eval``."""
+def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """Retrieval / preprocessing options shared by ``train`` and ``eval`` (``defaults=False``: leave
+    them ``None`` so ``eval`` can take them from the checkpoint)."""
+    d = (lambda v: v) if defaults else (lambda v: None)
     p.add_argument("--dataset", default="expla_graphs", help="expla_graphs | webqsp | scene_graphs (registered)")
     p.add_argument("--data-dir", default=None, help="folder with the dataset files (default ../shared/data)")
-    p.add_argument("--method", default="toporag",
+    p.add_argument("--method", default=d("toporag"),
                    help="retrieval: toporag | g-retriever | shortest-path ('w/o TSR') | topk-triples | whole")
-    p.add_argument("--k0", type=int, default=3)
-    p.add_argument("--k1", type=int, default=3)
-    p.add_argument("--k2", type=int, default=3)
-    p.add_argument("--c2", type=float, default=0.5)
-    p.add_argument("--edge-cost", type=float, default=0.5)
-    p.add_argument("--no-cells2", action="store_true", help="drop 2-cells from encoder and text ('w/o CRL')")
+    p.add_argument("--k0", type=int, default=d(3))
+    p.add_argument("--k1", type=int, default=d(3))
+    p.add_argument("--k2", type=int, default=d(3))
+    p.add_argument("--c2", type=float, default=d(0.5))
+    p.add_argument("--edge-cost", type=float, default=d(0.5))
+    p.add_argument("--no-cells2", action="store_true", default=None if not defaults else False,
+                   help="drop 2-cells from encoder and text ('w/o CRL')")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
 
 
-def setting_from_args(args):
+def setting_from_args(args, base: dict | None = None):
+    """A RetrievalSetting: explicit flags win, then ``base`` (a checkpoint's), then the defaults."""
     from ..data_prep import RetrievalSetting
 
-    return RetrievalSetting(method=args.method, k0=args.k0, k1=args.k1, k2=args.k2, c2=args.c2,
-                            edge_cost=args.edge_cost, use_cells2=not args.no_cells2)
+    s = dict(base or {})
+    for key, flag in (("method", "method"), ("k0", "k0"), ("k1", "k1"), ("k2", "k2"), ("c2", "c2"),
+                      ("edge_cost", "edge_cost")):
+        if getattr(args, flag, None) is not None:
+            s[key] = getattr(args, flag)
+    if getattr(args, "no_cells2", None) is not None and (args.no_cells2 or "use_cells2" not in s):
+        s["use_cells2"] = not args.no_cells2
+    known = set(RetrievalSetting.__dataclass_fields__)
+    return RetrievalSetting(**{k: v for k, v in s.items() if k in known})
 
 
 def register(subparsers) -> None:
@@ -78,7 +89,8 @@ def run(args) -> int:
     dim = train_set[0].tensors.dim
     cfg = TopoRAGConfig(encoder=args.encoder, cwn=CWNConfig(in_dim=dim, hidden=args.hidden,
                                                             use_cells2=not args.no_cells2),
-                        num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden, llm=args.llm or DEFAULT_LLM, mode=args.mode)
+                        num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden,
+                        llm=args.llm or DEFAULT_LLM, mode=args.mode)
     model = TopoRAGModel(cfg, llm, tok)
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,

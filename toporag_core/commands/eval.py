@@ -1,0 +1,62 @@
+"""``toporag eval``: answer a split with a checkpoint (or the frozen LLM alone), score, write JSONL."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .train import add_data_args, setting_from_args
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("eval", help="evaluate a checkpoint with the GraphQA metrics")
+    add_data_args(p, defaults=False)
+    p.add_argument("--checkpoint", default=None, help="checkpoint folder (config.json + model.safetensors)")
+    p.add_argument("--zero-shot", action="store_true",
+                   help="no checkpoint: the frozen LLM reads the textualized subcomplex, no soft prompt")
+    p.add_argument("--llm", default=None, help="override the LLM (local HF folder or hub id)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--split", default="test", choices=("train", "val", "test"))
+    p.add_argument("--limit", type=int, default=None, help="only the first N examples of the split")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
+    p.add_argument("--resume", action="store_true", help="skip ids already in --out")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import torch
+
+    from ..data_prep import prepare_dataset
+    from ..evaluate import evaluate
+    from ..llm import load_llm
+    from ..model import TopoRAGConfig, TopoRAGModel
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if (args.checkpoint is None) == (not args.zero_shot):
+        raise ValueError("give exactly one of --checkpoint DIR or --zero-shot")
+    base = {}
+    if args.checkpoint:
+        cfg_path = Path(args.checkpoint) / "config.json"
+        if not cfg_path.is_file():
+            raise FileNotFoundError(f"{cfg_path} not found (not a checkpoint folder)")
+        meta = json.loads(cfg_path.read_text())
+        base = dict(meta.get("retrieval", {}))
+        if not meta["config"]["cwn"].get("use_cells2", True):
+            base["use_cells2"] = False
+    setting = setting_from_args(args, base)
+    data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
+    examples = data[args.split][: args.limit] if args.limit else data[args.split]
+    if args.zero_shot:
+        llm, tok = load_llm(args.llm, device=args.device)
+        model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
+        method = f"{setting.method} (frozen LLM, no soft prompt)"
+    else:
+        llm, tok = load_llm(args.llm, device=args.device) if args.llm else (None, None)
+        model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
+        method = setting.method
+    res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
+                   resume=args.resume)
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))
+    print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']})")
+    return 0
