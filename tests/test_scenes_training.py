@@ -1,0 +1,175 @@
+"""SceneGraphs as a training dataset: registry loader (splits by image, qtypes, support), default
+set generation, retrieval coverage on hand-checked subcomplexes, per-type accuracy, and the
+eval JSONL carrying qtype end to end (tiny in-process model, HashingEncoder, no download)."""
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from toporag_core.data_prep import DATASETS, METRIC_OF, RetrievalSetting, load_raw, prepare_dataset
+from toporag_core.embed import HashingEncoder
+from toporag_core.graph import TextualGraph
+from toporag_core.lift import lift
+from toporag_core.retrieval.result import make_subcomplex
+from toporag_core.scenes import QUESTION_TYPES, read_gqa, write_dataset
+from toporag_core.scenes import dataset as sd
+from toporag_core.scenes.dataset import (CoverageSetting, SceneRawExample, accuracy_by_type, paper_settings,
+                                         scene_retrieval_coverage, stratified_subset, support_covered)
+
+ENC = HashingEncoder(dim=16)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scenes")
+    write_dataset(folder, n=10, seed=3, per_type=2)
+    return folder
+
+
+def test_registered_with_scene_metric():
+    assert DATASETS["scene_graphs"] is sd.load_scene_examples
+    assert METRIC_OF["scene_graphs"] == "scene_graphs"
+
+
+def test_loader_splits_by_image_with_types_and_support(mini):
+    raw = load_raw("scene_graphs", mini)
+    assert set(raw) == {"train", "val", "test"}
+    images = {s: {e.graph.name for e in v} for s, v in raw.items()}
+    assert [len(images[s]) for s in ("train", "val", "test")] == [6, 2, 2]  # 60/20/20 of 10 images
+    assert not (images["train"] & images["val"] or images["train"] & images["test"] or images["val"] & images["test"])
+    every = [e for v in raw.values() for e in v]
+    src = {e.q_id: e for e in read_gqa(mini)}
+    assert len(every) == len(src)
+    assert {e.qtype for e in every} == set(QUESTION_TYPES)
+    for e in every:
+        s = src[e.id]
+        assert isinstance(e, SceneRawExample)
+        assert e.qtype == s.type and e.label == e.answer == s.answer and e.query == s.question
+        assert e.question == f"Question: {s.question}\nAnswer:"
+        assert e.support and [e.graph.node_ids[i] for i in e.support] == s.support
+    # closed-loop questions name at least three objects of the loop
+    assert all(len(e.support) >= 3 for e in every if e.qtype == "2-cell")
+
+
+def test_data_dir_resolution(mini, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOPORAG_SCENES_DIR", str(mini))
+    assert sd.scenes_dir() == mini
+    assert sd.scenes_dir(tmp_path) == tmp_path  # an explicit folder wins over the environment
+    monkeypatch.delenv("TOPORAG_SCENES_DIR")
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path))
+    first = sd.default_scenes_dir(n=3, seed=5)
+    assert first == tmp_path / "scenes" / "default-n3-s5"
+    stamp = (first / "questions.csv").stat().st_mtime_ns
+    assert sd.default_scenes_dir(n=3, seed=5) == first
+    assert (first / "questions.csv").stat().st_mtime_ns == stamp  # generated once, then reused
+    assert [p.name for p in first.parent.iterdir()] == ["default-n3-s5"]  # no temp folder left behind
+    with pytest.raises(FileNotFoundError):
+        load_raw("scene_graphs", tmp_path / "absent")
+
+
+def _line_graph() -> TextualGraph:
+    # 0 - 1 - 2 - 0 (a triangle) and 2 - 3
+    return TextualGraph(node_text=["name: cup", "name: table", "name: lamp", "name: chair"],
+                        edge_index=np.array([[0, 1, 2, 2], [1, 2, 0, 3]]), edge_text=["on", "left of", "above", "near"],
+                        node_ids=["a", "b", "c", "d"], name="img")
+
+
+def _examples() -> list[SceneRawExample]:
+    g = _line_graph()
+    mk = lambda i, t, sup: SceneRawExample(id=str(i), graph=g, question=f"q{i}", label="x", answer="x",  # noqa: E731
+                                           query=f"q{i}", qtype=t, support=sup)
+    return [mk(0, "0-cell", [0]), mk(1, "0-cell", [3]), mk(2, "1-cell", [0, 1]), mk(3, "2-cell", [0, 1, 2]),
+            mk(4, "2-cell", [1, 2, 3]), mk(5, None, [])]  # the last has no support: skipped
+
+
+def test_coverage_whole_graph_is_one_and_empty_is_zero(monkeypatch):
+    rows = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("whole", RetrievalSetting("whole"))])
+    assert rows[0]["questions"] == 5
+    assert rows[0]["all"] == rows[0]["0-cell"] == rows[0]["1-cell"] == rows[0]["2-cell"] == 1.0
+    assert (rows[0]["cells0"], rows[0]["cells1"], rows[0]["cells2"]) == (4.0, 4.0, 1.0)
+
+    def fixed(nodes, edges):
+        def retrieve_for(ecx, query, setting):
+            z = (np.zeros(ecx.complex.num_nodes), np.zeros(ecx.complex.num_edges), np.zeros(ecx.complex.num_cells2))
+            return make_subcomplex(ecx.complex, np.array(nodes), np.array(edges), np.array([]), z, "fixed", {}, {})
+        return retrieve_for
+
+    monkeypatch.setattr(sd, "retrieve_for", fixed([], []))
+    empty = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("empty", RetrievalSetting())])[0]
+    assert empty["all"] == 0.0 and empty["cells0"] == 0.0
+    # nodes {0, 1} (cup, table): covers q0 and q2 only -> 2/5; per type 1/2, 1/1, 0/2
+    monkeypatch.setattr(sd, "retrieve_for", fixed([0, 1], []))
+    part = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("part", RetrievalSetting())])[0]
+    assert (part["all"], part["0-cell"], part["1-cell"], part["2-cell"]) == (0.4, 0.5, 1.0, 0.0)
+    # an edge pulls in its boundary: retrieving edge (2, 3) adds nodes 2 and 3 -> every question
+    edge23 = int(np.flatnonzero((lift(_line_graph()).edges == [2, 3]).all(axis=1))[0])
+    monkeypatch.setattr(sd, "retrieve_for", fixed([0, 1], [edge23]))
+    full = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("more", RetrievalSetting())])[0]
+    assert full["all"] == 1.0 and full["cells0"] == 4.0 and full["cells1"] == 1.0
+
+
+def test_coverage_missing_type_is_nan_and_support_rule():
+    only0 = [e for e in _examples() if e.qtype == "0-cell"]
+    row = scene_retrieval_coverage(only0, ENC, [CoverageSetting("whole", RetrievalSetting("whole"))])[0]
+    assert row["0-cell"] == 1.0 and math.isnan(row["1-cell"]) and math.isnan(row["2-cell"])
+    sub = SimpleNamespace(nodes=np.array([1, 4, 7]))
+    assert support_covered(sub, [1, 7]) and not support_covered(sub, [1, 2]) and not support_covered(sub, [])
+
+
+def test_coverage_on_generated_scenes_is_monotone_in_k2(mini):
+    raw = load_raw("scene_graphs", mini)["test"]
+    settings = paper_settings() + [CoverageSetting("whole", RetrievalSetting("whole"))]
+    rows = {r["method"]: r for r in scene_retrieval_coverage(raw, ENC, settings)}
+    assert rows["whole"]["all"] == 1.0
+    assert all(0.0 <= r["all"] <= 1.0 for r in rows.values())
+    assert rows["toporag k2=0"]["cells2"] == 0.0 and rows["g-retriever (PCST)"]["cells2"] == 0.0
+    assert rows["toporag k2=3"]["cells2"] > 0
+    # more 2-cells only ever add cells, so coverage cannot drop from k2=0 to k2=3
+    assert rows["toporag k2=3"]["all"] >= rows["toporag k2=0"]["all"]
+
+
+def test_accuracy_by_type_hand_written(tmp_path):
+    recs = [{"id": "1", "qtype": "0-cell", "correct": True}, {"id": "2", "qtype": "0-cell", "correct": False},
+            {"id": "3", "qtype": "1-cell", "correct": True}, {"id": "4", "qtype": "2-cell", "correct": False},
+            {"id": "5", "qtype": "2-cell", "correct": False}, {"id": "6", "qtype": None, "correct": True}]
+    path = tmp_path / "pred.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"id": "7", "qty')  # last line cut by a kill
+    acc = accuracy_by_type(path)
+    assert acc["all"] == {"accuracy": 0.5, "correct": 3, "n": 6}
+    assert acc["0-cell"]["accuracy"] == 0.5 and acc["1-cell"]["accuracy"] == 1.0 and acc["2-cell"]["correct"] == 0
+    assert accuracy_by_type(recs) == acc
+    path.write_text('{"id": "1"}\n')
+    with pytest.raises(ValueError, match="line 1"):
+        accuracy_by_type(path)
+
+
+def test_stratified_subset_keeps_order_and_quotas():
+    xs = [SimpleNamespace(i=i, qtype=t) for i, t in enumerate(["0-cell", "0-cell", "1-cell", "2-cell", "0-cell",
+                                                                "2-cell", "1-cell", None, "2-cell"])]
+    got = stratified_subset(xs, 2)
+    assert [x.i for x in got] == [0, 1, 2, 3, 5, 6]
+
+
+def test_prepared_scene_examples_evaluate_with_qtype(mini, tmp_path):
+    from tests.test_train_eval import tiny_model
+    from toporag_core.evaluate import evaluate
+
+    setting = RetrievalSetting("toporag", k0=3, k1=5, k2=1)
+    data = prepare_dataset("scene_graphs", setting, splits=("test",), encoder=ENC, data_dir=mini,
+                           cache_dir=tmp_path / "prep", show_progress=False)
+    test = stratified_subset(data["test"], 2)
+    assert [e.qtype for e in test].count("2-cell") == 2 and len(test) == 6
+    assert all(e.context and e.tensors.x0.shape[1] == 16 for e in test)
+    out = tmp_path / "pred.jsonl"
+    res = evaluate(tiny_model(), test, "scene_graphs", out=out, batch_size=4, show_progress=False)
+    lines = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert [r["qtype"] for r in lines] == [e.qtype for e in test]
+    acc = accuracy_by_type(out)
+    assert acc["all"]["n"] == res["n"] == 6
+    assert {t: acc[t]["accuracy"] for t in QUESTION_TYPES} == res["by_type"]
+    # the scene metric: the label contained in the prediction
+    assert all(r["correct"] == (str(r["label"]).lower() in r["prediction"].lower()) for r in lines)
