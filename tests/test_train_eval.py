@@ -281,3 +281,25 @@ def test_pipeline_answers_concurrently(examples):
     assert set(out["timings"]) >= {"retrieve", "encode", "generate"} and out["prompt"]["soft_tokens"] == 2
     with pytest.raises(ValueError):
         pipe.answer(graphs[0], "  ")
+
+
+def test_cli_ask_with_a_tiny_checkpoint(tmp_path, capsys):
+    """``toporag ask`` end to end: checkpoint config names a local LLM folder; packaged MiniLM retrieves."""
+    from toporag_core.cli import main
+
+    tok = tiny_tokenizer()
+    tiny_llm(len(tok)).save_pretrained(tmp_path / "llm")
+    tok.save_pretrained(tmp_path / "llm")
+    torch.manual_seed(0)
+    cfg = TopoRAGConfig(cwn=CWNConfig(in_dim=384, hidden=16), projector_hidden=32, llm=str(tmp_path / "llm"),
+                        max_new_tokens=4)
+    TopoRAGModel(cfg, tiny_llm(len(tok)), tok).save(tmp_path / "ck", extra={"retrieval": {"method": "toporag", "k0": 2}})
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps([list(t) for t in GRAPHS[0] + GRAPHS[2]]))
+    code = main(["ask", str(graph), "--question", "do uniforms reduce bullying?", "--checkpoint",
+                 str(tmp_path / "ck"), "--device", "cpu", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert isinstance(out["answer"], str) and out["params"]["k0"] == 2 and out["cells"]["nodes"]
+    assert {"retrieve", "encode", "generate"} <= set(out["timings"]) and out["prompt"]["graph_tokens"] == 1
+    assert main(["ask", str(tmp_path / "missing.json"), "-q", "x", "--checkpoint", str(tmp_path / "ck")]) == 2

@@ -1,0 +1,140 @@
+"""Neural-core speed: training throughput and answer latency of the default model.
+
+Default model: packaged SmolLM2-135M-Instruct (frozen) + CW encoder + 1 soft prompt token
+(the committed ExplaGraphs checkpoint when present, else a freshly initialised one).
+References measured in the same run on the same examples:
+
+* training: the frozen LLM's forward pass alone on the same batches (no encoder, no backward);
+* answering: plain frozen-LLM generation on the same context + question, without graph encoder
+  or soft prompt (``use_graph=False``); and retrieval alone.
+
+Runs unchanged on a GPU (``--device auto`` picks CUDA + bf16). Data: ExplaGraphs from the shared
+folder when present, else synthetic graphs.
+
+    .venv/bin/python benchmarks/bench_neural.py [--steps 4] [--answers 12] [--device auto]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def synthetic_examples(n: int):
+    from toporag_core.data_prep import RawExample, RetrievalSetting, default_encoder, prepare_example
+    from toporag_core.graph import TextualGraph
+
+    enc, raws = default_encoder(), []
+    for i in range(n):
+        t = [(f"idea {i}", "causes", f"effect {i}"), (f"effect {i}", "is a", "harm"), ("harm", "relates to", f"idea {i}")]
+        raws.append(RawExample(str(i), TextualGraph.from_triples(t), f"Question {i}: support or counter?\n\nAnswer:",
+                               "support", "support", query=f"idea {i}"))
+    return [prepare_example(r, enc, RetrievalSetting()) for r in raws], raws
+
+
+def load_examples(n: int):
+    from toporag_core.data_prep import load_raw, prepare_dataset
+
+    try:
+        data = prepare_dataset("expla_graphs", splits=("test",), show_progress=False)
+        raws = load_raw("expla_graphs")["test"]
+        return data["test"][:n], raws[:n], "ExplaGraphs test"
+    except (FileNotFoundError, ValueError):
+        exs, raws = synthetic_examples(n)
+        return exs, raws, "synthetic"
+
+
+def timed(fn, sync) -> float:
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t0
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=4, help="training steps (batch 8) to time")
+    ap.add_argument("--answers", type=int, default=12, help="questions to time answering on")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--checkpoint", default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    from toporag_core.llm import load_llm
+    from toporag_core.model import QABatch, TopoRAGConfig, TopoRAGModel
+    from toporag_core.nn import CWNConfig
+    from toporag_core.pipeline import DEFAULT_CHECKPOINT, TopoRAGPipeline
+    from toporag_core.train import make_batch
+
+    bs = 8
+    exs, raws, source = load_examples(max(args.steps * bs, args.answers))
+    llm, tok = load_llm(device=args.device)
+    dev = llm.get_input_embeddings().weight.device
+    sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
+    ck = Path(args.checkpoint) if args.checkpoint else DEFAULT_CHECKPOINT
+    if (ck / "config.json").is_file():
+        model = TopoRAGModel.load(ck, llm=llm, tokenizer=tok)
+    else:
+        model = TopoRAGModel(TopoRAGConfig(cwn=CWNConfig(in_dim=exs[0].tensors.dim)), llm, tok)
+    plain = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
+
+    # -- training throughput ------------------------------------------------------------
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+    batches = [make_batch(exs[i * bs:(i + 1) * bs]) for i in range(args.steps)]
+
+    def step(b):
+        loss = model(b.to(dev))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    model.train()
+    step(batches[0])  # warm-up (allocations, lazy init)
+    t_train = sum(timed(lambda b=b: step(b), sync) for b in batches)
+    model.eval()
+    with torch.no_grad():
+        plain_batches = [make_batch(exs[i * bs:(i + 1) * bs], use_graph=False) for i in range(args.steps)]
+        t_fwd = sum(timed(lambda b=b: plain(b.to(dev)), sync) for b in plain_batches)
+    n_train = args.steps * bs
+
+    # -- answer latency -----------------------------------------------------------------
+    pipe = TopoRAGPipeline(model, meta={})
+    ecxs = [pipe.prepare(r.graph) for r in raws[: args.answers]]
+    pipe.answer(ecxs[0], raws[0].question, query=raws[0].query)  # warm-up
+    lat, ret, gen_plain = [], [], []
+    for ecx, r in zip(ecxs, raws[: args.answers]):
+        out = pipe.answer(ecx, r.question, query=r.query)
+        lat.append(out["timings"]["total"] - out["timings"]["prepare"])
+        ret.append(out["timings"]["retrieve"])
+        same_text = QABatch(None, [r.question], [out["context"]])  # same prompt text, no graph tokens
+        gen_plain.append(timed(lambda b=same_text: plain.generate(b), sync))
+
+    dev_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
+    print(f"\nneural core on {dev_name}, {source} examples, model: {'checkpoint ' + str(ck) if (ck / 'config.json').is_file() else 'untrained'}")
+    print(f"{'measure':44s} {'value':>12s} {'reference':>12s} {'ratio':>8s}")
+    print("-" * 80)
+    tr, fw = n_train / t_train, n_train / t_fwd
+    print(f"{'training throughput (ex/s), batch 8':44s} {tr:12.2f} {fw:12.2f} {tr / fw:8.2f}   ref: frozen-LLM forward only")
+    for name, q in (("median", 0.5), ("p95", 0.95)):
+        a, p = pct(lat, q), pct(gen_plain, q)
+        print(f"{'answer latency ' + name + ' (s)':44s} {a:12.3f} {p:12.3f} {a / p:8.2f}   ref: plain frozen-LLM generation")
+    print(f"{'  of which retrieval, median (s)':44s} {statistics.median(ret):12.4f}")
+    print(f"\n{n_train} training examples, {len(lat)} answers; ratio = TopoRAG / reference")
+
+
+if __name__ == "__main__":
+    main()
