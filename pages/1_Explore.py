@@ -36,7 +36,8 @@ shown = table
 if find:
     shown = table[table["cycle"].str.contains(find, case=False, regex=False)]
 event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="multi-row", key="cells_table",
-                     height=240, column_config={"cycle": st.column_config.TextColumn(width="large")})
+                     height=240, column_order=["2-cell", "boundary length", "cycle", "chord", "non-tree edge"],
+                     column_config={"cycle": st.column_config.TextColumn(width="large")})
 picked_table = shown.iloc[list(event.selection.rows)]["2-cell"].tolist() if event is not None else []
 picked = list(dict.fromkeys([*picked_table, *picked_side]))
 shaded = [f for f in range(cx.num_cells2) if f not in picked] if shade_all else []

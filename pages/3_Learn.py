@@ -67,7 +67,8 @@ with tab_maps:
     tables = learn.boundary_tables(cx)
     st.markdown(
         "**B1** (nodes x 1-cells): edge e = (u, v) with u < v is oriented u -> v, so B1[u, e] = -1 and B1[v, e] = +1. "
-        "**B2** (1-cells x 2-cells): +1 where a 2-cell's boundary walks an edge along its orientation, -1 against it.")
+        "**B2** (1-cells x 2-cells): +1 where a 2-cell's boundary walks an edge along its orientation, -1 against it. "
+        "Blue = +1, red = -1, white = 0; hover a square for its row and column.")
     a, b = st.columns(2)
     a.plotly_chart(incidence_heatmap(tables.b1, "B1: boundary of each 1-cell"), key="b1")
     b.plotly_chart(incidence_heatmap(tables.b2, "B2: boundary of each 2-cell"), key="b2")

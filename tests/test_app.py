@@ -365,3 +365,15 @@ def test_samples_are_project_files_with_loops():
     with pytest.raises(ValueError, match="unknown sample"):
         samples.load_sample("nope")
     assert os.environ["TOPORAG_ENCODER"] == "hashing"
+
+
+def test_spring_layout_is_deterministic_and_pulls_neighbours_together():
+    cx = lift(samples.load_sample("kg"))
+    a = graph_view.spring_layout(cx.num_nodes, cx.edges)
+    assert a.shape == (cx.num_nodes, 2) and np.isfinite(a).all()
+    assert np.array_equal(a, graph_view.spring_layout(cx.num_nodes, cx.edges))  # same picture on every rerun
+    d = np.linalg.norm(a[:, None] - a[None], axis=-1)
+    joined = np.zeros_like(d, dtype=bool)
+    joined[cx.edges[:, 0], cx.edges[:, 1]] = joined[cx.edges[:, 1], cx.edges[:, 0]] = True
+    off = ~joined & ~np.eye(cx.num_nodes, dtype=bool)
+    assert d[joined].mean() < d[off].mean()

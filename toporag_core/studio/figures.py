@@ -58,16 +58,20 @@ def prize_table(sub, top: int = 10) -> pd.DataFrame:
 
 
 def prize_chart(table: pd.DataFrame) -> go.Figure:
-    """Horizontal bars of the prizes in :func:`prize_table`, one panel per rank."""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("0-cells", "1-cells", "2-cells"), horizontal_spacing=0.14)
-    for rank, name in enumerate(("0-cells", "1-cells", "2-cells")):
+    """Horizontal bars of the prizes in :func:`prize_table`, one panel (row) per rank."""
+    names = ("0-cells", "1-cells", "2-cells")
+    sizes = [max(1, int((table["rank"] == r).sum())) for r in range(3)]
+    fig = make_subplots(rows=3, cols=1, subplot_titles=names, vertical_spacing=0.14,
+                        row_heights=[s / sum(sizes) for s in sizes])
+    for rank, name in enumerate(names):
         part = table[table["rank"] == rank].iloc[::-1]
-        labels = [(t if len(t) <= 26 else t[:25] + "\u2026") for t in part["text"]]
+        labels = [(t if len(t) <= 60 else t[:59] + "\u2026") for t in part["text"]]
         labels = [f"{lab} [{c}]" for lab, c in zip(labels, part["cell"])]  # keep bars distinct
         fig.add_trace(go.Bar(x=part["prize"], y=labels, orientation="h", name=name, hovertext=part["text"],
                              marker_color=[RANK_COLOURS[name] if r else "#c7c7c7" for r in part["retrieved"]]),
-                      row=1, col=rank + 1)
-    fig.update_layout(height=360, showlegend=False, margin=dict(l=10, r=10, t=40, b=10),
+                      row=rank + 1, col=1)
+    fig.update_yaxes(automargin=True, tickfont=dict(size=11))
+    fig.update_layout(height=140 + 24 * sum(sizes), showlegend=False, margin=dict(l=10, r=10, t=50, b=10),
                       title="Prizes (grey = not retrieved)")
     return fig
 

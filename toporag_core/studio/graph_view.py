@@ -78,6 +78,39 @@ def neighbourhood(cx: CellComplex, seeds, cap: int = DEFAULT_CAP) -> np.ndarray:
     return np.sort(np.concatenate(chosen))
 
 
+def spring_layout(num_nodes: int, edges: np.ndarray, iterations: int = 80, seed: int = 7) -> np.ndarray:
+    """``(n, 2)`` Fruchterman-Reingold positions (dense, vectorised; ``edges`` ``(k, 2)`` local ids).
+
+    Computed here rather than by vis-network's physics in the browser: a fixed, seeded layout
+    appears at once (no seconds of in-browser stabilisation on a 2-core machine) and keeps
+    every node where it was when only colours change (a slider move, a lifting step).
+    """
+    n = int(num_nodes)
+    if n <= 1:
+        return np.zeros((n, 2))
+    rng = np.random.default_rng(seed)
+    pos = rng.random((n, 2))
+    adj = np.zeros((n, n))
+    if edges.size:
+        adj[edges[:, 0], edges[:, 1]] = adj[edges[:, 1], edges[:, 0]] = 1.0
+    k = 1.0 / np.sqrt(n)  # ideal edge length in the unit square
+    temp = 0.1
+    cool = temp / (iterations + 1)
+    for _ in range(iterations):
+        sq = (pos * pos).sum(1)
+        dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * pos @ pos.T, 1e-4))
+        force = k * k / dist ** 2 - adj * dist / k  # repulsion between all, attraction along edges
+        np.fill_diagonal(force, 0.0)
+        # sum_j force_ij (pos_i - pos_j), without the (n, n, 2) difference tensor
+        disp = force.sum(1)[:, None] * pos - force @ pos
+        length = np.maximum(np.sqrt((disp * disp).sum(1)), 0.01)
+        pos += disp * (temp / length)[:, None]
+        temp -= cool
+    pos -= pos.mean(0)
+    span = float(np.abs(pos).max()) or 1.0
+    return pos / span * (110.0 * np.sqrt(n) + 60.0)  # pixels: room grows with the node count
+
+
 @dataclass
 class GraphView:
     """What one rendered view contains (for captions and tests)."""
@@ -165,6 +198,10 @@ function toporagPrepare(nodes, edges) {
   });
 }
 function toporagDecorate(network) {
+  // A view created inside a hidden tab has no size yet: refit once it is shown (the iframe
+  // resizes) and once the layout has settled.
+  window.addEventListener("resize", function () { network.redraw(); network.fit(); });
+  network.fit();
   network.on("beforeDrawing", function (ctx) {
     TOPORAG_CELLS.forEach(function (cell) {
       var pos = network.getPositions(cell.nodes);
@@ -194,10 +231,7 @@ def _finish_html(page: str, cells_payload: list[dict]) -> str:
     anchor = "network = new vis.Network(container, data, options);"
     if anchor not in page:  # a pyvis template change must fail loudly, not silently lose features
         raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
-    # a fixed layout seed: the same cells land in the same places on every rerun (stepping
-    # through the lifting must not reshuffle the picture)
-    return page.replace(anchor, "toporagPrepare(nodes, edges); options.layout = {randomSeed: 7}; " + anchor +
-                        " toporagDecorate(network);", 1)
+    return page.replace(anchor, "toporagPrepare(nodes, edges); " + anchor + " toporagDecorate(network);", 1)
 
 
 def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), focus_edges=(),
@@ -248,7 +282,11 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
 
     net = Network(height=f"{height_px}px", width="100%", directed=False, cdn_resources="in_line", bgcolor="#ffffff")
     net.templateEnv = _template_env(net)
-    net.barnes_hut(gravity=-2500, spring_length=110, spring_strength=0.04, damping=0.3)
+    net.toggle_physics(False)
+    net.options.edges.smooth.enabled = False  # 1-cells are unique: straight lines never overlap
+    local = np.full(n, -1, dtype=np.int64)
+    local[shown] = np.arange(shown.size)
+    xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
     for i in shown.tolist():
         role = node_role.get(i)
         extra = ""
@@ -257,9 +295,11 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
             colour = ROLE_COLOURS[role] if role else NODE_MUTED
         else:
             colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
-        size = 16 if role == "terminal" or i in focus_nodes else 11
+        # retrieved / picked cells stand out even when a big view is zoomed out to fit
+        size = 17 if role == "terminal" or i in focus_nodes else (13 if role else (9 if sub is not None else 11))
+        x, y = xy[local[i]].tolist()
         net.add_node(i, label=_short(cx.graph.node_text[i]), title=_safe_title(_node_title(cx, i, html.escape(extra))),
-                     color=colour, size=size, font={"size": 13, "color": "#222222"})
+                     color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
     for e in eids.tolist():
         a, b = cx.edges[e].tolist()
         role = edge_role.get(e)
@@ -267,7 +307,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         extra = f"role: {role or 'not retrieved'}; prize {p1[e]:g}" if sub is not None else ""
         if sub is not None:
             colour = ROLE_COLOURS[role] if role else EDGE_MUTED
-            width = 4 if role else 1
+            width = 4 if role else 0.8
         else:
             hot = e in focus_edge_set
             colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
@@ -301,7 +341,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
 def legend_html(retrieval: bool) -> str:
     """A static colour legend (no user text) for ``st.markdown(..., unsafe_allow_html=True)``."""
     def chip(colour: str, text: str, dashed: bool = False) -> str:
-        border = "border:2px dashed %s;background:none" % colour if dashed else f"background:{colour}"
+        border = ("border:2px dashed %s;background:none" % colour if dashed
+                  else f"background:{colour};border:1px solid rgba(0,0,0,0.25)")
         return (f'<span style="display:inline-block;width:12px;height:12px;{border};border-radius:3px;'
                 f'margin:0 4px 0 12px;vertical-align:middle"></span>{text}')
 

@@ -60,7 +60,7 @@ def counts_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
 
 
 def timings_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
-    """Retrieval timings in milliseconds, one row per method."""
-    rows = [{"method": METHOD_LABELS.get(name, name), **{k: round(v * 1000, 2) for k, v in sub.timings.items()}}
+    """Retrieval timings in milliseconds (as text), one row per method; stages a method lacks stay blank."""
+    rows = [{"method": METHOD_LABELS.get(name, name), **{k: f"{v * 1000:.2f}" for k, v in sub.timings.items()}}
             for name, sub in subs.items()]
-    return pd.DataFrame(rows).astype(object).fillna("")  # baselines time fewer stages
+    return pd.DataFrame(rows).fillna("")

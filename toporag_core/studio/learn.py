@@ -118,6 +118,6 @@ def retrieval_walkthrough(ecx: EmbeddedComplex, question, k0: int = 3, k1: int =
                      "edge prizes": float(p1[be].sum()), "boundary sum": total, "length": int(lens[f]),
                      "C2 x length": c2 * int(lens[f]), "prize": float(p2[f]), "candidate": f in cand,
                      "retrieved": f in set(sub.cells2.tolist())})
-    cells = pd.DataFrame(rows, columns=["2-cell", "cycle", "node prizes", "edge prizes", "boundary sum", "length",
-                                        "C2 x length", "prize", "candidate", "retrieved"])
+    cells = pd.DataFrame(rows, columns=["2-cell", "prize", "boundary sum", "C2 x length", "node prizes",
+                                        "edge prizes", "length", "candidate", "retrieved", "cycle"])
     return Walkthrough(nodes, edges, cells.sort_values("prize", ascending=False).reset_index(drop=True), sub)
