@@ -36,25 +36,30 @@ def home() -> None:
         tree_now, seed_now = state.tree_settings(ss)
         ss[state.TREE] = st.selectbox("Spanning-tree method", TREE_METHODS, index=TREE_METHODS.index(tree_now),
                                       help="2-cells are glued onto the fundamental cycles of this spanning forest. "
-                                           "b1 and the number of 2-cells do not depend on it; which cycles you get does.")
-        ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now, disabled=ss[state.TREE] != "random"))
+                                           "b1 and the number of 2-cells do not depend on it; which cycles you "
+                                           "get does.")
+        ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now,
+                                             disabled=ss[state.TREE] != "random"))
 
     # ---------------------------------------------------------------- loading
     st.subheader("Load a graph")
     tab_samples, tab_bench, tab_upload, tab_paste = st.tabs(["Built-in samples", "Benchmark data", "Upload", "Paste"])
     with tab_samples:
-        key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title, key="sample_pick")
+        key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title,
+                           key="sample_pick")
         st.caption(samples.sample(key).description)
         if st.button("Load sample", key="load_sample", type="primary"):
             state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
 
     with tab_bench:
         if samples.shared_data_dir() is None:
-            st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and uploads work.")
+            st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and "
+                    "uploads work.")
         else:
             rows = explagraphs_rows()
             if rows:
-                i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0, key="expla_row"))
+                i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0,
+                                        key="expla_row"))
                 st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
                 if st.button("Load ExplaGraphs row", key="load_expla"):
                     state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")

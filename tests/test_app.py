@@ -159,6 +159,14 @@ def test_home_loads_an_explagraphs_row():
     assert "people" in g.node_text  # row 2: (marijuana; receives action; popular)(popular; used for; people)...
 
 
+def test_home_without_shared_data_still_works(monkeypatch, tmp_path):
+    monkeypatch.setenv("TOPORAG_SHARED_DATA", str(tmp_path / "nowhere"))
+    at = app().run()
+    assert not at.exception
+    assert any("No benchmark data on this machine" in i.value for i in at.info)
+    assert metrics(at)["b1"] == str(betti1_from_csv(SAMPLES / "scene_breakfast.csv"))
+
+
 # ====================================================================== Explore
 def test_explore_picking_a_cell_highlights_its_cycle():
     at = app("pages/1_Explore.py").run()

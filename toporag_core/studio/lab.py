@@ -51,7 +51,8 @@ def counts_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
     rows = []
     for name, sub in subs.items():
         n, m, f = sub.counts
-        roles = {r: int((sub.node_roles == r).sum() + (sub.edge_roles == r).sum()) for r in ("terminal", "steiner", "closure")}
+        roles = {r: int((sub.node_roles == r).sum() + (sub.edge_roles == r).sum())
+                 for r in ("terminal", "steiner", "closure")}
         rows.append({"method": METHOD_LABELS.get(name, name), "0-cells": n, "1-cells": m, "2-cells": f,
                      "candidate 2-cells": len(sub.params.get("candidates2", [])),
                      "terminal 0/1-cells": roles["terminal"], "Steiner 0/1-cells": roles["steiner"],
