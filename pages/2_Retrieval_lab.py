@@ -1,12 +1,17 @@
-"""Retrieval lab: which subcomplex does a question retrieve, and how do k, C2 and the method change it?"""
+"""Retrieval lab: which subcomplex does a question retrieve, and how do k, C2 and the method change it?
+
+Next to the cell-complex methods, the two topology-aware node retrievers of Wang et al.
+("Topology: proximity" / "Topology: role"): the nodes most similar to a target node.
+"""
 import streamlit as st
 
 from toporag_core.retrieval import METHODS, textualize
-from toporag_core.studio import lab, state
+from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import get_embedded, show_html
+from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_html
 from toporag_core.studio.sweep import DEFAULT_C2_VALUES, sweep_c2, sweep_k
+from toporag_core.topo import build_topo_prompt
 
 st.set_page_config(page_title="Retrieval lab", layout="wide")
 
@@ -27,22 +32,49 @@ ss = st.session_state
 graph = state.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
+choice = encoder_choice()
+ALL_METHODS = [*METHODS, *topo_view.NODE_METHODS]
+is_node = topo_view.is_node_method
 
 # ---------------------------------------------------------------- sidebar: every control
 with st.sidebar:
     st.header("Retrieval")
-    method = st.selectbox("Method", METHODS, format_func=lab.METHOD_LABELS.get, key="lab_method")
-    compare = st.toggle("Compare two methods", key="lab_compare")
-    other = st.selectbox("Second method", [m for m in METHODS if m != method], format_func=lab.METHOD_LABELS.get,
+    method = st.selectbox("Method", ALL_METHODS, format_func=topo_view.method_label, key="lab_method",
+                          help="Cell-complex methods retrieve a connected subcomplex for the question. Topology "
+                               "methods retrieve the nodes most similar to a target node: by proximity (random-"
+                               "walk neighbourhood) or by structural role (GraphWave).")
+    compare = st.toggle("Compare two methods", key="lab_compare",
+                        help="Any two methods side by side, a node method against a cell method included.")
+    other = st.selectbox("Second method", [m for m in ALL_METHODS if m != method], format_func=topo_view.method_label,
                          key="lab_method_b", disabled=not compare)
-    k = st.slider("k (cells per dimension)", 0, 10, 3, key="lab_k",
+    methods = [method, other] if compare else [method]
+    cells_used = not all(is_node(m) for m in methods)
+    k = st.slider("k (cells per dimension)", 0, 10, 3, key="lab_k", disabled=not cells_used,
                   help="Top-k 0-cells and 1-cells get rank prizes k..1; the top-k 2-cells are candidates.")
-    advanced = st.toggle("Advanced: separate k0, k1, k2", key="lab_advanced")
+    advanced = st.toggle("Advanced: separate k0, k1, k2", key="lab_advanced", disabled=not cells_used)
     k0 = st.slider("k0 (0-cells)", 0, 10, 3, key="lab_k0") if advanced else None
     k1 = st.slider("k1 (1-cells)", 0, 10, 3, key="lab_k1") if advanced else None
     k2 = st.slider("k2 (2-cells)", 0, 10, 3, key="lab_k2") if advanced else None
-    c2 = st.slider("C2 (cost per boundary edge of a 2-cell)", 0.0, 3.0, 0.5, 0.05, key="lab_c2")
-    edge_cost = st.slider("Edge cost", 0.0, 2.0, 0.5, 0.05, key="lab_edge_cost")
+    c2 = st.slider("C2 (cost per boundary edge of a 2-cell)", 0.0, 3.0, 0.5, 0.05, key="lab_c2",
+                   disabled=not cells_used)
+    edge_cost = st.slider("Edge cost", 0.0, 2.0, 0.5, 0.05, key="lab_edge_cost", disabled=not cells_used)
+    nodes_used = any(is_node(m) for m in methods)
+    if nodes_used:
+        st.header("Topology: target node")
+        target_mode = st.radio("Target", topo_view.TARGET_MODES, key="lab_target_mode",
+                               help="Retrieve the nodes most similar to this node (the node itself excluded).")
+        picking = target_mode == topo_view.TARGET_PICKED
+        find = st.text_input("Find a node (text or index)", key=f"lab_target_find_{key}", disabled=not picking)
+        options = topo_view.node_options(graph, find)
+        # keyed by the search too: a new search starts at its first match instead of keeping a stale pick
+        picked = st.selectbox(f"Node ({len(options)} shown)", options, disabled=not picking,
+                              key=topo_view.picker_key(key, find),
+                              format_func=lambda i: topo_view.node_option_label(graph, i))
+        node_k = st.slider("k (nodes to retrieve)", 1, topo_view.INDEX_K, 5, key="lab_node_k")
+        partial = st.text_input("Partial text of the target (for the prompt)", key="lab_partial",
+                                help="Topology-aware RAG writes a node's text from its related nodes; what is "
+                                     "known of it goes here.")
+        with_baselines = st.toggle("Also run the text and random baselines", value=True, key="lab_baselines")
     st.header("View")
     cap = st.slider("Node cap of the view", 30, 500, DEFAULT_CAP, step=10, key="lab_cap",
                     help="The view shows the retrieved subcomplex and its neighbourhood, at most this many nodes.")
@@ -51,42 +83,79 @@ with st.sidebar:
 settings = lab.LabSettings(k=k, c2=c2, edge_cost=edge_cost, k0=k0, k1=k1, k2=k2)
 
 st.title("Retrieval lab")
-ecx = get_embedded(key, tree, seed, graph)
-st.caption(f"{graph.name or 'unnamed graph'}: {ecx.complex.num_nodes} nodes, {ecx.complex.num_edges} 1-cells, "
-           f"{ecx.complex.num_cells2} 2-cells; encoder {ecx.encoder.name}. Cell embeddings are computed once per "
+cx = get_complex(key, tree, seed, graph)
+ecx = get_embedded(key, tree, seed, graph) if cells_used else None  # node methods need no cell embeddings
+st.caption(f"{graph.name or 'unnamed graph'}: {cx.num_nodes} nodes, {cx.num_edges} 1-cells, "
+           f"{cx.num_cells2} 2-cells; encoder {get_encoder(choice).name}. Embeddings are computed once per "
            "graph; moving a slider only re-runs the retrieval.")
 question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"lab_question_{key}", height=90,
                         help="Press Ctrl+Enter (or click outside) to retrieve.")
 
-methods = [method, other] if compare else [method]
 try:
-    subs = {m: lab.run(ecx, question, m, settings) for m in methods}
+    results, baselines = {}, {}
+    if nodes_used:
+        target, target_score, target_question = topo_view.choose_target(key, choice, graph, target_mode, picked, find,
+                                                                        question)
+        for m in [m for m in methods if is_node(m)] + (["text", "random"] if with_baselines else []):
+            res = topo_view.run_nodes(key, choice, graph, m, target, node_k, target_question, target_score)
+            (results if is_node(m) else baselines)[m] = res
+    for m in methods:
+        if not is_node(m):
+            results[m] = lab.run(ecx, question, m, settings)
+    results = {m: results[m] for m in methods}  # sidebar order
 except ValueError as e:
     st.warning(str(e))
     st.stop()
+subs = {m: r for m, r in results.items() if not is_node(m)}
+node_results = {m: r for m, r in results.items() if is_node(m)}
 
-st.dataframe(lab.counts_frame(subs), hide_index=True)
-st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
-for col, (m, sub) in zip(st.columns(len(subs)), subs.items()):
+if subs:
+    st.dataframe(lab.counts_frame(subs), hide_index=True)
+    st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
+if node_results:
+    st.markdown(topo_view.legend_html(), unsafe_allow_html=True)
+for col, (m, res) in zip(st.columns(len(results)), results.items()):
     with col:
-        n, e, f = sub.counts
-        st.markdown(f"**{lab.METHOD_LABELS[m]}**: {n} 0-cells, {e} 1-cells, {f} 2-cells "
-                    f"({sub.timings.get('total', 0.0) * 1000:.1f} ms)")
-        view = render_view(ecx.complex, sub=sub, cap=cap, height_px=520 if compare else 580)
+        if is_node(m):
+            st.markdown(f"**{topo_view.method_label(m)}**: {topo_view.summary_line(res, graph)}")
+            view = render_view(cx, node_marks=topo_view.node_marks(res), cap=cap, height_px=520 if compare else 580)
+        else:
+            n, e, f = res.counts
+            st.markdown(f"**{lab.METHOD_LABELS[m]}**: {n} 0-cells, {e} 1-cells, {f} 2-cells "
+                        f"({res.timings.get('total', 0.0) * 1000:.1f} ms)")
+            view = render_view(cx, sub=res, cap=cap, height_px=520 if compare else 580)
         st.caption(view.caption())
         show_html(view.html, 540 if compare else 600)
 
-tab_prizes, tab_context, tab_sweep, tab_time = st.tabs(["Prizes", "Context for the LLM", "Sweep: k and C2", "Timings"])
-with tab_prizes:
-    table = prize_table(subs[method])
-    st.plotly_chart(prize_chart(table), key="prize_chart")
-    st.dataframe(table, hide_index=True)
-with tab_context:
-    for col, (m, sub) in zip(st.columns(len(subs)), subs.items()):
-        col.markdown(f"**{lab.METHOD_LABELS[m]}**: exactly the text the LLM reads")
-        col.code(textualize(sub), language=None)
-with tab_sweep:
-    if not live_sweep:
+tab_names = (["Node scores"] if node_results else []) + (["Prizes"] if subs else []) + \
+    ["Context for the LLM", "Sweep: k and C2", "Timings"]
+tabs = dict(zip(tab_names, st.tabs(tab_names)))
+if node_results:
+    with tabs["Node scores"]:
+        for m, res in node_results.items():
+            st.markdown(f"**{topo_view.method_label(m)}**: {topo_view.summary_line(res, graph)}")
+            st.dataframe(topo_view.retrieval_table(res), hide_index=True)
+        if baselines:
+            ref = next(iter(node_results))
+            st.markdown("**Against the baselines** (same target, same k; shared nodes marked)")
+            st.dataframe(topo_view.comparison_table({ref: node_results[ref], **baselines}, ref), hide_index=True)
+if subs:
+    with tabs["Prizes"]:
+        table = prize_table(next(iter(subs.values())))
+        st.plotly_chart(prize_chart(table), key="prize_chart")
+        st.dataframe(table, hide_index=True)
+with tabs["Context for the LLM"]:
+    for col, (m, res) in zip(st.columns(len(results)), results.items()):
+        if is_node(m):
+            col.markdown(f"**{topo_view.method_label(m)}**: the prompt of topology-aware RAG")
+            col.code(build_topo_prompt(graph, res, partial), language=None)
+        else:
+            col.markdown(f"**{lab.METHOD_LABELS[m]}**: exactly the text the LLM reads")
+            col.code(textualize(res), language=None)
+with tabs["Sweep: k and C2"]:
+    if is_node(method):
+        st.info("The sweeps vary k and C2 of the cell-complex methods: pick one as the first method.")
+    elif not live_sweep:
         st.info("Turn on 'Live sweep charts' in the sidebar to run them on this graph.")
     else:
         a, b = st.columns(2)
@@ -96,6 +165,7 @@ with tab_sweep:
         b.plotly_chart(sweep_chart(dc, "C2", f"Cells per dimension as C2 varies (k = {settings.ks()})"), key="sweep_c2")
         a.dataframe(dk, hide_index=True)
         b.dataframe(dc, hide_index=True)
-with tab_time:
-    st.dataframe(lab.timings_frame(subs), hide_index=True)
-    st.caption("Milliseconds per stage of this retrieval (the question vector comes from the encoder cache).")
+with tabs["Timings"]:
+    st.dataframe(topo_view.timings_frame(results), hide_index=True)
+    st.caption("Milliseconds per stage of this retrieval (the question vector comes from the encoder cache; "
+               "index_* stages of node methods ran once per graph, when the index was built).")

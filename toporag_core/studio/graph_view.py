@@ -23,6 +23,7 @@ import html
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -235,7 +236,8 @@ def _finish_html(page: str, cells_payload: list[dict]) -> str:
 
 
 def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), focus_edges=(),
-                seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560) -> GraphView:
+                seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560,
+                node_marks: Mapping[int, tuple[str, str]] | None = None) -> GraphView:
     """Build the HTML view of ``cx``.
 
     Args:
@@ -248,6 +250,10 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         seeds: nodes the neighbourhood grows from; default: the subcomplex / focus cells,
             else the highest-degree node.
         cap: most nodes shown.
+        node_marks: optional ``{node: (colour, tooltip note)}`` (e.g. a target node and the
+            nodes retrieved for it, with their scores): those nodes are drawn big in their
+            colour, all others muted; the neighbourhood grows from them (in dict order).
+            Ignored when ``sub`` is given.
     """
     focus_cells2 = [int(f) for f in focus_cells2]
     shade_cells2 = [int(f) for f in shade_cells2]
@@ -258,6 +264,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         if sub is not None:
             order = np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")
             parts.append(sub.nodes[order])
+        if node_marks and sub is None:
+            parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
         parts += [cx.cell2_nodes(f) for f in focus_cells2]
         if focus_edges.size:
             parts.append(cx.edges[focus_edges].reshape(-1))
@@ -272,6 +280,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     node_role = sub.role_of(0) if sub is not None else {}
     edge_role = sub.role_of(1) if sub is not None else {}
     p0, p1, _ = sub.prizes if sub is not None else (None, None, None)
+    marks = dict(node_marks) if node_marks is not None and sub is None else None
     focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 else set()
     focus_edge_set = set(focus_edges.tolist())
     if focus_cells2:
@@ -290,13 +299,17 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     for i in shown.tolist():
         role = node_role.get(i)
         extra = ""
+        mark = marks.get(i) if marks is not None else None
         if sub is not None:
             extra = f"role: {role or 'not retrieved'}; prize {p0[i]:g}"
             colour = ROLE_COLOURS[role] if role else NODE_MUTED
+        elif marks is not None:
+            colour, extra = mark if mark else (NODE_MUTED, "")
         else:
             colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
         # retrieved / picked cells stand out even when a big view is zoomed out to fit
-        size = 17 if role == "terminal" or i in focus_nodes else (13 if role else (9 if sub is not None else 11))
+        size = (17 if role == "terminal" or i in focus_nodes or mark
+                else (13 if role else (9 if sub is not None or marks is not None else 11)))
         x, y = xy[local[i]].tolist()
         net.add_node(i, label=_short(cx.graph.node_text[i]), title=_safe_title(_node_title(cx, i, html.escape(extra))),
                      color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
@@ -308,6 +321,10 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         if sub is not None:
             colour = ROLE_COLOURS[role] if role else EDGE_MUTED
             width = 4 if role else 0.8
+        elif marks is not None:  # edges between marked nodes keep their style, the rest fade
+            both = a in marks and b in marks
+            colour = (EDGE_TREE if tree else EDGE_CHORD) if both else EDGE_MUTED
+            width = 2.5 if both else 0.8
         else:
             hot = e in focus_edge_set
             colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
