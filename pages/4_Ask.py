@@ -1,0 +1,122 @@
+"""Ask: what does the trained model answer about this graph, from which cells, and how fast?"""
+import streamlit as st
+
+from toporag_core.retrieval import METHODS
+from toporag_core.studio import ask, lab, state
+from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
+from toporag_core.studio.resources import encoder_choice, get_embedded, show_html
+
+st.set_page_config(page_title="Ask", layout="wide")
+
+ss = st.session_state
+graph = state.current_graph(ss)
+tree, seed = state.tree_settings(ss)
+key = ss[state.GRAPH_KEY]
+
+# ---------------------------------------------------------------- sidebar: model
+with st.sidebar:
+    st.header("Model")
+    options = ask.checkpoint_options()
+    pick = st.selectbox("Checkpoint", [*options, "folder"], key="ask_checkpoint",
+                        format_func=lambda v: options.get(v, "Another checkpoint folder ..."))
+    checkpoint = st.text_input("Checkpoint folder", key="ask_checkpoint_dir").strip() if pick == "folder" else pick
+    llm = st.text_input("LLM", value=ask.default_llm(), key="ask_llm",
+                        help=f"'{ask.PACKAGED_LLM}' = the packaged SmolLM2 (or the checkpoint's own LLM); or a "
+                             "local Hugging Face folder / hub id already in the local cache (e.g. Llama-2-7B "
+                             "on a GPU machine). It must have the hidden size the checkpoint was trained for.")
+
+st.title("Ask")
+if not checkpoint:
+    st.info("Type the path of a checkpoint folder (config.json + model.safetensors) in the sidebar.")
+    st.stop()
+try:
+    with st.spinner("Loading the model (once per server; later questions reuse it) ..."):
+        pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
+except Exception as e:  # noqa: BLE001 - a bad folder / LLM id must leave the page usable
+    st.error(f"Could not load the model: {type(e).__name__}: {e}")
+    st.stop()
+summary = ask.model_summary(pipe)
+trained = ask.settings_from_checkpoint(pipe)
+trained_method = pipe.retrieval_defaults().get("method", "toporag")
+
+# ---------------------------------------------------------------- sidebar: retrieval (the lab's controls)
+with st.sidebar:
+    st.caption(" \u00b7 ".join(f"**{k}**: {v}" for k, v in summary.items()))
+    st.header("Retrieval")
+    method = st.selectbox("Method", METHODS, format_func=lab.METHOD_LABELS.get, key="ask_method",
+                          index=METHODS.index(trained_method) if trained_method in METHODS else 0)
+    compare = st.toggle("Compare two methods", key="ask_compare")
+    other = st.selectbox("Second method", [m for m in METHODS if m != method], format_func=lab.METHOD_LABELS.get,
+                         key="ask_method_b", disabled=not compare)
+    k = st.slider("k (cells per dimension)", 0, 10, trained.k, key="ask_k",
+                  help="Defaults to the setting the checkpoint was trained with.")
+    advanced = st.toggle("Advanced: separate k0, k1, k2", key="ask_advanced", value=trained.k0 is not None)
+    ks = trained.ks()
+    k0 = st.slider("k0 (0-cells)", 0, 10, ks[0], key="ask_k0") if advanced else None
+    k1 = st.slider("k1 (1-cells)", 0, 10, ks[1], key="ask_k1") if advanced else None
+    k2 = st.slider("k2 (2-cells)", 0, 10, ks[2], key="ask_k2") if advanced else None
+    c2 = st.slider("C2 (cost per boundary edge of a 2-cell)", 0.0, 3.0, trained.c2, 0.05, key="ask_c2")
+    edge_cost = st.slider("Edge cost", 0.0, 2.0, trained.edge_cost, 0.05, key="ask_edge_cost")
+    max_new = st.slider("Max new tokens", 1, 128, int(pipe.model.config.max_new_tokens), key="ask_max_new")
+    cap = st.slider("Node cap of the view", 30, 500, DEFAULT_CAP, step=10, key="ask_cap")
+settings = lab.LabSettings(k=k, c2=c2, edge_cost=edge_cost, k0=k0, k1=k1, k2=k2)
+methods = [method, other] if compare else [method]
+
+st.caption(f"{graph.name or 'unnamed graph'} ({graph.num_nodes} nodes, {graph.num_edges} edges; load another "
+           f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}, LLM {summary['LLM']}.")
+question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"ask_question_{key}", height=90)
+inputs = (key, tree, seed, checkpoint, llm, question, tuple(methods), settings, max_new)
+if st.button("Ask", key="ask_go", type="primary"):
+    try:
+        ecx = get_embedded(key, tree, seed, graph)
+        answers = {}
+        with st.status("Answering ...", expanded=False) as status:
+            for m in methods:
+                status.update(label=f"Retrieving with {lab.METHOD_LABELS[m]} and generating ...")
+                answers.update(ask.ask(pipe, ecx, question, [m], settings, max_new_tokens=max_new))
+            status.update(label="Answered", state="complete")
+        ss["ask_last"] = {"inputs": inputs, "answers": answers}
+    except ValueError as e:
+        st.warning(str(e))
+
+last = ss.get("ask_last")
+if not last or last["inputs"][:3] != inputs[:3]:
+    st.info("Type a question and press **Ask**.")
+    st.stop()
+if last["inputs"] != inputs:
+    st.info("The question or the controls changed since this answer: press **Ask** to answer again.")
+answers = last["answers"]
+
+cols = st.columns(len(answers))
+for col, (m, a) in zip(cols, answers.items()):
+    with col:
+        n, e, f = a.subcomplex.counts
+        st.markdown(f"**{lab.METHOD_LABELS[m]}**: {n} 0-cells, {e} 1-cells, {f} 2-cells retrieved")
+        with st.container(key=f"ask_answer_{m}"):
+            st.code(a.answer if a.answer else "(empty answer)", language=None)
+st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
+for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
+    with col:
+        view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560)
+        st.caption(view.caption())
+        show_html(view.html, 500 if compare else 580)
+
+tab_cells, tab_context, tab_prompt, tab_time = st.tabs(["Retrieved cells", "Context", "Prompt layout", "Timings"])
+with tab_cells:
+    for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
+        col.markdown(f"**{lab.METHOD_LABELS[m]}**")
+        col.dataframe(ask.cells_frame(a.subcomplex), hide_index=True)
+with tab_context:
+    for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
+        col.markdown(f"**{lab.METHOD_LABELS[m]}**: the textualized subcomplex")
+        col.code(a.context, language=None)
+with tab_prompt:
+    for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
+        col.markdown(f"**{lab.METHOD_LABELS[m]}**: {a.prompt.get('input_tokens', '?')} input tokens, "
+                     f"{a.prompt.get('soft_tokens', 0)} of them soft")
+        col.dataframe(ask.prompt_layout_frame(a.prompt), hide_index=True)
+        col.code(ask.prompt_text(a.prompt), language=None)
+with tab_time:
+    st.dataframe(ask.timings_frame(answers), hide_index=True)
+    st.caption("Milliseconds: retrieve = similarities + prizes + PCST; encode = cell-complex encoder + projector "
+               "(soft prompt); generate = greedy decoding. The graph's cell embeddings were computed once.")

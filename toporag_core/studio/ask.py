@@ -1,0 +1,190 @@
+"""Ask-page support: which model to load, loading it once per server, answering, and result tables.
+
+* :func:`checkpoint_options` - the committed checkpoints (ExplaGraphs, SceneGraphs) that exist,
+  plus "no checkpoint" (the frozen LLM alone); ``TOPORAG_CHECKPOINT`` picks the default
+  (a folder, or ``none``), ``TOPORAG_LLM`` the default LLM (a folder or hub id).
+* :func:`get_pipeline` - one :class:`~toporag_core.pipeline.TopoRAGPipeline` per
+  ``(checkpoint, llm, encoder)`` per server process (``st.cache_resource``). The pipeline is
+  thread-safe (its neural part runs under a lock), so every browser session shares it.
+* :func:`ask` - one question, one or more retrieval methods, on an already embedded graph.
+* Tables for the page: retrieved cells, timings, the prompt layout.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ..pipeline import REPO_ROOT, TopoRAGPipeline
+from ..retrieval import EmbeddedComplex, Subcomplex
+from .lab import METHOD_LABELS, LabSettings
+
+CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
+COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
+NO_CHECKPOINT = "none"
+PACKAGED_LLM = "smollm2-135m-instruct"
+TIMING_STAGES = ("retrieve", "encode", "generate", "total")
+
+
+def checkpoint_options() -> dict[str, str]:
+    """``{value: label}`` in menu order: the env default first (when set), committed
+    checkpoints that exist, then the frozen LLM alone. A value is a folder path or ``"none"``."""
+    out: dict[str, str] = {}
+    env = os.environ.get("TOPORAG_CHECKPOINT", "").strip()
+    if env and env.lower() != NO_CHECKPOINT:
+        out[env] = f"{Path(env).name} (TOPORAG_CHECKPOINT)"
+    for name, label in COMMITTED.items():
+        folder = CHECKPOINT_ROOT / name
+        if (folder / "config.json").is_file():
+            out.setdefault(str(folder), label)
+    out[NO_CHECKPOINT] = "No checkpoint: the frozen LLM alone (no soft prompt)"
+    if env.lower() == NO_CHECKPOINT:  # the env asks for the frozen LLM: make it the default
+        out = {NO_CHECKPOINT: out.pop(NO_CHECKPOINT), **out}
+    return out
+
+
+def default_llm() -> str:
+    """``TOPORAG_LLM`` or the packaged SmolLM2-135M-Instruct."""
+    return os.environ.get("TOPORAG_LLM", "").strip() or PACKAGED_LLM
+
+
+def load_pipeline(checkpoint: str, llm: str, encoder=None, device: str = "auto") -> TopoRAGPipeline:
+    """Load a pipeline (uncached). ``checkpoint``: a folder or ``"none"``; ``llm``: the packaged
+    name, a local folder or a hub id (for a checkpoint: ``""`` or the packaged name keeps the
+    checkpoint's own LLM). Raises ``FileNotFoundError`` / ``ValueError`` with a clear message."""
+    from ..llm import load_llm
+    from ..model import TopoRAGConfig, TopoRAGModel
+
+    llm = (llm or "").strip()
+    if checkpoint == NO_CHECKPOINT:
+        model_llm, tok = load_llm(None if llm in ("", PACKAGED_LLM) else llm, device=device)
+        return TopoRAGPipeline(TopoRAGModel(TopoRAGConfig(use_graph=False, llm=llm or PACKAGED_LLM), model_llm, tok),
+                               encoder)
+    folder = Path(checkpoint).expanduser()
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder}: not a TopoRAG checkpoint folder (no config.json)")
+    return TopoRAGPipeline.load(folder, llm=None if llm in ("", PACKAGED_LLM) else llm, device=device,
+                                encoder=encoder)
+
+
+@st.cache_resource(max_entries=3, show_spinner=False)
+def get_pipeline(checkpoint: str, llm: str, encoder_choice: str) -> TopoRAGPipeline:
+    """The pipeline for ``(checkpoint, llm)``, loaded once per server process and shared by every
+    session; its sentence encoder is the app's (``encoder_choice``, see :mod:`.resources`), so
+    the embedded graphs of the other pages are reused as they are."""
+    from .resources import get_encoder
+
+    return load_pipeline(checkpoint, llm, encoder=get_encoder(encoder_choice))
+
+
+def check_compatible(pipe: TopoRAGPipeline, ecx: EmbeddedComplex) -> None:
+    """``ValueError`` when the graph's cell embeddings do not have the width the checkpoint's
+    cell-complex encoder was trained on (e.g. a MiniLM checkpoint with the hashing encoder)."""
+    cfg = pipe.model.config
+    if not cfg.use_graph:
+        return
+    width = int(ecx.emb.x0.shape[1])
+    if width != cfg.cwn.in_dim:
+        enc = getattr(ecx.encoder, "name", "?")
+        raise ValueError(f"the checkpoint expects {cfg.cwn.in_dim}-d cell embeddings, but this graph was embedded "
+                         f"with {enc} ({width}-d); use the sentence encoder the checkpoint was trained with")
+
+
+def settings_from_checkpoint(pipe: TopoRAGPipeline) -> LabSettings:
+    """The retrieval setting the checkpoint was trained with, as lab settings (defaults elsewhere)."""
+    r = pipe.retrieval_defaults()
+    k0, k1, k2 = (int(r.get(k, 3)) for k in ("k0", "k1", "k2"))
+    same = k0 == k1 == k2
+    return LabSettings(k=k0, c2=float(r.get("c2", 0.5)), edge_cost=float(r.get("edge_cost", 0.5)),
+                       k0=None if same else k0, k1=None if same else k1, k2=None if same else k2)
+
+
+@dataclass
+class Answer:
+    """One answered question with one retrieval method (what the page shows)."""
+
+    method: str
+    answer: str
+    subcomplex: Subcomplex
+    context: str
+    prompt: dict[str, Any]
+    timings: dict[str, float]
+
+
+def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, methods: list[str] | tuple[str, ...],
+        settings: LabSettings, max_new_tokens: int | None = None) -> dict[str, Answer]:
+    """Answer ``question`` once per retrieval method (``{method: Answer}``, in the given order)."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("type a question first")
+    check_compatible(pipe, ecx)
+    out = {}
+    for m in dict.fromkeys(methods):
+        if m not in METHOD_LABELS:
+            raise ValueError(f"unknown method {m!r}; one of {sorted(METHOD_LABELS)}")
+        r = pipe.answer(ecx, question, method=m, max_new_tokens=max_new_tokens, **settings.kwargs())
+        out[m] = Answer(method=m, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
+                        prompt=r["prompt"], timings=r["timings"])
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+def cells_frame(sub: Subcomplex) -> pd.DataFrame:
+    """One row per retrieved cell: dimension, id, text, role, prize."""
+    cx, g = sub.complex, sub.complex.graph
+    p0, p1, p2 = sub.prizes
+    rows = [{"dim": 0, "cell": int(i), "text": g.node_text[i], "role": r, "prize": float(p0[i])}
+            for i, r in zip(sub.nodes.tolist(), sub.node_roles.tolist())]
+    for e, r in zip(sub.edges.tolist(), sub.edge_roles.tolist()):
+        text = "; ".join(f"{h} -[{rel}]-> {t}" for h, rel, t in cx.edge_relations(e))
+        rows.append({"dim": 1, "cell": int(e), "text": text, "role": r, "prize": float(p1[e])})
+    for f, cyc in zip(sub.cells2.tolist(), sub.cycles()):
+        rows.append({"dim": 2, "cell": int(f), "text": " -> ".join(cyc + cyc[:1]), "role": "terminal",
+                     "prize": float(p2[f]) if p2.size else 0.0})
+    return pd.DataFrame(rows, columns=["dim", "cell", "text", "role", "prize"])
+
+
+def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
+    """Milliseconds per stage (retrieve, encode = cell-complex encoder + projector, generate), one
+    row per method."""
+    return pd.DataFrame([{"method": METHOD_LABELS.get(m, m),
+                          **{s: round(a.timings.get(s, 0.0) * 1000, 1) for s in TIMING_STAGES}}
+                         for m, a in answers.items()])
+
+
+def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
+    """The LLM input in reading order: chat prefix, soft tokens, context, question, suffix."""
+    soft = []
+    if layout.get("prompt_tuning_tokens"):
+        soft.append(f"{layout['prompt_tuning_tokens']} prompt-tuning token(s)")
+    if layout.get("graph_tokens"):
+        soft.append(f"{layout['graph_tokens']} graph token(s) from the cell-complex encoder")
+    ctx = layout.get("context", "")
+    rows = [("chat prefix", layout.get("prefix", "")),
+            ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)"),
+            ("context" + (" (truncated to the token budget)" if layout.get("context_truncated") else ""), ctx),
+            ("question", layout.get("question", "")), ("chat suffix", layout.get("suffix", ""))]
+    return pd.DataFrame(rows, columns=["part", "content"])
+
+
+def prompt_text(layout: dict[str, Any]) -> str:
+    """The whole input as one string, soft tokens shown as ``<graph token x T>`` placeholders."""
+    soft = ""
+    if layout.get("prompt_tuning_tokens"):
+        soft += f"<prompt-tuning token x {layout['prompt_tuning_tokens']}>"
+    if layout.get("graph_tokens"):
+        soft += f"<graph token x {layout['graph_tokens']}>"
+    return f"{layout.get('prefix', '')}{soft}{layout.get('context', '')}\n{layout.get('question', '')}" \
+           f"{layout.get('suffix', '')}"
+
+
+def model_summary(pipe: TopoRAGPipeline) -> dict[str, str]:
+    """Checkpoint, LLM, device, dtype, mode, trainable parameters: short strings for the page."""
+    d = pipe.describe()
+    return {"checkpoint": str(d.get("checkpoint") or "none (frozen LLM)"), "LLM": str(d.get("llm")),
+            "device": f"{d.get('device')} ({d.get('dtype')})", "mode": str(d.get("mode")),
+            "trainable parameters": f"{int(d.get('trainable_params') or 0):,}",
+            "trained on": str(pipe.meta.get("dataset", "-"))}
