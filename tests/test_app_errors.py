@@ -1,0 +1,266 @@
+"""The Error-analysis page (AppTest) and toporag_core.studio.errors.
+
+Prediction files are written here with known outcomes, so every count on the page is checked
+against numbers worked out by hand; one test runs a live evaluation from the page on a tiny
+registered dataset with the tiny checkpoint and checks the page against the file it streamed.
+"""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from toporag_core.data_prep import DATASETS, RawExample, register_dataset  # noqa: E402
+from toporag_core.graph import TextualGraph  # noqa: E402
+from toporag_core.lift import lift  # noqa: E402
+from toporag_core.studio import errors  # noqa: E402
+from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+Q_GUNS = "Argument 1: Guns cause harm. Argument 2: Guns should be banned. Answer support or counter:"
+
+
+def rec(id, label, prediction, correct, nodes=(), edges=(), cells2=(), question=Q_GUNS, qtype="", method="toporag",
+        dataset="expla_graphs"):
+    return {"id": id, "question": question, "prediction": prediction, "label": label, "correct": correct,
+            "cells": {"nodes": list(nodes), "edges": [list(t) for t in edges], "cells2": [list(c) for c in cells2],
+                      "counts": {}}, "context": f"context of {id}", "qtype": qtype, "method": method,
+            "dataset": dataset}
+
+
+TRI = [("guns", "causes", "harm"), ("harm", "capable of", "death"), ("death", "not desires", "guns")]
+# Outcomes by hand: correct 1 and 5; 2 = reasoning (guns/harm are in the question); 3 = retrieval (nothing
+# retrieved); 4 = retrieval (retrieved 'sky', not in the question). Accuracy 2/5.
+A_RECORDS = [rec("1", "support", "support", True, ["guns", "harm", "death"], TRI, [["guns", "harm", "death"]], qtype="t1"),
+             rec("2", "counter", "support.", False, ["guns", "harm"], TRI[:1], qtype="t1"),
+             rec("3", "support", "counter", False, qtype="t2"),
+             rec("4", "counter", "I do not know", False, ["sky"], qtype="t2"),
+             rec("5", "counter", "Counter", True, ["guns"], qtype="t2")]
+B_RECORDS = [rec("1", "support", "counter", False, method="g-retriever"),
+             rec("2", "counter", "counter", True, method="g-retriever"),
+             rec("3", "support", "counter", False, method="g-retriever"),
+             rec("5", "counter", "counter", True, method="g-retriever")]
+
+
+def write_jsonl(path: Path, records, bad: dict[int, str] | None = None) -> Path:
+    """Records as JSONL; ``bad`` puts raw text lines at given 1-based line numbers."""
+    lines = [json.dumps(r) for r in records]
+    for no, text in sorted((bad or {}).items()):
+        lines.insert(no - 1, text)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _test_mode(monkeypatch):
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+
+
+def page() -> AppTest:
+    return AppTest.from_file(str(ROOT / "pages" / "5_Error_analysis.py"), default_timeout=120)
+
+
+def load(at: AppTest, path: Path, prefix: str = "err") -> AppTest:
+    at.text_input(key=f"{prefix}_path").set_value(str(path)).run()
+    at.button(key=f"{prefix}_load_path").click()
+    return at.run()
+
+
+def frame(at: AppTest, column: str):
+    """The first dataframe on the page with ``column`` (the predictions table has ``line``, the
+    comparison ``right``)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+# ====================================================================== page
+def test_loading_a_file_shows_accuracy_failure_counts_and_bad_lines(tmp_path):
+    path = write_jsonl(tmp_path / "a.jsonl", A_RECORDS, bad={4: '{"id": "x", "prediction": "supp', 7: '{"id": "y"}'})
+    at = load(page().run(), path)
+    assert not at.exception and not at.error
+    m = metrics(at)
+    assert (m["Examples"], m["Accuracy"], m["Correct"]) == ("5", "40.0%", "2")
+    assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("2", "1")
+    warn = at.warning[0].value
+    assert "2 bad line(s) skipped, 5 loaded" in warn
+    assert "line 4: not valid JSON" in warn and "line 7: missing field(s) prediction, label, correct" in warn
+    table = frame(at, "line")
+    assert list(table["id"]) == ["1", "2", "3", "4", "5"]
+    assert list(table["line"]) == [1, 2, 3, 5, 6]  # line numbers of the file, around the bad lines
+    confusion = at.dataframe[0].value
+    assert confusion.loc["support"].tolist() == [1, 1, 0] and confusion.loc["counter"].tolist() == [1, 1, 1]
+
+
+def test_filters_drill_down_and_exports(tmp_path):
+    at = load(page().run(), write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
+    at.radio(key="err_outcome").set_value("wrong").run()
+    at.multiselect(key="err_verdicts").set_value([errors.RETRIEVAL]).run()
+    assert list(frame(at, "line")["id"]) == ["3", "4"]
+    assert at.selectbox(key="err_pick").options == ["3: " + Q_GUNS[:90], "4: " + Q_GUNS[:90]]
+    assert any("Verdict: retrieval failure" in md.value and "nothing was retrieved" in md.value for md in at.markdown)
+    at.multiselect(key="err_verdicts").set_value([]).run()
+    at.radio(key="err_outcome").set_value("all").run()
+    at.multiselect(key="err_qtypes").set_value(["t1"]).run()
+    assert list(frame(at, "line")["id"]) == ["1", "2"]
+    at.selectbox(key="err_pick").set_value("1").run()
+    assert any("Verdict: correct" in md.value for md in at.markdown)
+    assert "context of 1" in [c.value for c in at.code]
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Table as CSV", "Subcomplex as JSON", "Subcomplex as GraphML"]
+
+
+def test_compare_lists_the_disagreements(tmp_path):
+    at = load(page().run(), write_jsonl(tmp_path / "topo.jsonl", A_RECORDS))
+    at = load(at, write_jsonl(tmp_path / "gret.jsonl", B_RECORDS), prefix="err_b")
+    assert not at.exception
+    diff = frame(at, "right")
+    assert list(diff["id"]) == ["1", "2"]
+    assert list(diff["right"]) == ["only topo.jsonl", "only gret.jsonl"]
+    assert any("4 examples in both files; 2 where exactly one is right" in c.value for c in at.caption)
+    at.selectbox(key="err_diff_pick").set_value("2").run()
+    verdicts = [md.value for md in at.markdown if md.value.startswith("**Verdict")]
+    assert any("reasoning/generation failure" in v for v in verdicts) and any("correct" in v for v in verdicts)
+
+
+def test_missing_file_is_an_error_and_keeps_the_loaded_set(tmp_path):
+    at = load(page().run(), write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
+    at = load(at, tmp_path / "nope.jsonl")
+    assert not at.exception
+    assert "nope.jsonl: cannot read" in at.error[0].value
+    assert metrics(at)["Examples"] == "5"
+
+
+def tiny_dataset(_data_dir):
+    graphs = [[("cats", "are", "pets"), ("pets", "need", "care"), ("care", "helps", "cats")],
+              [("guns", "cause", "harm"), ("harm", "is", "bad")],
+              [("sun", "gives", "energy"), ("energy", "powers", "homes"), ("homes", "face", "sun")]]
+    out = []
+    for i, t in enumerate(graphs):
+        label = "support" if i % 2 == 0 else "counter"
+        out.append(RawExample(id=f"e{i}", graph=TextualGraph.from_triples(t), question=f"{t[0][0]} and {t[-1][2]}?",
+                              label=label, answer=label, qtype=f"q{i % 2}"))
+    return {"train": out, "val": out, "test": out}
+
+
+def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch):
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+    if "tiny_studio" not in DATASETS:
+        register_dataset("tiny_studio", tiny_dataset, metric="expla_graphs")
+    at = page().run()
+    at.selectbox(key="err_dataset").set_value("tiny_studio")
+    at.number_input(key="err_count").set_value(3)
+    at.button(key="err_run").click()
+    at.run()
+    assert not at.exception and not at.error
+    files = list((tmp_path / "cache" / "studio_eval").glob("tiny_studio-test-0-3-toporag-*.jsonl"))
+    assert len(files) == 1
+    lines = [json.loads(x) for x in files[0].read_text().splitlines()]
+    assert [r["id"] for r in lines] == ["e0", "e1", "e2"] and all(r["cells"]["nodes"] for r in lines)
+    m = metrics(at)
+    assert m["Examples"] == "3"
+    assert m["Accuracy"] == f"{sum(r['correct'] for r in lines) / 3:.1%}"
+    assert any("Finished: 3 of 3 examples answered" in s.value for s in at.success)
+
+
+# ====================================================================== library
+def test_parse_reports_each_bad_line_and_keeps_the_rest():
+    text = "\n".join([json.dumps(A_RECORDS[0]), "", "[1, 2]", json.dumps({**A_RECORDS[1], "correct": "yes"}),
+                      json.dumps(A_RECORDS[2]), json.dumps(A_RECORDS[2]), json.dumps({**A_RECORDS[3], "cells": {
+                          "edges": [["a", "b"]]}}), '{"id": 9, "prediction": "x", "label": "y", "correct": tr'])
+    p = errors.parse_predictions(text, "f.jsonl")
+    assert [r["id"] for r in p.records] == ["1", "3"]
+    assert [(e.line, e.message.split(" (")[0]) for e in p.errors] == [
+        (3, "expected a JSON object, got list"), (4, "field 'correct' must be true/false, got 'yes'"),
+        (6, "id '3' repeats line 5; kept the first"),
+        (7, "field 'cells.edges' must be a list of [head, relation, tail] triples"), (8, "not valid JSON")]
+
+
+def test_load_predictions_bad_bytes_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="up.jsonl: not UTF-8"):
+        errors.load_predictions(b"\xff\xfe{", "up.jsonl")
+    with pytest.raises(ValueError, match="cannot read"):
+        errors.load_predictions(tmp_path / "missing.jsonl")
+
+
+def test_verdicts_for_entity_and_non_entity_labels():
+    v = lambda r: errors.verdict(errors._check(r))[0]  # noqa: E731
+    assert [v(r) for r in A_RECORDS] == [errors.CORRECT, errors.REASONING, errors.RETRIEVAL, errors.RETRIEVAL,
+                                         errors.CORRECT]
+    web = dict(question="Where is the Eiffel Tower?", dataset="webqsp")
+    assert v(rec("w1", ["Paris"], "London", False, ["Paris", "France"], **web)) == errors.REASONING
+    assert v(rec("w2", ["Berlin", "Bonn"], "Paris", False, ["Paris"], **web)) == errors.RETRIEVAL
+    # the answer only appears inside an edge triple: it was retrieved
+    assert v(rec("w3", ["Seine"], "x", False, ["Paris"], [("Paris", "on river", "Seine")], **web)) == errors.REASONING
+    assert v(rec("w4", ["Par"], "x", False, ["Paris"], **web)) == errors.RETRIEVAL  # whole words only
+    assert not errors.label_is_entity("Support") and not errors.label_is_entity("12")
+    assert errors.label_is_entity(["no", "Paris"])
+
+
+def test_accuracy_by_type_confusion_and_closed_sets():
+    p = errors.parse_predictions("\n".join(json.dumps(r) for r in A_RECORDS))
+    df = errors.predictions_frame(p)
+    acc = errors.accuracy_by_type(df).set_index("qtype")
+    assert acc.loc["t1", "accuracy"] == 0.5 and acc.loc["t2", "n"] == 3 and acc.loc["all", "correct"] == 2
+    assert errors.closed_label_set(p) == ("support", "counter")
+    assert errors.predicted_label("I'd say Counter, not support", ("support", "counter")) == "counter"
+    cm = errors.confusion_matrix(df, ("support", "counter"))
+    assert int(cm.values.sum()) == 5 and cm.loc["counter", errors.OTHER] == 1
+    web = errors.parse_predictions(json.dumps(rec("w", ["Paris"], "x", False, dataset="webqsp")))
+    assert errors.closed_label_set(web) is None
+    yesno = errors.parse_predictions(json.dumps(rec("s", "yes", "no", False, dataset="scene_graphs")))
+    assert errors.closed_label_set(yesno) == ("yes", "no")
+    assert errors.verdict_counts(df) == {errors.CORRECT: 2, errors.RETRIEVAL: 2, errors.REASONING: 1}
+    assert list(errors.filter_frame(df, "wrong", qtypes=["t2"])["id"]) == ["3", "4"]
+
+
+def test_compare_only_counts_shared_ids():
+    a = errors.parse_predictions("\n".join(json.dumps(r) for r in A_RECORDS), "a")
+    b = errors.parse_predictions("\n".join(json.dumps(r) for r in B_RECORDS), "b")
+    d = errors.compare(a, b)
+    assert list(zip(d["id"], d["right"])) == [("1", "only a"), ("2", "only b")]
+    assert errors.shared_ids(a, b) == 4 and errors.compare(a, a).empty
+
+
+def test_exports_are_valid_json_graphml_and_csv():
+    r = errors._check(A_RECORDS[0])
+    d = json.loads(errors.subcomplex_json(r))
+    assert d["nodes"] == ["guns", "harm", "death"] and d["edges"] == [list(t) for t in TRI]
+    assert d["verdict"] == errors.CORRECT
+    g = nx.read_graphml(io.BytesIO(errors.subcomplex_graphml(r).encode()))
+    assert sorted(g.nodes[n]["text"] for n in g.nodes) == ["death", "guns", "harm"]
+    assert sorted(e["text"] for _, _, e in g.edges(data=True)) == sorted(t[1] for t in TRI)
+    assert g.graph["cell2_0"] == "guns -> harm -> death"
+    small = errors.subcomplex_graph(r)
+    cx = lift(small)
+    assert errors.matching_cells2(cx, r) == [0]  # the stored 2-cell is the re-lifted triangle
+    csv = errors.frame_csv(errors.predictions_frame(errors.Predictions("x", [dict(r, line=1)])))
+    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,correct,verdict")
+
+
+def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
+    from toporag_core.data_prep import RetrievalSetting, prepare_example
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.testing import tiny_model
+
+    model = tiny_model(in_dim=16)
+    raw = tiny_dataset(None)["test"]
+    exs = [prepare_example(r, HashingEncoder(dim=16), RetrievalSetting()) for r in raw]
+    calls = []
+    out = tmp_path / "p.jsonl"
+    res = errors.run_evaluation(model, exs, "expla_graphs", out, on_progress=lambda d, n: calls.append((d, n)),
+                                should_stop=lambda: len(calls) >= 2)
+    assert res == {"done": 2, "total": 3, "stopped": True, "path": str(out)}
+    assert calls == [(1, 3), (2, 3)]
+    p = errors.load_predictions(out)
+    assert [r["id"] for r in p.records] == ["e0", "e1"] and not p.errors
