@@ -268,3 +268,20 @@ def test_node_options_search():
     assert topo_view.node_options(g, "3")[0] == 3  # an index first
     assert topo_view.node_options(g, "zzz") == []
     assert topo_view.node_options(g, "", limit=4) == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_topology_vs_text_with_the_real_sentence_encoder(monkeypatch):
+    from toporag_core.embed import SentenceTransformerEncoder
+
+    monkeypatch.delenv("TOPORAG_ENCODER")
+    g = samples.load_sample("scene")
+    at = app(TOPO_PAGE).run()
+    assert not at.exception
+    assert "all-MiniLM-L6-v2" in at.caption[0].value
+    text = SentenceTransformerEncoder().encode(g.node_text)
+    shown = at.dataframe[0].value.set_index("similarity")
+    for method in ("proximity", "role"):
+        lib = topology_text_correlation(g, text, method=method, max_pairs=20000, seed=0)
+        assert np.isfinite(lib["pearson_r"])  # real sentence embeddings vary over the pairs
+        assert shown.loc[method, "pearson_r"] == pytest.approx(lib["pearson_r"], abs=1e-5)

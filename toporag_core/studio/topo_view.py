@@ -47,8 +47,8 @@ def method_label(method: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------- indexes
-@st.cache_resource(max_entries=16, show_spinner="Embedding the nodes for topology retrieval (GraphWave on "
-                                                 "thousands of nodes takes a few seconds; once per graph) ...")
+@st.cache_resource(max_entries=16, show_spinner="Embedding the nodes (texts, walks or GraphWave roles: a few "
+                                                 "seconds on thousands of nodes, once per graph) ...")
 def get_node_index(graph_key: str, method: str, encoder_choice: str, _graph: TextualGraph) -> TopoNodeIndex:
     """The top-``INDEX_K`` node index of the graph with fingerprint ``graph_key`` for ``method``
     (``proximity | role | text | random``); ``_graph`` is not hashed."""
