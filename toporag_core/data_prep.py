@@ -212,12 +212,13 @@ def prepare_example(raw: RawExample, encoder, setting: RetrievalSetting) -> Exam
 
 # ----------------------------------------------------------------------------- cache
 def prep_cache_dir(dataset: str, setting: RetrievalSetting, encoder_name: str,
-                   cache_dir: str | os.PathLike | None = None) -> Path:
+                   cache_dir: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None) -> Path:
+    """``<root>/<dataset>/<setting key>-<hash of encoder name and data folder>``."""
     from .embed import default_cache_dir
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "prep"
-    safe_enc = hashlib.sha1(encoder_name.encode()).hexdigest()[:8]
-    return root / dataset / f"{setting.key()}-{safe_enc}"
+    source = encoder_name if data_dir is None else f"{encoder_name}|{Path(data_dir).resolve()}"
+    return root / dataset / f"{setting.key()}-{hashlib.sha1(source.encode()).hexdigest()[:8]}"
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -282,7 +283,7 @@ def prepare_dataset(dataset: str, setting: RetrievalSetting | None = None, split
 
     setting = setting or RetrievalSetting()
     enc_name = getattr(encoder, "name", "all-MiniLM-L6-v2") if encoder is not None else "all-MiniLM-L6-v2"
-    folder = prep_cache_dir(dataset, setting, enc_name, cache_dir)
+    folder = prep_cache_dir(dataset, setting, enc_name, cache_dir, data_dir)
     out: dict[str, list[Example]] = {}
     todo = []
     for s in splits:
