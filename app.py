@@ -132,6 +132,9 @@ def home() -> None:
         st.page_link("pages/1_Explore.py", label="Explore the complex: pick a 2-cell, see its cycle")
         st.page_link("pages/2_Retrieval_lab.py", label="Retrieval lab: ask, tune k and C2, compare methods")
         st.page_link("pages/3_Learn.py", label="Learn: the lifting and one retrieval, step by step")
+        st.page_link("pages/4_Ask.py", label="Ask: answer a question with a trained model")
+        st.page_link("pages/5_Error_analysis.py", label="Error analysis: where predictions fail, and why")
+        st.page_link("pages/6_Topology_vs_text.py", label="Topology vs text: do neighbours share meaning?")
 
 
 def page_list() -> list:
