@@ -35,8 +35,9 @@ def test_webqsp_retrieval_report(webqsp_items, capsys):
         g.add_edges_from(sub.complex.edges[sub.edges].tolist())
         assert sub.nodes.size > 0 and nx.is_connected(g)
         assert 0 < sub.cells2.size <= 3
-    rows = retrieval_report(webqsp_items, ks=(1, 2, 3))
-    assert len(rows) == 12 and all(0.0 <= r["answer_recall"] <= 1.0 for r in rows)
+    # top-k triples would embed ~55K extra triple texts: it is in benchmarks/bench_webqsp_retrieval.py
+    rows = retrieval_report(webqsp_items, methods=("toporag", "g-retriever", "shortest-path"), ks=(1, 2, 3))
+    assert len(rows) == 9 and all(0.0 <= r["answer_recall"] <= 1.0 for r in rows)
     table = format_table(rows)
     out = ROOT / "runs"
     out.mkdir(exist_ok=True)
