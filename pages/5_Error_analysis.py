@@ -117,10 +117,11 @@ with tab_run:
                                         lock=getattr(pipe, "_lock", None))
             ss["err_message"] = (f"{'Stopped' if res['stopped'] else 'Finished'}: {res['done']} of {res['total']} "
                                  f"examples answered, written to {res['path']}.")
-            st.rerun()
-        except (ValueError, FileNotFoundError, OSError) as e:
-            ss.pop("err_eval_path", None)
-            st.error(f"Could not run the evaluation: {e}")
+        except Exception as e:  # noqa: BLE001 - no data / bad model: say so, keep the page (and any lines written)
+            ss["err_message"] = None
+            st.error(f"Could not run the evaluation: {type(e).__name__}: {e}")
+        else:
+            st.rerun()  # show the new file (loaded at the top of the page)
 
 if ss.get("err_message"):
     st.success(ss["err_message"])

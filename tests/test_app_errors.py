@@ -151,9 +151,13 @@ def tiny_dataset(_data_dir):
     return {"train": out, "val": out, "test": out}
 
 
-def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch):
-    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
-    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ckpt") / "ckpt")
+
+
+def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch, checkpoint):
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
     if "tiny_studio" not in DATASETS:
         register_dataset("tiny_studio", tiny_dataset, metric="expla_graphs")
@@ -171,6 +175,18 @@ def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch):
     assert m["Examples"] == "3"
     assert m["Accuracy"] == f"{sum(r['correct'] for r in lines) / 3:.1%}"
     assert any("Finished: 3 of 3 examples answered" in s.value for s in at.success)
+
+
+def test_run_without_the_data_shows_an_error_and_keeps_the_loaded_set(tmp_path, monkeypatch, checkpoint):
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
+    monkeypatch.setenv("TOPORAG_SHARED_DATA", str(tmp_path / "nowhere"))
+    at = load(page().run(), write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
+    at.selectbox(key="err_dataset").set_value("webqsp")
+    at.button(key="err_run").click()
+    at.run()
+    assert not at.exception
+    assert "shared data folder not found" in at.error[0].value
+    assert metrics(at)["Examples"] == "5"
 
 
 # ====================================================================== library
