@@ -65,6 +65,11 @@ methods = [method, other] if compare else [method]
 st.caption(f"{graph.name or 'unnamed graph'} ({graph.num_nodes} nodes, {graph.num_edges} edges; load another "
            f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}, LLM {summary['LLM']}.")
 question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"ask_question_{key}", height=90)
+query = ask.retrieval_query(graph, question)
+if query:
+    st.caption("Retrieval uses both arguments as its query, as in the ExplaGraphs training data.")
+if graph.meta.get("label"):
+    st.caption(f"Gold label of this benchmark row: **{graph.meta['label']}**")
 inputs = (key, tree, seed, checkpoint, llm, question, tuple(methods), settings, max_new)
 if st.button("Ask", key="ask_go", type="primary"):
     try:
@@ -73,7 +78,7 @@ if st.button("Ask", key="ask_go", type="primary"):
         with st.status("Answering ...", expanded=False) as status:
             for m in methods:
                 status.update(label=f"Retrieving with {lab.METHOD_LABELS[m]} and generating ...")
-                answers.update(ask.ask(pipe, ecx, question, [m], settings, max_new_tokens=max_new))
+                answers.update(ask.ask(pipe, ecx, question, [m], settings, max_new_tokens=max_new, query=query))
             status.update(label="Answered", state="complete")
         ss["ask_last"] = {"inputs": inputs, "answers": answers}
     except ValueError as e:

@@ -182,6 +182,21 @@ def test_checkpoint_options_follow_the_environment(monkeypatch, checkpoint):
     assert ask.default_llm() == "/some/folder"
 
 
+def test_explagraphs_rows_retrieve_with_both_arguments(pipe):
+    g = TextualGraph.from_triples([("guns", "causes", "harm"), ("harm", "capable of", "death")],
+                                  meta={"arg1": "Guns are dangerous.", "arg2": "Ban guns.", "question": "Q?"})
+    assert ask.retrieval_query(g, "Q?") == "Guns are dangerous. Ban guns."
+    assert ask.retrieval_query(g, "another question") is None
+    assert ask.retrieval_query(samples.load_sample("scene"), QUESTION) is None
+    scene = samples.load_sample("scene")
+    ecx = EmbeddedComplex.from_graph(scene, HashingEncoder())
+    by_query = ask.ask(pipe, ecx, QUESTION, ["toporag"], LabSettings(k=1), query="yellow banana")["toporag"]
+    want = reference(pipe, scene, "yellow banana", k0=1, k1=1, k2=1)["subcomplex"].node_texts()
+    assert by_query.subcomplex.node_texts() == want
+    assert want != reference(pipe, scene, QUESTION, k0=1, k1=1, k2=1)["subcomplex"].node_texts()
+    assert by_query.prompt["question"] == QUESTION
+
+
 def test_embedding_width_mismatch_is_a_clear_error(pipe):
     ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder(dim=64))
     with pytest.raises(ValueError, match="256-d cell embeddings.*64-d"):

@@ -115,9 +115,19 @@ class Answer:
     timings: dict[str, float]
 
 
+def retrieval_query(graph, question: str) -> str | None:
+    """The text to retrieve with, when it is not the question itself: for an ExplaGraphs row asked
+    its own benchmark question, both arguments (how the ExplaGraphs data is prepared for training)."""
+    m = graph.meta
+    if m.get("arg1") and m.get("arg2") and question.strip() == str(m.get("question", "")).strip():
+        return f"{m['arg1']} {m['arg2']}"
+    return None
+
+
 def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, methods: list[str] | tuple[str, ...],
-        settings: LabSettings, max_new_tokens: int | None = None) -> dict[str, Answer]:
-    """Answer ``question`` once per retrieval method (``{method: Answer}``, in the given order)."""
+        settings: LabSettings, max_new_tokens: int | None = None, query: str | None = None) -> dict[str, Answer]:
+    """Answer ``question`` once per retrieval method (``{method: Answer}``, in the given order);
+    ``query``: retrieve with this text instead of the question."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("type a question first")
     check_compatible(pipe, ecx)
@@ -125,7 +135,7 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, methods: lis
     for m in dict.fromkeys(methods):
         if m not in METHOD_LABELS:
             raise ValueError(f"unknown method {m!r}; one of {sorted(METHOD_LABELS)}")
-        r = pipe.answer(ecx, question, method=m, max_new_tokens=max_new_tokens, **settings.kwargs())
+        r = pipe.answer(ecx, question, method=m, max_new_tokens=max_new_tokens, query=query, **settings.kwargs())
         out[m] = Answer(method=m, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                         prompt=r["prompt"], timings=r["timings"])
     return out
