@@ -221,3 +221,14 @@ def test_corrupt_cache_file_is_set_aside(tmp_path):
     again = CachedEncoder(HashingEncoder(16), cache_dir=tmp_path)
     assert np.allclose(again.encode(["a"]), HashingEncoder(16).encode(["a"]))
     assert again.path.with_suffix(".corrupt").exists()
+
+
+def test_tied_1cells_go_to_the_ones_near_the_question():
+    # every relation is "left of": all 1-cells tie on cosine; the tie must go to the edges
+    # whose endpoints the question names, not to the lowest edge ids
+    triples = [(f"object{i}", "left of", f"object{i + 1}") for i in range(10)] + [("cup", "left of", "plate")]
+    ecx = embedded(triples)
+    sub = retrieve(ecx, "cup plate left of", k0=2, k1=1, k2=0)
+    p1 = sub.prizes[1]
+    top = int(np.argmax(p1))
+    assert sorted(ecx.complex.graph.node_text[i] for i in ecx.complex.edges[top]) == ["cup", "plate"]

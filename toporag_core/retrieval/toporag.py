@@ -32,12 +32,16 @@ from .pcst import solve_pcst
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
 
 
-def rank_prizes(sim: np.ndarray, k: int) -> np.ndarray:
-    """Top-``k`` entries of ``sim`` get ``k, k-1, ..., 1``; the rest 0. ``(n,)`` float64."""
+def rank_prizes(sim: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """Top-``k`` entries of ``sim`` get ``k, k-1, ..., 1``; the rest 0. ``(n,)`` float64.
+
+    ``tiebreak`` orders entries whose ``sim`` is equal (higher first); without it ties go
+    to the lower index.
+    """
     p = np.zeros(sim.shape[0], dtype=np.float64)
     k = int(max(0, min(k, sim.shape[0])))
     if k:
-        top = np.argsort(-sim, kind="stable")[:k]
+        top = (np.lexsort((-tiebreak, -sim)) if tiebreak is not None else np.argsort(-sim, kind="stable"))[:k]
         p[top] = np.arange(k, 0, -1, dtype=np.float64)
     return p
 
@@ -81,12 +85,14 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     t0 = time.perf_counter()
     s0, s1, s2 = ecx.similarities(question)
     t1 = time.perf_counter()
-    p0, p1 = rank_prizes(s0, k0), rank_prizes(s1, k1)
+    # 1-cells often tie (every "left of" edge has the same relation text): ties go to the
+    # 1-cells whose endpoints are closer to the question
+    p0, p1 = rank_prizes(s0, k0), rank_prizes(s1, k1, tiebreak=s0[cx.edges].sum(1) if cx.num_edges else None)
     p2_all = cell2_prizes(cx, p0, p1, c2)
     cand = candidate_cells2(p2_all, k2)
     # The stored 2-cell prize is the formula's value for every 2-cell (for display);
     # only candidates enter the Steiner tree.
-    n, m = cx.num_nodes, cx.num_edges
+    n = cx.num_nodes
     pcst_prizes = [p0]
     src, dst, cost = [cx.edges[:, 0]], [cx.edges[:, 1]], [np.maximum(edge_cost - p1, 0.0)]
     real_edge = p1 <= edge_cost
