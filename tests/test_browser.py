@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+
 EVIL = "<script>alert(1)</script>"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -27,42 +20,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (PyPI) not installed")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A real Streamlit server for this module (real default sentence encoder, private cache)."""
-    port = _free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               TOPORAG_CACHE=str(tmp_path_factory.mktemp("cache")))
-    env.pop("TOPORAG_ENCODER", None)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal"]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with streamlit_server(log, {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache"))},
+                          drop_env=("TOPORAG_ENCODER",)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -8,18 +8,12 @@ Uses Debian's /usr/bin/chromium (never downloads a browser); skips when it is ab
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import socket
 from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port
+from ._browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
-ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "What is on the table? Answer in a few words."
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -42,33 +36,11 @@ def llm_folder() -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, llm_folder):
-    port = _free_port()
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOPORAG_ENCODER="hashing",
-               TOPORAG_CHECKPOINT="none", TOPORAG_LLM=str(llm_folder),
-               TOPORAG_CACHE=str(tmp_path_factory.mktemp("cache")))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--client.toolbarMode", "minimal"]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with streamlit_server(log, {"TOPORAG_ENCODER": "hashing", "TOPORAG_CHECKPOINT": "none",
+                                "TOPORAG_LLM": str(llm_folder),
+                                "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache"))}) as url:
+        yield url
 
 
 def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):

@@ -51,7 +51,11 @@ class EmbeddedComplex:
 
         q = self.question_vector(question)
         with single_thread_blas():
-            return tuple(u @ q for u in self._unit())  # type: ignore[return-value]
+            sims = tuple(u @ q for u in self._unit())
+        # Sentence embeddings of one text differ in the last float digits with batch padding
+        # and thread count; rounding makes equal texts tie exactly, so the app, the CLI and
+        # another process rank cells the same way.
+        return tuple(np.round(x, 5) for x in sims)  # type: ignore[return-value]
 
     def _unit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row-normalised cell embeddings, computed once (every slider move reuses them)."""
