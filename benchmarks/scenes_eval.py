@@ -75,6 +75,8 @@ def table(runs: list[Path]) -> str:
         row = {"run": run.name, "n": acc["all"]["n"], "all": acc["all"]["accuracy"]}
         for t in QUESTION_TYPES:
             row[t] = acc.get(t, {}).get("accuracy", float("nan"))
+        recs = [json.loads(ln) for ln in pred.read_text().splitlines() if ln.strip()]
+        row["context_chars"] = round(sum(len(r.get("context", "")) for r in recs) / max(len(recs), 1))
         row.update(steps=summ.get("steps", ""), train_examples_seen=summ.get("examples_seen", ""),
                    train_s=round(summ.get("train_seconds", 0.0)), best_val_loss=summ.get("best_val_loss", float("nan")))
         rows.append(row)
