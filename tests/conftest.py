@@ -2,21 +2,21 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Tests never write into the user's cache: one fresh cache per test session (embeddings, the
+# converted LLM, prepared datasets), unless TOPORAG_TEST_CACHE names a folder to reuse.
+_OWN_CACHE = None if os.environ.get("TOPORAG_TEST_CACHE") else tempfile.mkdtemp(prefix="toporag-test-cache-")
+os.environ["TOPORAG_CACHE"] = os.environ.get("TOPORAG_TEST_CACHE") or _OWN_CACHE
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TOPORAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
-
-
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    """Every test writes caches under one session tmp dir, never into ~/.cache."""
-    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path_factory.getbasetemp() / "toporag-cache"))
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +24,8 @@ def shared_data() -> Path:
     if not SHARED.exists():
         pytest.skip(f"real data folder {SHARED} is absent (see README: ../shared/data)")
     return SHARED
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
