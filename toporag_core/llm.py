@@ -34,13 +34,24 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def resolve_device(device: str | torch.device = "auto") -> tuple[torch.device, torch.dtype]:
-    """``"auto"`` -> CUDA + bf16 when present, else CPU + fp32; explicit devices keep fp32 on CPU."""
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def resolve_device(device: str | torch.device = "auto",
+                   dtype: str | torch.dtype | None = "auto") -> tuple[torch.device, torch.dtype]:
+    """``"auto"`` -> CUDA + bf16 when present, else CPU + fp32. ``dtype`` overrides the precision
+    (e.g. ``"bfloat16"`` on a CPU with AMX, about twice as fast here)."""
     if str(device) == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
-    return dev, dtype
+    if isinstance(dtype, torch.dtype):
+        return dev, dtype
+    if dtype in (None, "auto"):
+        return dev, torch.bfloat16 if dev.type == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose auto or one of {sorted(DTYPES)}")
+    return dev, DTYPES[dtype]
 
 
 def packaged_gguf_dir() -> Path:
@@ -103,13 +114,14 @@ def ensure_default_llm(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.device = "auto",
-             cache_dir: str | os.PathLike | None = None):
+             cache_dir: str | os.PathLike | None = None, dtype: str | torch.dtype | None = "auto"):
     """Load a frozen causal LM and its tokenizer.
 
     Args:
         name_or_path: ``None`` / ``"smollm2-135m-instruct"`` for the packaged default, a
             local Hugging Face folder, or a hub id present in the local HF cache.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"`` ...
+        dtype: ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"float32"``, ``"bfloat16"``, ``"float16"``.
         cache_dir: where the converted default model is kept (default under ``$TOPORAG_CACHE``).
 
     Returns:
@@ -126,9 +138,9 @@ def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.
         if isinstance(path, Path) or os.path.sep in str(path) or str(path).startswith("."):
             if not Path(path).exists():
                 raise FileNotFoundError(f"LLM folder {path} does not exist")
-    dev, dtype = resolve_device(device)
+    dev, torch_dtype = resolve_device(device, dtype)
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
         tok = AutoTokenizer.from_pretrained(str(path))
     except OSError as e:
         raise ValueError(f"cannot load LLM {name_or_path!r} offline: {str(e).splitlines()[0]}") from e

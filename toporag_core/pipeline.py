@@ -41,7 +41,7 @@ class TopoRAGPipeline:
     # -- construction ---------------------------------------------------------------
     @classmethod
     def load(cls, checkpoint_dir: str | os.PathLike | None = None, llm: str | None = None,
-             device: str = "auto", encoder=None) -> "TopoRAGPipeline":
+             device: str = "auto", encoder=None, dtype: str | None = "auto") -> "TopoRAGPipeline":
         """``checkpoint_dir=None``: the committed ExplaGraphs checkpoint when present, else the frozen
         LLM alone (no soft prompt). ``llm``: override the checkpoint's LLM (folder or hub id)."""
         import json
@@ -51,11 +51,11 @@ class TopoRAGPipeline:
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else (
             DEFAULT_CHECKPOINT if (DEFAULT_CHECKPOINT / "config.json").is_file() else None)
         if folder is None:
-            model_llm, tok = load_llm(llm, device=device)
+            model_llm, tok = load_llm(llm, device=device, dtype=dtype)
             return cls(TopoRAGModel(TopoRAGConfig(use_graph=False), model_llm, tok), encoder, None, {})
-        model_llm, tok = load_llm(llm, device=device) if llm else (None, None)
-        model = TopoRAGModel.load(folder, llm=model_llm, tokenizer=tok, device=device)
         meta = json.loads((folder / "config.json").read_text())
+        model_llm, tok = load_llm(llm or meta["config"]["llm"], device=device, dtype=dtype)
+        model = TopoRAGModel.load(folder, llm=model_llm, tokenizer=tok, device=device)
         return cls(model, encoder, str(folder), meta)
 
     @property

@@ -48,11 +48,12 @@ def run(args) -> int:
     data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
     examples = data[args.split][: args.limit] if args.limit else data[args.split]
     if args.zero_shot:
-        llm, tok = load_llm(args.llm, device=args.device)
+        llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
         model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
         method = f"{setting.method} (frozen LLM, no soft prompt)"
     else:
-        llm, tok = load_llm(args.llm, device=args.device) if args.llm else (None, None)
+        llm, tok = load_llm(args.llm or json.loads(cfg_path.read_text())["config"]["llm"], device=args.device,
+                            dtype=args.dtype)
         model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
         method = setting.method
     res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,

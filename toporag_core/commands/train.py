@@ -22,6 +22,7 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     p.add_argument("--no-cells2", action="store_true", default=None if not defaults else False,
                    help="drop 2-cells from encoder and text ('w/o CRL')")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--dtype", default="auto", help="LLM precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16")
 
 
 def setting_from_args(args, base: dict | None = None):
@@ -85,7 +86,7 @@ def run(args) -> int:
     if not train_set or not val_set:
         raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
     seed_everything(args.seed)
-    llm, tok = load_llm(args.llm, device=args.device)
+    llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
     dim = train_set[0].tensors.dim
     cfg = TopoRAGConfig(encoder=args.encoder, cwn=CWNConfig(in_dim=dim, hidden=args.hidden,
                                                             use_cells2=not args.no_cells2),
