@@ -83,6 +83,32 @@ def table(runs: list[Path]) -> str:
     return format_table(rows)
 
 
+def paired(base: Path, runs: list[Path]) -> str:
+    """Per type: questions only ``base`` got right / only the other run got right, and the exact
+    two-sided sign-test p-value on those discordant pairs (the runs share their questions)."""
+    from scipy.stats import binomtest
+
+    def load(run: Path) -> dict[str, dict]:
+        return {r["id"]: r for r in (json.loads(ln) for ln in (run / "test_subset.jsonl").read_text().splitlines()
+                                     if ln.strip())}
+
+    a = load(base)
+    rows = []
+    for run in runs:
+        if run == base or not (run / "test_subset.jsonl").is_file():
+            continue
+        b = load(run)
+        row = {"vs": run.name}
+        for t in ("all", *QUESTION_TYPES):
+            ids = [i for i in a if i in b and (t == "all" or a[i]["qtype"] == t)]
+            x = sum(bool(a[i]["correct"]) and not b[i]["correct"] for i in ids)
+            y = sum(bool(b[i]["correct"]) and not a[i]["correct"] for i in ids)
+            p = binomtest(x, x + y).pvalue if x + y else 1.0
+            row[t] = f"{x}/{y} (p={p:.2f})"
+        rows.append(row)
+    return format_table(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="training output folders (with best/)")
@@ -91,6 +117,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="also print paired counts (baseline-only right / other-only right) against this run")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if not args.table_only:
@@ -101,6 +129,9 @@ def main() -> None:
             else:
                 print(f"skipped {run}: no best/ checkpoint")
     print(table(args.runs))
+    if args.baseline is not None:
+        print(f"\npaired against {args.baseline.name}: {args.baseline.name}-only correct / other-only correct")
+        print(paired(args.baseline, args.runs))
 
 
 if __name__ == "__main__":
