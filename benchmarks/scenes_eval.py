@@ -76,6 +76,11 @@ def table(runs: list[Path]) -> str:
         for t in QUESTION_TYPES:
             row[t] = acc.get(t, {}).get("accuracy", float("nan"))
         recs = [json.loads(ln) for ln in pred.read_text().splitlines() if ln.strip()]
+        # yes/no vs open answers: separates "learned the answer format" from "found the answer"
+        for name, keep in (("yes/no", lambda r: r["label"] in ("yes", "no")),
+                           ("open", lambda r: r["label"] not in ("yes", "no"))):
+            part = [r for r in recs if keep(r)]
+            row[name] = sum(bool(r["correct"]) for r in part) / len(part) if part else float("nan")
         row["context_chars"] = round(sum(len(r.get("context", "")) for r in recs) / max(len(recs), 1))
         row.update(steps=summ.get("steps", ""), train_examples_seen=summ.get("examples_seen", ""),
                    train_s=round(summ.get("train_seconds", 0.0)), best_val_loss=summ.get("best_val_loss", float("nan")))
