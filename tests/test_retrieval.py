@@ -232,3 +232,21 @@ def test_tied_1cells_go_to_the_ones_near_the_question():
     p1 = sub.prizes[1]
     top = int(np.argmax(p1))
     assert sorted(ecx.complex.graph.node_text[i] for i in ecx.complex.edges[top]) == ["cup", "plate"]
+
+
+def test_chosen_2cells_are_the_ones_the_steiner_tree_reached():
+    """Regression: 2-cell virtual nodes map back to the candidates in prize order.
+
+    Here the best candidate (by prize) and the lowest-numbered candidate lie in different
+    components; mixing them up returned a disconnected subcomplex.
+    """
+    g = nx.gnm_random_graph(13, 12, seed=23)
+    tg = TextualGraph([f"object {i} colour {i % 4}" for i in range(13)], np.array(list(g.edges)).T,
+                      [f"rel {(a + b) % 5}" for a, b in g.edges])
+    ecx = EmbeddedComplex.from_graph(tg, ENC)
+    sub = retrieve(ecx, "colour 3 rel 3", "toporag", k0=2, k1=2, k2=2, c2=0.0)
+    assert sub.cells2.size >= 1 and is_connected(sub) and is_closed(sub)
+    # every chosen 2-cell touches a node the Steiner tree itself chose (terminal or Steiner)
+    picked = {n for n, r in sub.role_of(0).items() if r != CLOSURE}
+    for f in sub.cells2.tolist():
+        assert picked & set(ecx.complex.cell2_nodes(f).tolist())

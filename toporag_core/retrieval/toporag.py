@@ -139,7 +139,7 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     chosen_cells = np.zeros(0, np.int64)
     if cand.size:
         in_vf = sub_nodes >= n + virt_edge_ids.size
-        chosen_cells = np.sort(cand)[sub_nodes[in_vf] - n - virt_edge_ids.size]
+        chosen_cells = cand[sub_nodes[in_vf] - n - virt_edge_ids.size]  # virtual node i is cand[i]
     sub = make_subcomplex(cx, chosen_nodes, np.concatenate(chosen_edges), chosen_cells,
                           (p0, p1, p2_store), "toporag", params, {}, similarities=(s0, s1, s2))
     t4 = time.perf_counter()
