@@ -36,7 +36,7 @@ import numpy as np
 from .graph import TextualGraph
 from .nn import SubcomplexTensors, subcomplex_tensors
 
-PREP_VERSION = 1
+PREP_VERSION = 2  # 2: 1-cell tie-break, 1e-5 rounding, 2-cell mapping fix in retrieval
 SPLITS = ("train", "val", "test")
 
 
