@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from ._common import add_graph_args, emit, load_from_args
 
@@ -35,8 +36,12 @@ def run(args: argparse.Namespace) -> int:
     for key in params:
         if getattr(args, key, None) is not None:
             params[key] = getattr(args, key)
-    ecx = pipe.prepare(graph, tree=args.tree)
+    t0 = time.perf_counter()
+    ecx = pipe.prepare(graph, tree=args.tree)  # lift + embed, reported as "prepare"
+    prepare_s = time.perf_counter() - t0
     out = pipe.answer(ecx, args.question, query=args.query, max_new_tokens=args.max_new_tokens, **params)
+    out["timings"]["prepare"] = prepare_s
+    out["timings"]["total"] += prepare_s
     result = {"answer": out["answer"], "question": args.question, "method": out["method"], "params": params,
               "cells": out["cells"], "context": out["context"], "prompt": out["prompt"],
               "timings": out["timings"], "model": pipe.describe()}
