@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_train_eval import tiny_llm, tiny_tokenizer
+from toporag_core.testing import tiny_llm, tiny_tokenizer
 from toporag_core.llm import default_llm_cache, load_llm, resolve_device
 
 

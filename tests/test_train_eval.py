@@ -16,42 +16,11 @@ from toporag_core.evaluate import evaluate, score
 from toporag_core.graph import TextualGraph
 from toporag_core.model import IGNORE_INDEX, TopoRAGConfig, TopoRAGModel
 from toporag_core.nn import CWNConfig
+from toporag_core.testing import tiny_llm, tiny_tokenizer
 from toporag_core.train import TrainConfig, make_batch, train
 
 DIM = 16
 ENC = HashingEncoder(dim=DIM)
-
-
-def tiny_tokenizer(chat: bool = False):
-    """Byte-level tokenizer (256 byte tokens + 4 specials), no merges, no download."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    specials = ["<pad>", "<s>", "</s>", "<unk>"]
-    vocab = {t: i for i, t in enumerate(specials)}
-    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
-        vocab[ch] = len(vocab)
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                  unk_token="<unk>")
-    tok.padding_side = "left"
-    if chat:
-        tok.chat_template = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>{% endfor %}"
-                             "{% if add_generation_prompt %}<s>assistant: {% endif %}")
-    return tok
-
-
-def tiny_llm(vocab: int, seed: int = 0):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                      bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=False,
-                      initializer_range=0.3)  # at the usual 0.02 a random 2-layer net all but ignores its context
-    return LlamaForCausalLM(cfg).eval()
 
 
 def tiny_model(mode: str = "soft_prompt", chat: bool = False, tokens: int = 1, seed: int = 0, **kw) -> TopoRAGModel:
