@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from ._apptest import iframes  # noqa: E402
+
 from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.lift import lift  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, cycle_text, retrieve, textualize  # noqa: E402
@@ -42,15 +44,6 @@ def app(page: str = "app.py") -> AppTest:
 
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def iframes(at: AppTest) -> list[str]:
-    """srcdoc of every iframe on the page (the pyvis views)."""
-    def walk(node):
-        for child in getattr(node, "children", {}).values():
-            yield child
-            yield from walk(child)
-    return [el.proto.srcdoc for el in walk(at._tree) if getattr(el, "type", "") == "iframe"]
 
 
 def betti1_from_csv(path: Path) -> int:

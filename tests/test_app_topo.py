@@ -15,6 +15,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from ._apptest import iframes  # noqa: E402
+
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.lift import lift  # noqa: E402
@@ -38,14 +40,6 @@ def app(page: str, graph: TextualGraph | None = None) -> AppTest:
     if graph is not None:
         state.set_graph(at.session_state, graph)
     return at
-
-
-def iframes(at: AppTest) -> list[str]:
-    def walk(node):
-        for child in getattr(node, "children", {}).values():
-            yield child
-            yield from walk(child)
-    return [el.proto.srcdoc for el in walk(at._tree) if getattr(el, "type", "") == "iframe"]
 
 
 def drawn_nodes(page: str) -> dict[int, dict]:
