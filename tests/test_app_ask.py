@@ -130,24 +130,11 @@ def test_ask_empty_question_warns():
     assert "type a question first" in at.warning[0].value
 
 
-def test_two_sessions_asking_at_once_get_their_own_answers(pipe):
-    """Two AppTest sessions (the same cached pipeline) answer different questions on different graphs
-    in parallel threads; each gets exactly its single-threaded answer."""
-    jobs = [("scene", QUESTION), ("kg", "Where are the Curies buried?")]
-    want = [reference(pipe, samples.load_sample(s), q)["answer"] for s, q in jobs]
-    assert want[0] != want[1]
-    got: dict[int, list[str]] = {}
-
-    def session(i: int) -> None:
-        sample, question = jobs[i]
-        at = ask_page()
-        state.set_graph(at.session_state, samples.load_sample(sample))
-        got[i] = answer_codes(ask_question(at, question))
-
-    threads = [threading.Thread(target=session, args=(i,)) for i in range(2)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert got == {0: [want[0]], 1: [want[1]]}
+# Two sessions at once: Streamlit runs every browser session's script in its own thread and
+# st.cache_resource hands them the same pipeline object, so the concurrency that matters is
+# several threads answering on one pipeline: test_pipeline_threads_match_single_threaded_answers.
+# (Two AppTest instances cannot run in parallel threads: the testing harness keeps widget
+# state in a process-global and fails at random with KeyError, so such a test would be flaky.)
 
 
 # ====================================================================== library
