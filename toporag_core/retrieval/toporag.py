@@ -107,22 +107,19 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     dst += [ve, cx.edges[virt_edge_ids, 1]]
     cost += [np.zeros(ve.size), np.zeros(ve.size)]
     if cand.size:
-        lens = cx.boundary_lengths()[cand]
-        vf = np.arange(nxt, nxt + cand.size)
+        # virtual vertex nxt + i stands for 2-cell cand[i]; slot[f] = i for candidates
+        slot = np.full(cx.num_cells2, -1, dtype=np.int64)
+        slot[cand] = np.arange(cand.size)
         pcst_prizes.append(p2_all[cand])
-        mask = np.isin(cx.cell2_index(), cand)
-        owner = cx.cell2_index()[mask]
-        local = np.searchsorted(cand[np.argsort(cand)], owner)
-        vf_sorted = vf[np.argsort(cand)]
-        src.append(vf_sorted[local])
+        owner = slot[cx.cell2_index()]
+        mask = owner >= 0
+        src.append(nxt + owner[mask])
         dst.append(cx.cell_nodes[mask])
-        lens_sorted = lens[np.argsort(cand)]
-        cost.append(edge_cost * lens_sorted[local] / 2.0)
+        cost.append(edge_cost * cx.boundary_lengths()[cand][owner[mask]] / 2.0)
     prizes = np.concatenate(pcst_prizes)
     edges = np.stack([np.concatenate(src), np.concatenate(dst)], axis=1).astype(np.int64)
     costs = np.concatenate(cost).astype(np.float64)
     params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost)
-    p2_store = p2_all
     t2 = time.perf_counter()
     if prizes.sum() <= 0:
         sub_nodes = np.zeros(0, np.int64)
@@ -141,7 +138,7 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
         in_vf = sub_nodes >= n + virt_edge_ids.size
         chosen_cells = cand[sub_nodes[in_vf] - n - virt_edge_ids.size]  # virtual node i is cand[i]
     sub = make_subcomplex(cx, chosen_nodes, np.concatenate(chosen_edges), chosen_cells,
-                          (p0, p1, p2_store), "toporag", params, {}, similarities=(s0, s1, s2))
+                          (p0, p1, p2_all), "toporag", params, {}, similarities=(s0, s1, s2))
     t4 = time.perf_counter()
     sub.timings = {"similarity": t1 - t0, "prizes": t2 - t1, "pcst": t3 - t2, "closure": t4 - t3, "total": t4 - t0}
     sub.params["candidates2"] = np.sort(cand).tolist()
