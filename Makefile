@@ -22,7 +22,10 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/streamlit run app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true --browser.gatherUsageStats false --server.fileWatcherType none
 
-test: install
+lint: install
+	$(VENV)/bin/ruff check .
+
+test: install lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: install

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from toporag_core.io import load_csv_pair_from_bytes, load_graph_from_bytes, load_graph_from_text
+from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
 from toporag_core.lift import TREE_METHODS
-from toporag_core.studio import samples, state
+from toporag_core.studio import samples, state, uploads
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
 
@@ -71,12 +71,21 @@ def home() -> None:
                     state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
 
     with tab_upload:
-        st.caption("One file: triples (TSV/CSV with head,relation,tail, or JSON [[h, r, t], ...]), a WebQSP-style "
-                   "JSON record, or an ExplaGraphs TSV. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + "
-                   "edges.csv (src,edge_attr,dst).")
-        up = st.file_uploader("Graph file", type=["csv", "tsv", "txt", "json"], key="upload_one")
+        st.caption("One file in any registered format: " + "; ".join(FORMATS[n].label for n in format_names()) +
+                   ". Multi-record files (a WebQSP list, an ExplaGraphs TSV, GQA scene graphs) offer a record "
+                   "picker. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + edges.csv (src,edge_attr,dst).")
+        up = st.file_uploader("Graph file", type=upload_extensions(), key="upload_one")
+        up_format = st.selectbox("Format", ["auto", *format_names()], key="upload_format")
+        records = uploads.upload_records(up.getvalue(), up.name, up_format) if up is not None else []
+        record = None
+        if len(records) > 1:
+            record = st.selectbox(f"Record ({len(records)} in this file)", range(len(records)),
+                                  format_func=records.__getitem__, key="upload_record")
+        up_q = st.file_uploader("questions.csv for GQA scene graphs (optional)", type=["csv"], key="upload_questions")
         if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
-            state.try_load(ss, lambda: load_graph_from_bytes(up.getvalue(), up.name), up.name)
+            qs = (up_q.getvalue(), up_q.name) if up_q is not None else None
+            state.try_load(ss, lambda: uploads.load_upload(up.getvalue(), up.name, up_format, record, qs),
+                           up.name if record is None else f"{up.name} [{records[record]}]")
         c1, c2 = st.columns(2)
         up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
         up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
@@ -86,7 +95,7 @@ def home() -> None:
                                                                 up_edges.name), f"{up_nodes.name} + {up_edges.name}")
 
     with tab_paste:
-        fmt = st.selectbox("Format", ["auto", "triples", "explagraphs", "webqsp"], key="paste_format",
+        fmt = st.selectbox("Format", ["auto", *format_names()], key="paste_format",
                            help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
         text = st.text_area("Triples", key="paste_text", height=160,
                             placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")

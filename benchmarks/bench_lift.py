@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from _common import require_shared, timeit
-from toporag_core.datasets import read_webqsp, webqsp_record_to_graph
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
 from toporag_core.lift import lift
 from toporag_core.retrieval.report import format_table
 

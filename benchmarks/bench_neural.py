@@ -27,19 +27,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def synthetic_examples(n: int):
-    from toporag_core.data_prep import RawExample, RetrievalSetting, default_encoder, prepare_example
+    from toporag_core.embed import get_encoder
+    from toporag_core.tasks import RawExample
+    from toporag_core.tasks.prep import PrepConfig, prepare_example
     from toporag_core.graph import TextualGraph
 
-    enc, raws = default_encoder(), []
+    enc, raws = get_encoder(), []
     for i in range(n):
         t = [(f"idea {i}", "causes", f"effect {i}"), (f"effect {i}", "is a", "harm"), ("harm", "relates to", f"idea {i}")]
         raws.append(RawExample(str(i), TextualGraph.from_triples(t), f"Question {i}: support or counter?\n\nAnswer:",
                                "support", "support", query=f"idea {i}"))
-    return [prepare_example(r, enc, RetrievalSetting()) for r in raws], raws
+    return [prepare_example(r, enc, PrepConfig()) for r in raws], raws
 
 
 def load_examples(n: int):
-    from toporag_core.data_prep import load_raw, prepare_dataset
+    from toporag_core.tasks import load_raw
+    from toporag_core.tasks.prep import prepare_dataset
 
     try:
         data = prepare_dataset("expla_graphs", splits=("test",), show_progress=False)

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from _common import require_shared, timeit
-from toporag_core.datasets import read_webqsp, webqsp_record_to_graph
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
 from toporag_core.embed import get_encoder
 from toporag_core.retrieval import EmbeddedComplex, retrieve, textualize
 from toporag_core.retrieval.report import format_table

@@ -17,10 +17,11 @@ import time
 
 import torch
 
-from toporag_core.data_prep import RetrievalSetting, load_raw
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks import load_raw
 from toporag_core.embed import get_encoder
 from toporag_core.retrieval.report import format_table
-from toporag_core.scenes.dataset import CoverageSetting, paper_settings, scene_retrieval_coverage
+from toporag_core.tasks.scenes.dataset import CoverageSetting, paper_settings, scene_retrieval_coverage
 
 COLUMNS = ["method", "questions", "all", "0-cell", "1-cell", "2-cell", "cells0", "cells1", "cells2"]
 

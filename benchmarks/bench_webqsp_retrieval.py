@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from _common import require_shared
-from toporag_core.datasets import read_webqsp, webqsp_record_to_graph
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
 from toporag_core.embed import get_encoder
 from toporag_core.retrieval import EmbeddedComplex
 from toporag_core.retrieval.report import QAGraph, format_table, retrieval_report

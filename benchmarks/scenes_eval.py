@@ -4,7 +4,7 @@ Every method is scored on exactly the same questions: ``--per-type`` of each que
 (0-/1-/2-cell), spread over the test images (at most ``ceil(per_type / images)`` questions
 of a type per image, in file order). Predictions go to ``<run>/test_subset.jsonl`` (the
 ``toporag eval`` format, with ``qtype``); the table is built from those files by
-:func:`toporag_core.scenes.accuracy_by_type`.
+:func:`toporag_core.tasks.scenes.accuracy_by_type`.
 
     .venv/bin/python benchmarks/scenes_eval.py runs/scenes_toporag runs/scenes_gretriever ...
     .venv/bin/python benchmarks/scenes_eval.py --table-only runs/scenes_*   # just the table
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import torch
 
-from toporag_core.data_prep import RetrievalSetting, load_raw, prepare_dataset
+from toporag_core.tasks import load_raw
+from toporag_core.tasks.prep import PrepConfig, prepare_dataset
 from toporag_core.retrieval.report import format_table
-from toporag_core.scenes import QUESTION_TYPES, accuracy_by_type
+from toporag_core.tasks.scenes import QUESTION_TYPES, accuracy_by_type
 
 
 def subset_ids(raw_test, per_type: int) -> list[str]:
@@ -38,14 +39,13 @@ def subset_ids(raw_test, per_type: int) -> list[str]:
     return ids
 
 
-def checkpoint_setting(ckpt: Path) -> RetrievalSetting:
-    """The retrieval setting a checkpoint was trained with (``config.json``)."""
+def checkpoint_setting(ckpt: Path) -> PrepConfig:
+    """The preprocessing a checkpoint was trained with (``config.json``)."""
     meta = json.loads((ckpt / "config.json").read_text())
     s = dict(meta.get("retrieval", {}))
     if not meta["config"]["cwn"].get("use_cells2", True):
         s["use_cells2"] = False
-    known = set(RetrievalSetting.__dataclass_fields__)
-    return RetrievalSetting(**{k: v for k, v in s.items() if k in known})
+    return PrepConfig.from_dict(s)
 
 
 def evaluate_run(run: Path, ids: list[str], data_dir, batch_size: int) -> Path:

@@ -5,8 +5,9 @@ Next to the cell-complex methods, the two topology-aware node retrievers of Wang
 """
 import streamlit as st
 
-from toporag_core.retrieval import METHODS, textualize
+from toporag_core.retrieval import method_label, method_names, textualize
 from toporag_core.studio import lab, state, topo_view
+from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_html
@@ -19,13 +20,13 @@ st.set_page_config(page_title="Retrieval lab", layout="wide")
 # Sweeps are cached by everything that determines them (the embedded complex by its graph
 # fingerprint, tree, seed and encoder), so a slider the sweep does not vary costs nothing.
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_sweep_k(_ecx, graph_key, tree, seed, question, method, c2, edge_cost, encoder):
-    return sweep_k(_ecx, question, method, range(6), c2=c2, edge_cost=edge_cost)
+def cached_sweep_k(_ecx, graph_key, tree, seed, question, setting, encoder):
+    return sweep_k(_ecx, question, setting, range(6))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_sweep_c2(_ecx, graph_key, tree, seed, question, method, ks, edge_cost, encoder):
-    return sweep_c2(_ecx, question, method, DEFAULT_C2_VALUES, *ks, edge_cost=edge_cost)
+def cached_sweep_c2(_ecx, graph_key, tree, seed, question, setting, encoder):
+    return sweep_c2(_ecx, question, setting, DEFAULT_C2_VALUES)
 
 
 ss = st.session_state
@@ -33,31 +34,25 @@ graph = state.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
-ALL_METHODS = [*METHODS, *topo_view.NODE_METHODS]
+ALL_METHODS = [*method_names("cells"), *topo_view.node_methods()]
 is_node = topo_view.is_node_method
 
 # ---------------------------------------------------------------- sidebar: every control
 with st.sidebar:
     st.header("Retrieval")
-    method = st.selectbox("Method", ALL_METHODS, format_func=topo_view.method_label, key="lab_method",
+    method = st.selectbox("Method", ALL_METHODS, format_func=method_label, key="lab_method",
                           help="Cell-complex methods retrieve a connected subcomplex for the question. Topology "
                                "methods retrieve the nodes most similar to a target node: by proximity (random-"
                                "walk neighbourhood) or by structural role (GraphWave).")
     compare = st.toggle("Compare two methods", key="lab_compare",
                         help="Any two methods side by side, a node method against a cell method included.")
-    other = st.selectbox("Second method", [m for m in ALL_METHODS if m != method], format_func=topo_view.method_label,
+    other = st.selectbox("Second method", [m for m in ALL_METHODS if m != method], format_func=method_label,
                          key="lab_method_b", disabled=not compare)
     methods = [method, other] if compare else [method]
     cells_used = not all(is_node(m) for m in methods)
-    k = st.slider("k (cells per dimension)", 0, 10, 3, key="lab_k", disabled=not cells_used,
-                  help="Top-k 0-cells and 1-cells get rank prizes k..1; the top-k 2-cells are candidates.")
-    advanced = st.toggle("Advanced: separate k0, k1, k2", key="lab_advanced", disabled=not cells_used)
-    k0 = st.slider("k0 (0-cells)", 0, 10, 3, key="lab_k0") if advanced else None
-    k1 = st.slider("k1 (1-cells)", 0, 10, 3, key="lab_k1") if advanced else None
-    k2 = st.slider("k2 (2-cells)", 0, 10, 3, key="lab_k2") if advanced else None
-    c2 = st.slider("C2 (cost per boundary edge of a 2-cell)", 0.0, 3.0, 0.5, 0.05, key="lab_c2",
-                   disabled=not cells_used)
-    edge_cost = st.slider("Edge cost", 0.0, 2.0, 0.5, 0.05, key="lab_edge_cost", disabled=not cells_used)
+    cell_methods = [m for m in methods if not is_node(m)]
+    # one control per parameter of the chosen cell methods, from the method registry
+    settings = setting_controls(cell_methods or ["toporag"], "lab", disabled=not cells_used)
     nodes_used = any(is_node(m) for m in methods)
     if nodes_used:
         st.header("Topology: target node")
@@ -80,7 +75,6 @@ with st.sidebar:
                     help="The view shows the retrieved subcomplex and its neighbourhood, at most this many nodes.")
     live_sweep = st.toggle("Live sweep charts", value=graph.num_nodes <= 500, key=f"lab_sweep_{key}",
                            help="14 extra retrievals per change (cached); off by default on big graphs.")
-settings = lab.LabSettings(k=k, c2=c2, edge_cost=edge_cost, k0=k0, k1=k1, k2=k2)
 
 st.title("Retrieval lab")
 cx = get_complex(key, tree, seed, graph)
@@ -98,10 +92,10 @@ try:
                                                                         question)
         for m in [m for m in methods if is_node(m)] + (["text", "random"] if with_baselines else []):
             res = topo_view.run_nodes(key, choice, graph, m, target, node_k, target_question, target_score)
-            (results if is_node(m) else baselines)[m] = res
+            (results if m in methods else baselines)[m] = res
     for m in methods:
         if not is_node(m):
-            results[m] = lab.run(ecx, question, m, settings)
+            results[m] = lab.run(ecx, question, settings[m])
     results = {m: results[m] for m in methods}  # sidebar order
 except ValueError as e:
     st.warning(str(e))
@@ -117,11 +111,11 @@ if node_results:
 for col, (m, res) in zip(st.columns(len(results)), results.items()):
     with col:
         if is_node(m):
-            st.markdown(f"**{topo_view.method_label(m)}**: {topo_view.summary_line(res, graph)}")
+            st.markdown(f"**{method_label(m)}**: {topo_view.summary_line(res, graph)}")
             view = render_view(cx, node_marks=topo_view.node_marks(res), cap=cap, height_px=520 if compare else 580)
         else:
             n, e, f = res.counts
-            st.markdown(f"**{lab.METHOD_LABELS[m]}**: {n} 0-cells, {e} 1-cells, {f} 2-cells "
+            st.markdown(f"**{method_label(m)}**: {n} 0-cells, {e} 1-cells, {f} 2-cells "
                         f"({res.timings.get('total', 0.0) * 1000:.1f} ms)")
             view = render_view(cx, sub=res, cap=cap, height_px=520 if compare else 580)
         st.caption(view.caption())
@@ -133,7 +127,7 @@ tabs = dict(zip(tab_names, st.tabs(tab_names)))
 if node_results:
     with tabs["Node scores"]:
         for m, res in node_results.items():
-            st.markdown(f"**{topo_view.method_label(m)}**: {topo_view.summary_line(res, graph)}")
+            st.markdown(f"**{method_label(m)}**: {topo_view.summary_line(res, graph)}")
             st.dataframe(topo_view.retrieval_table(res), hide_index=True)
         if baselines:
             ref = next(iter(node_results))
@@ -147,10 +141,10 @@ if subs:
 with tabs["Context for the LLM"]:
     for col, (m, res) in zip(st.columns(len(results)), results.items()):
         if is_node(m):
-            col.markdown(f"**{topo_view.method_label(m)}**: the prompt of topology-aware RAG")
+            col.markdown(f"**{method_label(m)}**: the prompt of topology-aware RAG")
             col.code(build_topo_prompt(graph, res, partial), language=None)
         else:
-            col.markdown(f"**{lab.METHOD_LABELS[m]}**: exactly the text the LLM reads")
+            col.markdown(f"**{method_label(m)}**: exactly the text the LLM reads")
             col.code(textualize(res), language=None)
 with tabs["Sweep: k and C2"]:
     if is_node(method):
@@ -159,10 +153,12 @@ with tabs["Sweep: k and C2"]:
         st.info("Turn on 'Live sweep charts' in the sidebar to run them on this graph.")
     else:
         a, b = st.columns(2)
-        dk = cached_sweep_k(ecx, key, tree, seed, question, method, c2, edge_cost, ecx.encoder.name)
-        a.plotly_chart(sweep_chart(dk, "k", f"Cells per dimension as k goes 0..5 (C2 = {c2:g})"), key="sweep_k")
-        dc = cached_sweep_c2(ecx, key, tree, seed, question, method, settings.ks(), edge_cost, ecx.encoder.name)
-        b.plotly_chart(sweep_chart(dc, "C2", f"Cells per dimension as C2 varies (k = {settings.ks()})"), key="sweep_c2")
+        first = settings[method]
+        shown = ", ".join(f"{n} = {v:g}" for n, v in first.params.items() if isinstance(v, (int, float)))
+        dk = cached_sweep_k(ecx, key, tree, seed, question, first, ecx.encoder.name)
+        a.plotly_chart(sweep_chart(dk, "k", f"Cells per dimension as k goes 0..5 ({shown})"), key="sweep_k")
+        dc = cached_sweep_c2(ecx, key, tree, seed, question, first, ecx.encoder.name)
+        b.plotly_chart(sweep_chart(dc, "C2", f"Cells per dimension as C2 varies ({shown})"), key="sweep_c2")
         a.dataframe(dk, hide_index=True)
         b.dataframe(dc, hide_index=True)
 with tabs["Timings"]:

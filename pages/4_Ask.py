@@ -1,8 +1,9 @@
 """Ask: what does the trained model answer about this graph, from which cells, and how fast?"""
 import streamlit as st
 
-from toporag_core.retrieval import METHODS
-from toporag_core.studio import ask, lab, state
+from toporag_core.retrieval import method_label, method_names
+from toporag_core.studio import ask, state
+from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_embedded, show_html
 
@@ -36,31 +37,23 @@ except Exception as e:  # noqa: BLE001 - a bad folder / LLM id must leave the pa
     st.error(f"Could not load the model: {type(e).__name__}: {e}")
     st.stop()
 summary = ask.model_summary(pipe)
-trained = ask.settings_from_checkpoint(pipe)
-trained_method = pipe.retrieval_defaults().get("method", "toporag")
+trained = pipe.default_setting()  # the checkpoint's training setting: the controls start from it
+METHODS = method_names("cells")
 
 # ---------------------------------------------------------------- sidebar: retrieval (the lab's controls)
 with st.sidebar:
     st.caption(" \u00b7 ".join(f"**{k}**: {v}" for k, v in summary.items()))
     st.header("Retrieval")
-    method = st.selectbox("Method", METHODS, format_func=lab.METHOD_LABELS.get, key="ask_method",
-                          index=METHODS.index(trained_method) if trained_method in METHODS else 0)
+    method = st.selectbox("Method", METHODS, format_func=method_label, key="ask_method",
+                          index=METHODS.index(trained.method) if trained.method in METHODS else 0)
     compare = st.toggle("Compare two methods", key="ask_compare")
-    other = st.selectbox("Second method", [m for m in METHODS if m != method], format_func=lab.METHOD_LABELS.get,
+    other = st.selectbox("Second method", [m for m in METHODS if m != method], format_func=method_label,
                          key="ask_method_b", disabled=not compare)
-    k = st.slider("k (cells per dimension)", 0, 10, trained.k, key="ask_k",
-                  help="Defaults to the setting the checkpoint was trained with.")
-    advanced = st.toggle("Advanced: separate k0, k1, k2", key="ask_advanced", value=trained.k0 is not None)
-    ks = trained.ks()
-    k0 = st.slider("k0 (0-cells)", 0, 10, ks[0], key="ask_k0") if advanced else None
-    k1 = st.slider("k1 (1-cells)", 0, 10, ks[1], key="ask_k1") if advanced else None
-    k2 = st.slider("k2 (2-cells)", 0, 10, ks[2], key="ask_k2") if advanced else None
-    c2 = st.slider("C2 (cost per boundary edge of a 2-cell)", 0.0, 3.0, trained.c2, 0.05, key="ask_c2")
-    edge_cost = st.slider("Edge cost", 0.0, 2.0, trained.edge_cost, 0.05, key="ask_edge_cost")
+    methods = [method, other] if compare else [method]
+    st.caption("The controls start from the setting the checkpoint was trained with.")
+    settings = setting_controls(methods, "ask", base=trained)
     max_new = st.slider("Max new tokens", 1, 128, int(pipe.model.config.max_new_tokens), key="ask_max_new")
     cap = st.slider("Node cap of the view", 30, 500, DEFAULT_CAP, step=10, key="ask_cap")
-settings = lab.LabSettings(k=k, c2=c2, edge_cost=edge_cost, k0=k0, k1=k1, k2=k2)
-methods = [method, other] if compare else [method]
 
 st.caption(f"{graph.name or 'unnamed graph'} ({graph.num_nodes} nodes, {graph.num_edges} edges; load another "
            f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}, LLM {summary['LLM']}.")
@@ -70,15 +63,15 @@ if query:
     st.caption("Retrieval uses both arguments as its query, as in the ExplaGraphs training data.")
 if graph.meta.get("label"):
     st.caption(f"Gold label of this benchmark row: **{graph.meta['label']}**")
-inputs = (key, tree, seed, checkpoint, llm, question, tuple(methods), settings, max_new)
+inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
 if st.button("Ask", key="ask_go", type="primary"):
     try:
         ecx = get_embedded(key, tree, seed, graph)
         answers = {}
         with st.status("Answering ...", expanded=False) as status:
             for m in methods:
-                status.update(label=f"Retrieving with {lab.METHOD_LABELS[m]} and generating ...")
-                answers.update(ask.ask(pipe, ecx, question, [m], settings, max_new_tokens=max_new, query=query))
+                status.update(label=f"Retrieving with {method_label(m)} and generating ...")
+                answers.update(ask.ask(pipe, ecx, question, [settings[m]], max_new_tokens=max_new, query=query))
             status.update(label="Answered", state="complete")
         ss["ask_last"] = {"inputs": inputs, "answers": answers}
     except ValueError as e:
@@ -96,7 +89,7 @@ cols = st.columns(len(answers))
 for col, (m, a) in zip(cols, answers.items()):
     with col:
         n, e, f = a.subcomplex.counts
-        st.markdown(f"**{lab.METHOD_LABELS[m]}**: {n} 0-cells, {e} 1-cells, {f} 2-cells retrieved")
+        st.markdown(f"**{method_label(m)}**: {n} 0-cells, {e} 1-cells, {f} 2-cells retrieved")
         with st.container(key=f"ask_answer_{m}"):
             st.code(a.answer if a.answer else "(empty answer)", language=None)
 st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
@@ -109,15 +102,15 @@ for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
 tab_cells, tab_context, tab_prompt, tab_time = st.tabs(["Retrieved cells", "Context", "Prompt layout", "Timings"])
 with tab_cells:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
-        col.markdown(f"**{lab.METHOD_LABELS[m]}**")
+        col.markdown(f"**{method_label(m)}**")
         col.dataframe(ask.cells_frame(a.subcomplex), hide_index=True)
 with tab_context:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
-        col.markdown(f"**{lab.METHOD_LABELS[m]}**: the textualized subcomplex")
+        col.markdown(f"**{method_label(m)}**: the textualized subcomplex")
         col.code(a.context, language=None)
 with tab_prompt:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
-        col.markdown(f"**{lab.METHOD_LABELS[m]}**: {a.prompt.get('input_tokens', '?')} input tokens, "
+        col.markdown(f"**{method_label(m)}**: {a.prompt.get('input_tokens', '?')} input tokens, "
                      f"{a.prompt.get('soft_tokens', 0)} of them soft")
         col.dataframe(ask.prompt_layout_frame(a.prompt), hide_index=True)
         col.code(ask.prompt_text(a.prompt), language=None)

@@ -3,11 +3,12 @@ import time
 
 import streamlit as st
 
-from toporag_core.data_prep import DATASETS, SPLITS, RetrievalSetting
+from toporag_core.retrieval import method_label, method_names
+from toporag_core.tasks import SPLITS, TASKS
+from toporag_core.tasks.prep import PrepConfig
 from toporag_core.embed import default_cache_dir
 from toporag_core.lift import lift
-from toporag_core.retrieval import METHODS
-from toporag_core.studio import ask, errors, lab
+from toporag_core.studio import ask, errors
 from toporag_core.studio.graph_view import render_view
 from toporag_core.studio.resources import encoder_choice, show_html
 
@@ -49,7 +50,8 @@ def show_line_errors(preds: errors.Predictions) -> None:
     if preds.errors:
         shown = "\n".join(f"- {e}" for e in preds.errors[:20])
         more = f"\n- ... and {len(preds.errors) - 20} more" if len(preds.errors) > 20 else ""
-        st.warning(f"{preds.name}: {len(preds.errors)} bad line(s) skipped, {len(preds.records)} loaded:\n{shown}{more}")
+        st.warning(f"{preds.name}: {len(preds.errors)} bad line(s) skipped, {len(preds.records)} loaded:"
+                   f"\n{shown}{more}")
 
 
 def drill(rec: dict, key: str) -> None:
@@ -88,13 +90,13 @@ with tab_run:
     c1, c2, c3 = st.columns(3)
     checkpoint = c1.selectbox("Checkpoint", list(opts), format_func=opts.get, key="err_checkpoint")
     llm = c1.text_input("LLM", value=ask.default_llm(), key="err_llm")
-    names = sorted(set(DATASETS) | {"scene_graphs"})
+    names = sorted(TASKS)
     dataset = c2.selectbox("Dataset", names, key="err_dataset",
                            index=names.index("expla_graphs") if "expla_graphs" in names else 0)
     split = c2.selectbox("Split", SPLITS, index=2, key="err_split")
     start = int(c3.number_input("First example", 0, 100_000, 0, key="err_start"))
     count = int(c3.number_input("Examples", 1, 5_000, 20, key="err_count"))
-    method = c2.selectbox("Retrieval method", METHODS, format_func=lab.METHOD_LABELS.get, key="err_method")
+    method = c2.selectbox("Retrieval method", method_names("cells"), format_func=method_label, key="err_method")
     if st.button("Run evaluation", key="err_run", type="primary"):
         ss["err_stop_flag"] = False
         st.button("Stop", key="err_stop", on_click=lambda: ss.update(err_stop_flag=True),
@@ -104,8 +106,7 @@ with tab_run:
         bar = st.progress(0.0, text="Loading the model ...")
         try:
             pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
-            base = {k: v for k, v in pipe.retrieval_defaults().items() if k != "method"}
-            setting = RetrievalSetting(method=method, use_cells2=pipe.use_cells2, **base)
+            setting = PrepConfig(pipe.default_setting(method=method), use_cells2=pipe.use_cells2)
             examples = errors.prepare_slice(dataset, split, start, count, pipe.encoder, setting,
                                             on_progress=lambda i, n: bar.progress(i / n, f"Retrieving {i}/{n} ..."))
             if not examples:
@@ -114,7 +115,7 @@ with tab_run:
             res = errors.run_evaluation(pipe.model, examples, dataset, out, method=method,
                                         on_progress=lambda d, n: bar.progress(d / n, f"Answered {d}/{n} ..."),
                                         should_stop=lambda: bool(ss.get("err_stop_flag")),
-                                        lock=getattr(pipe, "_lock", None))
+                                        lock=pipe.lock)
             ss["err_message"] = (f"{'Stopped' if res['stopped'] else 'Finished'}: {res['done']} of {res['total']} "
                                  f"examples answered, written to {res['path']}.")
         except Exception as e:  # noqa: BLE001 - no data / bad model: say so, keep the page (and any lines written)

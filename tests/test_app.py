@@ -22,7 +22,7 @@ from ._apptest import iframes  # noqa: E402
 
 from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.lift import lift  # noqa: E402
-from toporag_core.retrieval import EmbeddedComplex, cycle_text, retrieve, textualize  # noqa: E402
+from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, cycle_text, retrieve, textualize  # noqa: E402
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.studio import graph_view, learn, samples, state, sweep  # noqa: E402
 
@@ -257,7 +257,7 @@ def test_lab_sweep_tables_match_the_library():
     at = app("pages/2_Retrieval_lab.py").run()
     g = samples.load_sample("scene")
     ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
-    dk = sweep.sweep_k(ecx, g.meta["question"], c2=0.5, edge_cost=0.5)
+    dk = sweep.sweep_k(ecx, g.meta["question"], RetrievalSetting.make(c2=0.5, edge_cost=0.5))
     shown = [d.value for d in at.dataframe if "k" in d.value.columns]
     assert shown and shown[0].equals(dk)
     assert dk["0-cells"].iloc[0] == 0 and dk["0-cells"].iloc[-1] > 0

@@ -21,7 +21,7 @@ from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.pipeline import TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex  # noqa: E402
 from toporag_core.studio import ask, samples, state  # noqa: E402
-from toporag_core.studio.lab import LabSettings  # noqa: E402
+from toporag_core.retrieval import RetrievalSetting  # noqa: E402
 from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def pipe(checkpoint) -> TopoRAGPipeline:
 
 def reference(pipe, graph: TextualGraph, question: str, method: str = "toporag", **kw) -> dict:
     ecx = EmbeddedComplex.from_graph(graph, HashingEncoder())
-    return pipe.answer(ecx, question, method=method, **{**LabSettings().kwargs(), **kw})
+    return pipe.answer(ecx, question, RetrievalSetting.make(method, **kw))
 
 
 def ask_page() -> AppTest:
@@ -144,7 +144,7 @@ def test_pipeline_threads_match_single_threaded_answers(checkpoint):
     graphs = {s: EmbeddedComplex.from_graph(samples.load_sample(s), HashingEncoder()) for s in ("scene", "kg")}
     jobs = [("scene", QUESTION), ("kg", "Who discovered polonium?"), ("scene", "Is the bowl ceramic?"),
             ("kg", "Where did Marie Curie study?")]
-    want = [ask.ask(pipe, graphs[g], q, ["toporag"], LabSettings())["toporag"].answer for g, q in jobs]
+    want = [ask.ask(pipe, graphs[g], q, [RetrievalSetting()])["toporag"].answer for g, q in jobs]
     assert len(set(want)) > 1
     got: dict[int, str] = {}
     barrier = threading.Barrier(len(jobs))
@@ -152,7 +152,7 @@ def test_pipeline_threads_match_single_threaded_answers(checkpoint):
     def run(i: int) -> None:
         barrier.wait()
         g, q = jobs[i]
-        got[i] = ask.ask(pipe, graphs[g], q, ["toporag"], LabSettings())["toporag"].answer
+        got[i] = ask.ask(pipe, graphs[g], q, [RetrievalSetting()])["toporag"].answer
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
     [t.start() for t in threads]
@@ -177,7 +177,7 @@ def test_explagraphs_rows_retrieve_with_both_arguments(pipe):
     assert ask.retrieval_query(samples.load_sample("scene"), QUESTION) is None
     scene = samples.load_sample("scene")
     ecx = EmbeddedComplex.from_graph(scene, HashingEncoder())
-    by_query = ask.ask(pipe, ecx, QUESTION, ["toporag"], LabSettings(k=1), query="yellow banana")["toporag"]
+    by_query = ask.ask(pipe, ecx, QUESTION, [RetrievalSetting.make(k=1)], query="yellow banana")["toporag"]
     want = reference(pipe, scene, "yellow banana", k0=1, k1=1, k2=1)["subcomplex"].node_texts()
     assert by_query.subcomplex.node_texts() == want
     assert want != reference(pipe, scene, QUESTION, k0=1, k1=1, k2=1)["subcomplex"].node_texts()
@@ -187,16 +187,17 @@ def test_explagraphs_rows_retrieve_with_both_arguments(pipe):
 def test_embedding_width_mismatch_is_a_clear_error(pipe):
     ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder(dim=64))
     with pytest.raises(ValueError, match="256-d cell embeddings.*64-d"):
-        ask.ask(pipe, ecx, QUESTION, ["toporag"], LabSettings())
+        ask.ask(pipe, ecx, QUESTION, [RetrievalSetting()])
 
 
 def test_settings_and_tables_from_a_checkpoint(tmp_path, pipe):
     ckpt = build_tiny_checkpoint(tmp_path / "c", retrieval={"k0": 2, "k1": 4, "k2": 1, "c2": 1.5})
     p = ask.load_pipeline(str(ckpt), "", encoder=HashingEncoder())
-    s = ask.settings_from_checkpoint(p)
-    assert s.ks() == (2, 4, 1) and s.c2 == 1.5
+    s = p.default_setting()
+    assert (s.method, s.params["k0"], s.params["k1"], s.params["k2"], s.params["c2"]) == ("toporag", 2, 4, 1, 1.5)
+    assert p.default_setting(k=5, c2=0.25).params["k1"] == 5 and p.default_setting(k2=0).params["k0"] == 2
     out = ask.ask(pipe, EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder()), QUESTION,
-                  ["toporag", "shortest-path"], LabSettings())
+                  [RetrievalSetting(), RetrievalSetting("shortest-path")])
     t = ask.timings_frame(out)
     assert isinstance(t, pd.DataFrame) and len(t) == 2
     layout = ask.prompt_layout_frame(out["toporag"].prompt)

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from toporag_core.data_prep import DATASETS, RawExample, register_dataset  # noqa: E402
+from toporag_core.tasks import TASKS, RawExample, register_task  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.lift import lift  # noqa: E402
 from toporag_core.studio import errors  # noqa: E402
@@ -159,8 +159,8 @@ def checkpoint(tmp_path_factory) -> Path:
 def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch, checkpoint):
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
-    if "tiny_studio" not in DATASETS:
-        register_dataset("tiny_studio", tiny_dataset, metric="expla_graphs")
+    if "tiny_studio" not in TASKS:
+        register_task("tiny_studio", tiny_dataset, metric="expla_graphs")
     at = page().run()
     at.selectbox(key="err_dataset").set_value("tiny_studio")
     at.number_input(key="err_count").set_value(3)
@@ -265,13 +265,14 @@ def test_exports_are_valid_json_graphml_and_csv():
 
 
 def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
-    from toporag_core.data_prep import RetrievalSetting, prepare_example
+    from toporag_core.retrieval import RetrievalSetting
+    from toporag_core.tasks.prep import PrepConfig, prepare_example
     from toporag_core.embed import HashingEncoder
     from toporag_core.testing import tiny_model
 
     model = tiny_model(in_dim=16)
     raw = tiny_dataset(None)["test"]
-    exs = [prepare_example(r, HashingEncoder(dim=16), RetrievalSetting()) for r in raw]
+    exs = [prepare_example(r, HashingEncoder(dim=16), PrepConfig(RetrievalSetting())) for r in raw]
     calls = []
     out = tmp_path / "p.jsonl"
     res = errors.run_evaluation(model, exs, "expla_graphs", out, on_progress=lambda d, n: calls.append((d, n)),

@@ -83,7 +83,7 @@ def test_lab_picked_target_shows_the_library_top_k(method, query, k):
     g = samples.load_sample("scene")
     target = g.node_text.index(query)
     at = app(LAB).run()
-    at.sidebar.selectbox(key="lab_method").set_value(f"topo:{method}").run()
+    at.sidebar.selectbox(key="lab_method").set_value(method).run()
     pick_node(at, query, target)
     at.sidebar.slider(key="lab_node_k").set_value(k)
     at.sidebar.text_input(key="lab_partial").set_value("a round white").run()
@@ -109,7 +109,7 @@ def test_lab_question_target_is_the_library_node_and_baselines_match():
     g = samples.load_sample("kg")
     question = "Where was Pierre Curie born?"
     at = app(LAB, g).run()
-    at.sidebar.selectbox(key="lab_method").set_value("topo:role").run()
+    at.sidebar.selectbox(key="lab_method").set_value("role").run()
     at.text_area(key=f"lab_question_{at.session_state[state.GRAPH_KEY]}").set_value(question).run()
     assert not at.exception and not at.warning
 
@@ -136,7 +136,7 @@ def test_lab_question_target_is_the_library_node_and_baselines_match():
 def test_lab_compares_a_node_method_with_a_cell_method():
     g = samples.load_sample("scene")
     at = app(LAB).run()
-    at.sidebar.selectbox(key="lab_method").set_value("topo:proximity").run()
+    at.sidebar.selectbox(key="lab_method").set_value("proximity").run()
     at.sidebar.toggle(key="lab_compare").set_value(True).run()
     at.sidebar.selectbox(key="lab_method_b").set_value("toporag").run()
     assert not at.exception and not at.warning
@@ -156,7 +156,7 @@ def test_lab_compares_a_node_method_with_a_cell_method():
 
 def test_lab_bad_or_missing_target_warns_instead_of_crashing():
     at = app(LAB).run()
-    at.sidebar.selectbox(key="lab_method").set_value("topo:proximity").run()
+    at.sidebar.selectbox(key="lab_method").set_value("proximity").run()
     key = at.session_state[state.GRAPH_KEY]
     at.text_area(key=f"lab_question_{key}").set_value("  ").run()  # question mode, no question
     assert not at.exception
@@ -175,7 +175,7 @@ def test_lab_bad_or_missing_target_warns_instead_of_crashing():
 def test_lab_node_methods_on_a_one_node_graph():
     g = TextualGraph(["lonely"], np.zeros((2, 0), np.int64), [], name="one node")
     at = app(LAB, g).run()
-    at.sidebar.selectbox(key="lab_method").set_value("topo:role").run()
+    at.sidebar.selectbox(key="lab_method").set_value("role").run()
     pick_node(at, "lonely", 0)
     assert not at.exception and not at.warning
     assert score_tables(at)[0].empty  # nothing else to retrieve

@@ -47,12 +47,12 @@ def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
     from toporag_core.embed import CachedEncoder, HashingEncoder
     from toporag_core.retrieval import EmbeddedComplex
     from toporag_core.studio import ask, samples
-    from toporag_core.studio.lab import LabSettings
+    from toporag_core.retrieval import RetrievalSetting
 
     pipe = ask.load_pipeline(ask.NO_CHECKPOINT, str(llm_folder), encoder=CachedEncoder(HashingEncoder()),
                              device="cpu")
     ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder())
-    want = ask.ask(pipe, ecx, QUESTION, ["toporag"], LabSettings())["toporag"]
+    want = ask.ask(pipe, ecx, QUESTION, [RetrievalSetting()])["toporag"]
     assert want.answer.strip()
 
     with sync_api.sync_playwright() as p:

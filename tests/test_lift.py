@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toporag_core import TextualGraph, lift
-from toporag_core.datasets import explagraphs_row_to_graph, read_explagraphs, read_webqsp, webqsp_record_to_graph
+from toporag_core.io.explagraphs import explagraphs_row_to_graph, read_explagraphs
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
 
 from .conftest import SHARED
 

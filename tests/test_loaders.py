@@ -1,4 +1,4 @@
-"""Loaders (toporag_core.io) and dataset readers (toporag_core.datasets): round trips, auto-detection,
+"""Loaders (toporag_core.io) and dataset readers (toporag_core.io, toporag_core.tasks): round trips, auto-detection,
 every bad-input error naming file / line-or-record / field, and the real shared data."""
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from toporag_core.datasets import (explagraphs_question, explagraphs_row_to_graph, explagraphs_split,
-                                   read_explagraphs, read_webqsp, webqsp_record_to_graph)
+from toporag_core.io.explagraphs import explagraphs_question, explagraphs_row_to_graph, read_explagraphs
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
+from toporag_core.tasks import seeded_split
 from toporag_core.graph import GraphFormatError, TextualGraph
 from toporag_core.io import (detect_format, load_csv_pair_from_bytes, load_graph, load_graph_from_bytes,
                              load_graph_from_text, parse_explagraphs_graph)
@@ -319,10 +320,10 @@ def test_question_and_split_rule():
     q = explagraphs_question("A.", "B.")
     assert q == ("Argument 1: A.\nArgument 2: B.\nQuestion: Do argument 1 and argument 2 support or counter each "
                  "other? Answer in one word in the form of 'support' or 'counter'.\n\nAnswer:")
-    tr, va, te = explagraphs_split(10, seed=1)
+    tr, va, te = seeded_split(10, seed=1)
     assert (len(tr), len(va), len(te)) == (6, 2, 2)
     assert tr + va + te == np.random.default_rng(1).permutation(10).tolist()
-    assert explagraphs_split(10, seed=1) == (tr, va, te) and explagraphs_split(10, seed=2) != (tr, va, te)
+    assert seeded_split(10, seed=1) == (tr, va, te) and seeded_split(10, seed=2) != (tr, va, te)
 
 
 # ------------------------------------------------------------------ real data
@@ -341,7 +342,7 @@ def test_real_explagraphs_all_rows_parse_and_split():
     assert all(t == t.lower().strip() for g in graphs[:200] for t in g.node_text + g.edge_text)
     assert graphs[0].triples()[0] == ("cannabis", "synonym of", "marijuana")
     assert rows[802]["arg1"].startswith('The "three strikes" law')     # CSV quoting as pandas reads it
-    tr, va, te = explagraphs_split(len(rows), seed=42)
+    tr, va, te = seeded_split(len(rows), seed=42)
     assert (len(tr), len(va), len(te)) == (1659, 553, 554)
     assert sorted(tr + va + te) == list(range(len(rows)))
 

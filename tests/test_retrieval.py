@@ -150,7 +150,7 @@ def test_g_retriever_and_topk_triples():
     ecx = embedded(SCENE)
     sub = retrieve(ecx, "book on shelf", "g-retriever", k0=3, k1=3)
     assert "book" in sub.node_texts() and "shelf" in sub.node_texts() and sub.cells2.size == 0
-    tk = retrieve(ecx, "book on shelf", "topk-triples", k1=2)
+    tk = retrieve(ecx, "book on shelf", "topk-triples", k=2)
     assert ("book", "on", "shelf") in tk.triples() and len(tk.triples()) == 2
     sp = retrieve(ecx, "cat dog book", "shortest-path", k0=3, k1=0)
     assert {"cat", "dog", "book"} <= set(sp.node_texts())  # one shortest-path piece per component

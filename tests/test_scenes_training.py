@@ -10,14 +10,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from toporag_core.data_prep import DATASETS, METRIC_OF, RetrievalSetting, load_raw, prepare_dataset
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks import TASKS, load_raw, metric_of
+from toporag_core.tasks.prep import PrepConfig, prepare_dataset
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.lift import lift
 from toporag_core.retrieval.result import make_subcomplex
-from toporag_core.scenes import QUESTION_TYPES, read_gqa, write_dataset
-from toporag_core.scenes import dataset as sd
-from toporag_core.scenes.dataset import (CoverageSetting, SceneRawExample, accuracy_by_type, paper_settings,
+from toporag_core.tasks.scenes import QUESTION_TYPES, read_gqa, write_dataset
+from toporag_core.tasks.scenes import dataset as sd
+from toporag_core.tasks.scenes.dataset import (CoverageSetting, SceneRawExample, accuracy_by_type, paper_settings,
                                          scene_retrieval_coverage, stratified_subset, support_covered)
 
 ENC = HashingEncoder(dim=16)
@@ -31,8 +33,8 @@ def mini(tmp_path_factory):
 
 
 def test_registered_with_scene_metric():
-    assert DATASETS["scene_graphs"] is sd.load_scene_examples
-    assert METRIC_OF["scene_graphs"] == "scene_graphs"
+    assert TASKS["scene_graphs"].loader is sd.load_scene_examples
+    assert metric_of("scene_graphs") == "scene_graphs"
 
 
 def test_loader_splits_by_image_with_types_and_support(mini):
@@ -93,21 +95,21 @@ def test_coverage_whole_graph_is_one_and_empty_is_zero(monkeypatch):
     assert (rows[0]["cells0"], rows[0]["cells1"], rows[0]["cells2"]) == (4.0, 4.0, 1.0)
 
     def fixed(nodes, edges):
-        def retrieve_for(ecx, query, setting):
+        def fixed_retrieve(ecx, query, setting=None):
             z = (np.zeros(ecx.complex.num_nodes), np.zeros(ecx.complex.num_edges), np.zeros(ecx.complex.num_cells2))
             return make_subcomplex(ecx.complex, np.array(nodes), np.array(edges), np.array([]), z, "fixed", {}, {})
-        return retrieve_for
+        return fixed_retrieve
 
-    monkeypatch.setattr(sd, "retrieve_for", fixed([], []))
+    monkeypatch.setattr(sd, "retrieve", fixed([], []))
     empty = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("empty", RetrievalSetting())])[0]
     assert empty["all"] == 0.0 and empty["cells0"] == 0.0
     # nodes {0, 1} (cup, table): covers q0 and q2 only -> 2/5; per type 1/2, 1/1, 0/2
-    monkeypatch.setattr(sd, "retrieve_for", fixed([0, 1], []))
+    monkeypatch.setattr(sd, "retrieve", fixed([0, 1], []))
     part = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("part", RetrievalSetting())])[0]
     assert (part["all"], part["0-cell"], part["1-cell"], part["2-cell"]) == (0.4, 0.5, 1.0, 0.0)
     # an edge pulls in its boundary: retrieving edge (2, 3) adds nodes 2 and 3 -> every question
     edge23 = int(np.flatnonzero((lift(_line_graph()).edges == [2, 3]).all(axis=1))[0])
-    monkeypatch.setattr(sd, "retrieve_for", fixed([0, 1], [edge23]))
+    monkeypatch.setattr(sd, "retrieve", fixed([0, 1], [edge23]))
     full = scene_retrieval_coverage(_examples(), ENC, [CoverageSetting("more", RetrievalSetting())])[0]
     assert full["all"] == 1.0 and full["cells0"] == 4.0 and full["cells1"] == 1.0
 
@@ -158,7 +160,7 @@ def test_prepared_scene_examples_evaluate_with_qtype(mini, tmp_path):
     from tests.test_train_eval import tiny_model
     from toporag_core.evaluate import evaluate
 
-    setting = RetrievalSetting("toporag", k0=3, k1=5, k2=1)
+    setting = PrepConfig(RetrievalSetting.make("toporag", k0=3, k1=5, k2=1))
     data = prepare_dataset("scene_graphs", setting, splits=("test",), encoder=ENC, data_dir=mini,
                            cache_dir=tmp_path / "prep", show_progress=False)
     test = stratified_subset(data["test"], 2)

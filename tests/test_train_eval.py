@@ -9,8 +9,9 @@ import threading
 import pytest
 import torch
 
-from toporag_core.data_prep import (Example, RawExample, RetrievalSetting, load_split, prepare_dataset,
-                                    prepare_example, register_dataset, save_split)
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks import RawExample, register_task
+from toporag_core.tasks.prep import Example, PrepConfig, load_split, prepare_dataset, prepare_example, save_split
 from toporag_core.embed import HashingEncoder
 from toporag_core.evaluate import evaluate, score
 from toporag_core.graph import TextualGraph
@@ -54,7 +55,7 @@ def raw_examples() -> list[RawExample]:
 
 @pytest.fixture(scope="module")
 def examples() -> list[Example]:
-    return [prepare_example(r, ENC, RetrievalSetting(k0=2, k1=2, k2=1)) for r in raw_examples()]
+    return [prepare_example(r, ENC, PrepConfig(RetrievalSetting.make(k0=2, k1=2, k2=1))) for r in raw_examples()]
 
 
 def test_gradients_reach_encoder_and_projector_and_llm_stays_bit_identical(examples):
@@ -220,8 +221,8 @@ def test_registered_dataset_is_prepared_once(tmp_path):
         raw = raw_examples()
         return {"train": raw[:4], "val": raw[4:5], "test": raw[5:]}
 
-    register_dataset("tiny_test_set", loader, metric="expla_graphs")
-    setting = RetrievalSetting(method="whole", use_cells2=False)
+    register_task("tiny_test_set", loader, metric="expla_graphs")
+    setting = PrepConfig(RetrievalSetting("whole"), use_cells2=False)
     d = prepare_dataset("tiny_test_set", setting, encoder=ENC, cache_dir=tmp_path, show_progress=False)
     again = prepare_dataset("tiny_test_set", setting, encoder=ENC, cache_dir=tmp_path, show_progress=False)
     assert len(calls) == 1 and [len(d[s]) for s in ("train", "val", "test")] == [4, 1, 1]
@@ -248,7 +249,7 @@ def test_pipeline_answers_concurrently(examples):
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert got == expected
-    out = pipe.answer(graphs[0], "cats and care", method="toporag", k0=2, k1=2, k2=1)
+    out = pipe.answer(graphs[0], "cats and care", RetrievalSetting.make(k0=2, k1=2, k2=1))
     assert out["subcomplex"].nodes.size > 0 and out["cells"]["nodes"]
     assert set(out["timings"]) >= {"retrieve", "encode", "generate"} and out["prompt"]["soft_tokens"] == 2
     with pytest.raises(ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from toporag_core.datasets import read_webqsp, webqsp_record_to_graph
+from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
 from toporag_core.embed import get_encoder
 from toporag_core.retrieval import EmbeddedComplex, retrieve
 from toporag_core.retrieval.report import QAGraph, format_table, retrieval_report

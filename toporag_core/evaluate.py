@@ -13,15 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .data_prep import METRIC_OF, Example
+from .tasks import metric_of
+from .tasks.prep import Example
 from .metrics import is_correct
 from .model import TopoRAGModel
 from .train import make_batch
 
 
 def score(dataset: str, prediction: str, label: Any) -> bool:
-    """The dataset's GraphQA metric (``METRIC_OF`` maps registered datasets to metric names)."""
-    return bool(is_correct(METRIC_OF.get(dataset, dataset), prediction, label))
+    """The dataset's GraphQA metric (the registered task's ``metric``; an unregistered name is a metric name)."""
+    return bool(is_correct(metric_of(dataset), prediction, label))
 
 
 def _done_ids(path: Path) -> tuple[set[str], int, int]:

@@ -26,6 +26,12 @@ import torch
 
 DEFAULT_LLM = "smollm2-135m-instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_llm() -> str:
+    """``$TOPORAG_LLM`` or :data:`DEFAULT_LLM` (the packaged SmolLM2-135M-Instruct): the one
+    place the default model name is decided."""
+    return os.environ.get("TOPORAG_LLM", "").strip() or DEFAULT_LLM
 _CONVERT_LOCK = threading.Lock()
 
 

@@ -2,8 +2,12 @@
 
 >>> pipe = TopoRAGPipeline.load()                  # committed ExplaGraphs checkpoint, packaged LLM
 >>> ecx = pipe.prepare(graph)                        # lift + embed once per graph
->>> out = pipe.answer(ecx, "Do argument 1 and ...?", method="toporag", k0=3, k1=3, k2=3, c2=0.5)
+>>> out = pipe.answer(ecx, "Do argument 1 and ...?", pipe.default_setting(k=3))
 >>> out["answer"], out["subcomplex"], out["timings"]
+
+Retrieval settings are :class:`~toporag_core.retrieval.RetrievalSetting` objects;
+:meth:`TopoRAGPipeline.default_setting` gives the one the checkpoint was trained with (with
+overrides on top), and a checkpoint without 2-cells ("w/o CRL") retrieves with ``k2 = 0``.
 
 Thread-safe for a Streamlit server: retrieval runs concurrently (numpy; the sentence encoder has
 its own lock), the neural part (encoder, projector, LLM) runs under one lock, so two sessions
@@ -21,6 +25,7 @@ import torch
 
 from .model import QABatch, TopoRAGConfig, TopoRAGModel
 from .nn import collate, subcomplex_tensors
+from .retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
@@ -60,22 +65,28 @@ class TopoRAGPipeline:
 
     @property
     def encoder(self):
-        """The sentence encoder (created on first use; the packaged MiniLM behind the cache)."""
+        """The sentence encoder (created on first use by :func:`~toporag_core.embed.get_encoder`:
+        ``$TOPORAG_ENCODER``, else the packaged MiniLM, behind the embedding cache)."""
         with self._enc_lock:
             if self._encoder is None:
-                from .data_prep import default_encoder
+                from .embed import get_encoder
 
-                self._encoder = default_encoder()
+                self._encoder = get_encoder()
             return self._encoder
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock the neural part runs under: hold it to use :attr:`model` directly from several threads."""
+        return self._lock
 
     @property
     def use_cells2(self) -> bool:
         return bool(self.model.config.cwn.use_cells2) if self.model.config.use_graph else True
 
-    def retrieval_defaults(self) -> dict[str, Any]:
-        """The retrieval setting the checkpoint was trained with (method, k0, k1, k2, c2, edge_cost)."""
-        r = dict(self.meta.get("retrieval", {}))
-        return {k: r[k] for k in ("method", "k0", "k1", "k2", "c2", "edge_cost") if k in r}
+    def default_setting(self, method: str | None = None, k: int | None = None, **params) -> RetrievalSetting:
+        """The retrieval setting the checkpoint was trained with (the method defaults without a
+        checkpoint), with ``method`` / ``k`` / parameters given here on top (``None`` = keep)."""
+        return RetrievalSetting.from_dict(self.meta.get("retrieval"), method=method, k=k, **params)
 
     def describe(self) -> dict[str, Any]:
         """Checkpoint, LLM, device, mode: what the app shows next to the model picker."""
@@ -85,41 +96,38 @@ class TopoRAGPipeline:
                 "frozen LLM (no soft prompt)", "encoder": cfg.encoder if cfg.use_graph else None,
                 "trainable_params": self.model.num_trainable()}
 
-    def prepare(self, graph, tree: str = "bfs"):
+    def prepare(self, graph, tree: str = "bfs") -> EmbeddedComplex:
         """Lift and embed a :class:`~toporag_core.graph.TextualGraph` (do it once per graph)."""
-        from .retrieval import EmbeddedComplex
-
         return EmbeddedComplex.from_graph(graph, self.encoder, tree=tree)
 
     # -- answering ------------------------------------------------------------------
-    def answer(self, graph_or_ecx, question: str, method: str = "toporag", k0: int = 3, k1: int = 3,
-               k2: int = 3, c2: float = 0.5, edge_cost: float = 0.5, query: str | None = None,
+    def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
                max_new_tokens: int | None = None) -> dict[str, Any]:
         """Retrieve a subcomplex for ``question`` and generate the answer.
 
         Args:
             graph_or_ecx: a ``TextualGraph`` (lifted and embedded here) or an ``EmbeddedComplex``.
             question: the text the LLM reads after the context.
-            method: ``toporag`` | ``g-retriever`` | ``shortest-path`` | ``topk-triples`` | ``whole``.
+            setting: how to retrieve (default: :meth:`default_setting`); a cell method.
             query: text used for retrieval (default: the question).
 
         Returns:
             ``{"answer", "subcomplex", "context", "prompt" (layout), "cells" (texts),
-            "timings" {prepare, retrieve, encode, generate, total} (seconds), "method", "params"}``.
+            "timings" {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
         """
-        from .data_prep import RetrievalSetting, retrieve_for, retrieved_cells
-        from .retrieval import EmbeddedComplex, textualize
-
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
+        setting = setting or self.default_setting()
+        if setting.spec.dimension != "cells":
+            raise ValueError(f"method {setting.method!r} retrieves nodes; answering needs a subcomplex (a cell method)")
+        if not self.use_cells2:  # a "w/o CRL" checkpoint never saw 2-cells: retrieve none
+            setting = setting.without_cells2()
         t0 = time.perf_counter()
         ecx = graph_or_ecx if isinstance(graph_or_ecx, EmbeddedComplex) else self.prepare(graph_or_ecx)
         if ecx.encoder is None:
             ecx.encoder = self.encoder
         t1 = time.perf_counter()
-        setting = RetrievalSetting(method=method, k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost,
-                                   use_cells2=self.use_cells2)
-        sub = retrieve_for(ecx, query or question, setting)
+        sub = retrieve(ecx, query or question, setting=setting)
         context = textualize(sub, include_cells2=self.use_cells2)
         t2 = time.perf_counter()
         batch = QABatch(cells=None, questions=[question], contexts=[context])
@@ -134,6 +142,7 @@ class TopoRAGPipeline:
             t4 = time.perf_counter()
         return {"answer": answer, "subcomplex": sub, "context": context,
                 "prompt": self.model.prompt_layout(context, question),
-                "cells": retrieved_cells(sub, self.use_cells2), "method": method, "params": sub.params,
+                "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
+                "params": sub.params,
                 "timings": {"prepare": t1 - t0, "retrieve": t2 - t1, "encode": t3 - t2, "generate": t4 - t3,
                             "total": t4 - t0}}

@@ -1,6 +1,6 @@
 """Training loop: AdamW on the trainable parts only, early stopping on validation loss, resumable.
 
-* Batches: :func:`make_batch` collates preprocessed :class:`~toporag_core.data_prep.Example`\\ s.
+* Batches: :func:`make_batch` collates preprocessed :class:`~toporag_core.tasks.prep.Example`\\ s.
 * Order: epoch ``e`` visits the training set in ``randperm(seed + e)`` order, so a resumed run
   skips exactly the batches already done and sees the same data as an uninterrupted run.
 * Checkpoints under ``out``: ``best/`` (lowest validation loss; what ``toporag eval`` loads) and
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .data_prep import Example
+from .tasks.prep import Example
 from .model import QABatch, TopoRAGModel
 from .nn import collate
 

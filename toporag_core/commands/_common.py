@@ -1,4 +1,12 @@
-"""Arguments and helpers shared by the graph commands (``lift``, ``retrieve``)."""
+"""Arguments and helpers shared by the commands.
+
+* :func:`add_graph_args`: the graph file, ``--format`` (choices from the format registry),
+  ``--record``, lifting options, ``--json``.
+* :func:`add_method_args` / :func:`setting_from_args`: ``--method`` (choices from the retrieval
+  method registry), the single ``--k`` and one option per registered method parameter
+  (``--k0``, ``--c2``, ``--edge-cost``, ``--target``, ... and those of any plug-in method),
+  each validated at parse time with the option's name.
+"""
 from __future__ import annotations
 
 import argparse
@@ -8,10 +16,12 @@ from typing import Any
 
 
 def add_graph_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="graph file or folder (csv pair, triples TSV/CSV/JSON, ExplaGraphs row, WebQSP JSON)")
-    p.add_argument("--format", default="auto",
-                   help="auto | csv-pair | triples | explagraphs | webqsp (default: auto-detect)")
-    p.add_argument("--record", default=None, help="row / record to take from a multi-record file (index or id)")
+    from ..io import FORMATS, format_names
+
+    names = format_names()
+    p.add_argument("path", help="graph file or folder (" + "; ".join(f"{n}: {FORMATS[n].label}" for n in names) + ")")
+    p.add_argument("--format", default="auto", choices=["auto", *names], help="input format (default: auto-detect)")
+    p.add_argument("--record", default=None, help="row / record / image to take from a multi-record file (index or id)")
     p.add_argument("--tree", default="bfs", choices=("bfs", "dfs", "random"), help="spanning tree method")
     p.add_argument("--seed", type=int, default=0, help="seed of the random spanning tree")
     p.add_argument("--max-cycle-len", type=int, default=None, help="no 2-cell on longer fundamental cycles")
@@ -27,9 +37,75 @@ def load_from_args(args: argparse.Namespace):
     return load_graph(args.path, format=args.format, record=record)
 
 
+def _param_type(param):
+    """An argparse ``type`` that converts and validates one method parameter (errors name the option)."""
+    def convert(text: str):
+        try:
+            value = param.type(text) if param.type is not bool else text.lower() in ("1", "true", "yes")
+            return param.validate(value)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e).replace(f"parameter {param.name!r}", "value")) from None
+    convert.__name__ = param.type.__name__
+    return convert
+
+
+def add_method_args(p: argparse.ArgumentParser, dimension: str | None = None, default: str | None = "toporag") -> None:
+    """``--method`` and every registered parameter as an option (default ``None``: the method's own
+    default, or a checkpoint's setting, applies)."""
+    from ..retrieval import METHODS, method_names
+
+    names = method_names(dimension)
+    p.add_argument("--method", default=default, choices=names,
+                   help="retrieval method: " + "; ".join(f"{n} = {METHODS[n].label}" for n in names))
+    p.add_argument("--k", type=_k_type, default=None,
+                   help="one k for every k-like parameter (k0, k1, k2, k) not given itself (default 3)")
+    seen: dict[str, list[str]] = {}
+    first = {}
+    for n in names:
+        for prm in METHODS[n].params:
+            seen.setdefault(prm.name, []).append(n)
+            first.setdefault(prm.name, prm)
+    for name, prm in first.items():
+        if name == "k":
+            continue
+        rng = "" if prm.min is None else f"; >= {prm.min:g}" if prm.max is None else f"; range {prm.min:g}..{prm.max:g}"
+        p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_param_type(prm), default=None,
+                       help=f"{prm.help} (default {prm.default}{rng}; methods: {', '.join(seen[name])})")
+
+
+def _k_type(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {k}")
+    return k
+
+
+def setting_from_args(args: argparse.Namespace, base: dict | None = None):
+    """The :class:`~toporag_core.retrieval.RetrievalSetting` of the parsed options: explicit options
+    win, then ``base`` (a checkpoint's saved setting), then the method's defaults. An option the
+    chosen method does not take is an error naming it."""
+    from ..retrieval import METHODS, RetrievalSetting, get_method
+
+    method = getattr(args, "method", None) or (base or {}).get("method") or "toporag"
+    spec = get_method(method)
+    given = {}
+    for name in {p.name for m in METHODS.values() for p in m.params} - {"k"}:
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if name not in spec.param_names:
+            raise ValueError(f"--{name.replace('_', '-')} is not a parameter of method {method!r} "
+                             f"(its parameters: {', '.join(spec.param_names) or 'none'})")
+        given[name] = value
+    return RetrievalSetting.from_dict(base, method=method, k=getattr(args, "k", None), **given)
+
+
 def emit(obj: dict, as_json: bool, human: str) -> None:
     if as_json:
-        json.dump(obj, sys.stdout, ensure_ascii=False)
+        json.dump(obj, sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(human)

@@ -4,24 +4,20 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, emit, load_from_args
+from ._common import add_graph_args, add_method_args, emit, load_from_args, setting_from_args
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub) -> None:
     p = sub.add_parser("ask", help="answer a question about a graph with a trained TopoRAG model")
     add_graph_args(p)
-    p.add_argument("--question", "-q", required=True)
+    p.add_argument("--question", "-q", default=None,
+                   help="the question (default: the record's own question, e.g. an ExplaGraphs row's)")
     p.add_argument("--query", default=None, help="text used for retrieval (default: the question)")
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint folder (default: assets/checkpoints/expla_graphs, else the frozen LLM)")
     p.add_argument("--llm", default=None, help="override the LLM: local HF folder or hub id")
     p.add_argument("--device", default="auto")
-    p.add_argument("--method", default=None, help="toporag | g-retriever | shortest-path | topk-triples | whole")
-    p.add_argument("--k0", type=int, default=None)
-    p.add_argument("--k1", type=int, default=None)
-    p.add_argument("--k2", type=int, default=None)
-    p.add_argument("--c2", type=float, default=None)
-    p.add_argument("--edge-cost", type=float, default=None)
+    add_method_args(p, dimension="cells", default=None)
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.set_defaults(func=run)
 
@@ -30,21 +26,25 @@ def run(args: argparse.Namespace) -> int:
     from ..pipeline import TopoRAGPipeline
 
     graph = load_from_args(args)
+    question = args.question or graph.meta.get("question")
+    if not question:
+        raise ValueError("--question is required (this graph carries no question of its own)")
+    query = args.query
+    if query is None and not args.question and graph.meta.get("arg1") and graph.meta.get("arg2"):
+        query = f"{graph.meta['arg1']} {graph.meta['arg2']}"  # ExplaGraphs rows retrieve with both arguments
     pipe = TopoRAGPipeline.load(args.checkpoint, llm=args.llm, device=args.device)
-    params = {"method": "toporag", "k0": 3, "k1": 3, "k2": 3, "c2": 0.5, "edge_cost": 0.5}
-    params.update(pipe.retrieval_defaults())  # the checkpoint's training setting, unless overridden
-    for key in params:
-        if getattr(args, key, None) is not None:
-            params[key] = getattr(args, key)
+    setting = setting_from_args(args, pipe.meta.get("retrieval"))  # options win, then the checkpoint's setting
     t0 = time.perf_counter()
     ecx = pipe.prepare(graph, tree=args.tree)  # lift + embed, reported as "prepare"
     prepare_s = time.perf_counter() - t0
-    out = pipe.answer(ecx, args.question, query=args.query, max_new_tokens=args.max_new_tokens, **params)
+    out = pipe.answer(ecx, question, setting, query=query, max_new_tokens=args.max_new_tokens)
     out["timings"]["prepare"] = prepare_s
     out["timings"]["total"] += prepare_s
-    result = {"answer": out["answer"], "question": args.question, "method": out["method"], "params": params,
-              "cells": out["cells"], "context": out["context"], "prompt": out["prompt"],
-              "timings": out["timings"], "model": pipe.describe()}
+    result = {"answer": out["answer"], "question": question, "method": out["method"],
+              "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
+              "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe()}
+    if "label" in graph.meta:
+        result["gold"] = graph.meta["label"]
     t = out["timings"]
     human = "\n".join([
         f"answer: {out['answer']}",

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scenes import write_dataset
+    from ..tasks.scenes import write_dataset
 
     if args.n < 1 or args.per_type < 1:
         raise ValueError("--n and --per-type must be >= 1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .train import add_data_args, setting_from_args
+from .train import add_data_args, prep_config_from_args
 
 
 def register(subparsers) -> None:
@@ -26,10 +26,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import torch
 
-    from ..data_prep import prepare_dataset
     from ..evaluate import evaluate
     from ..llm import load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
+    from ..tasks.prep import prepare_dataset
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -44,18 +44,18 @@ def run(args) -> int:
         base = dict(meta.get("retrieval", {}))
         if not meta["config"]["cwn"].get("use_cells2", True):
             base["use_cells2"] = False
-    setting = setting_from_args(args, base)
+    setting = prep_config_from_args(args, base)
     data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
     examples = data[args.split][: args.limit] if args.limit else data[args.split]
     if args.zero_shot:
         llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
         model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
-        method = f"{setting.method} (frozen LLM, no soft prompt)"
+        method = f"{setting.retrieval.method} (frozen LLM, no soft prompt)"
     else:
         llm, tok = load_llm(args.llm or json.loads(cfg_path.read_text())["config"]["llm"], device=args.device,
                             dtype=args.dtype)
         model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
-        method = setting.method
+        method = setting.retrieval.method
     res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
                    resume=args.resume)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))

@@ -7,7 +7,7 @@ import time
 from ._common import add_graph_args, emit, load_from_args
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub) -> None:
     p = sub.add_parser("lift", help="lift a textual graph into a cell complex and summarise it")
     add_graph_args(p)
     p.set_defaults(func=run)

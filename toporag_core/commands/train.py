@@ -7,37 +7,34 @@ from pathlib import Path
 
 
 def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
-    """Retrieval / preprocessing options shared by ``train`` and ``eval`` (``defaults=False``: leave
-    them ``None`` so ``eval`` can take them from the checkpoint)."""
-    d = (lambda v: v) if defaults else (lambda v: None)
-    p.add_argument("--dataset", default="expla_graphs", help="expla_graphs | webqsp | scene_graphs (registered)")
+    """Retrieval / preprocessing options shared by ``train`` and ``eval``. Retrieval options come
+    from the method registry; unset ones take the method's defaults (``defaults=False``: the
+    checkpoint's saved setting first, for ``eval``)."""
+    from ..tasks import TASKS
+    from ._common import add_method_args
+
+    p.add_argument("--dataset", default="expla_graphs", help=f"registered dataset: {', '.join(TASKS)}")
     p.add_argument("--data-dir", default=None, help="folder with the dataset files (default ../shared/data)")
-    p.add_argument("--method", default=d("toporag"),
-                   help="retrieval: toporag | g-retriever | shortest-path ('w/o TSR') | topk-triples | whole")
-    p.add_argument("--k0", type=int, default=d(3))
-    p.add_argument("--k1", type=int, default=d(3))
-    p.add_argument("--k2", type=int, default=d(3))
-    p.add_argument("--c2", type=float, default=d(0.5))
-    p.add_argument("--edge-cost", type=float, default=d(0.5))
+    add_method_args(p, dimension="cells", default="toporag" if defaults else None)
     p.add_argument("--no-cells2", action="store_true", default=None if not defaults else False,
-                   help="drop 2-cells from encoder and text ('w/o CRL')")
+                   help="'w/o CRL': retrieve with k2 = 0 and drop 2-cells from encoder and text")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--dtype", default="auto", help="LLM precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16")
+    p.add_argument("--dtype", default="auto",
+                   help="LLM precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16")
 
 
-def setting_from_args(args, base: dict | None = None):
-    """A RetrievalSetting: explicit flags win, then ``base`` (a checkpoint's), then the defaults."""
-    from ..data_prep import RetrievalSetting
+def prep_config_from_args(args, base: dict | None = None):
+    """A :class:`~toporag_core.tasks.prep.PrepConfig`: explicit options win, then ``base`` (a
+    checkpoint's saved setting), then the method's defaults."""
+    from ..tasks.prep import PrepConfig
+    from ._common import setting_from_args
 
-    s = dict(base or {})
-    for key, flag in (("method", "method"), ("k0", "k0"), ("k1", "k1"), ("k2", "k2"), ("c2", "c2"),
-                      ("edge_cost", "edge_cost")):
-        if getattr(args, flag, None) is not None:
-            s[key] = getattr(args, flag)
-    if getattr(args, "no_cells2", None) is not None and (args.no_cells2 or "use_cells2" not in s):
-        s["use_cells2"] = not args.no_cells2
-    known = set(RetrievalSetting.__dataclass_fields__)
-    return RetrievalSetting(**{k: v for k, v in s.items() if k in known})
+    base = dict(base or {})
+    use_cells2 = bool(base.pop("use_cells2", True))
+    tree = str(base.pop("tree", "bfs"))
+    if getattr(args, "no_cells2", None):
+        use_cells2 = False
+    return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree)
 
 
 def register(subparsers) -> None:
@@ -70,15 +67,15 @@ def register(subparsers) -> None:
 def run(args) -> int:
     import torch
 
-    from ..data_prep import prepare_dataset
     from ..llm import DEFAULT_LLM, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
+    from ..tasks.prep import prepare_dataset
     from ..train import TrainConfig, seed_everything, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    setting = setting_from_args(args)
+    setting = prep_config_from_args(args)
     out = Path(args.out or f"runs/{args.dataset}-{setting.key()}-{args.encoder}-{args.mode}")
     data = prepare_dataset(args.dataset, setting, data_dir=args.data_dir)
     train_set = data["train"][: args.max_train] if args.max_train else data["train"]
@@ -89,14 +86,14 @@ def run(args) -> int:
     llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
     dim = train_set[0].tensors.dim
     cfg = TopoRAGConfig(encoder=args.encoder, cwn=CWNConfig(in_dim=dim, hidden=args.hidden,
-                                                            use_cells2=not args.no_cells2),
+                                                            use_cells2=setting.use_cells2),
                         num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden,
                         llm=args.llm or DEFAULT_LLM, mode=args.mode)
     model = TopoRAGModel(cfg, llm, tok)
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
                        eval_every=args.eval_every, time_budget_s=args.time_budget)
-    meta = {"dataset": args.dataset, "retrieval": vars(setting), "train_examples": len(train_set),
+    meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
     summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta)
     print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_step",

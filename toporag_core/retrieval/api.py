@@ -1,25 +1,39 @@
-"""One entry point for every retrieval method (same arguments, same result type)."""
+"""One entry point for every registered retrieval method.
+
+``retrieve(ecx, question, "toporag", k0=3, c2=0.5)`` or ``retrieve(ecx, question, setting=s)``:
+the method and its parameters are validated by :class:`~.registry.RetrievalSetting`
+(unknown method or parameter, wrong type, out of range: ``ValueError`` naming it), then the
+registered function runs. Cell methods return a :class:`~.result.Subcomplex`, node methods a
+:class:`~toporag_core.topo.TopoRetrieval`.
+"""
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
-from .result import EmbeddedComplex, Subcomplex
-from .toporag import retrieve_subcomplex
+from . import methods as _builtin  # noqa: F401  (registers the built-in methods)
+from .registry import RetrievalSetting
+from .result import EmbeddedComplex
 
-METHODS = ("toporag", "g-retriever", "shortest-path", "topk-triples")
 
+def retrieve(ecx: EmbeddedComplex, question: str | np.ndarray | None, method: str | None = None,
+             setting: RetrievalSetting | None = None, **params: Any):
+    """Retrieve with a registered method.
 
-def retrieve(ecx: EmbeddedComplex, question: str | np.ndarray, method: str = "toporag", k0: int = 3,
-             k1: int = 3, k2: int = 3, c2: float = 0.5, edge_cost: float = 0.5) -> Subcomplex:
-    """Retrieve a subcomplex with ``method`` (one of :data:`METHODS`)."""
-    if method == "toporag":
-        return retrieve_subcomplex(ecx, question, k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost)
-    from . import baselines
-
-    if method == "g-retriever":
-        return baselines.g_retriever(ecx, question, k0=k0, k1=k1, edge_cost=edge_cost)
-    if method == "shortest-path":
-        return baselines.shortest_path(ecx, question, k0=k0, k1=k1)
-    if method == "topk-triples":
-        return baselines.topk_triples(ecx, question, k=max(k1, 1))
-    raise ValueError(f"unknown retrieval method {method!r}; choose one of {', '.join(METHODS)}")
+    Args:
+        ecx: the embedded complex of the graph.
+        question: the question text (encoded with ``ecx.encoder``) or its ``(d,)`` vector.
+        method: a registered method name (default ``"toporag"``), or
+        setting: a complete :class:`RetrievalSetting` (then ``method``/``params`` may only repeat it).
+        **params: the method's own parameters (missing ones take their defaults).
+    """
+    if setting is None:
+        setting = RetrievalSetting(method or "toporag", params)
+    elif params or (method is not None and method != setting.method):
+        setting = setting.replace(method, **params)
+    spec = setting.spec
+    if spec.dimension == "cells" and ecx.complex.num_nodes == 0:
+        name = ecx.complex.graph.name
+        raise ValueError(f"cannot retrieve from an empty graph (no nodes){f': {name}' if name else ''}")
+    return spec.fn(ecx, question, **setting.params)

@@ -7,8 +7,8 @@
 * ``shortest_path``: the paper's "w/o TSR" ablation: the top-k 0-cells and the endpoints
   of the top-k 1-cells are terminals; the union of shortest paths from the best terminal
   of each component to every other terminal of that component (one piece per component
-  that holds a terminal); 2-cells whose whole boundary was selected are kept (the
-  induced subcomplex).
+  that holds a terminal). As in the paper's ablation, 2-cells are removed: no 2-cell is
+  retrieved, even one whose whole boundary was selected (it is a graph method).
 * ``topk_triples``: KAPING-style: the top-k original triples by cosine between the
   question and the triple text ``"head relation tail"``; not necessarily connected.
 """
@@ -23,16 +23,7 @@ from scipy.sparse import csgraph
 from ..embed import single_thread_blas
 from .pcst import solve_pcst
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
-from .toporag import cell2_prizes, rank_prizes
-
-
-def _induced_cells2(cx, edges: np.ndarray) -> np.ndarray:
-    """2-cells whose every boundary edge is in ``edges``."""
-    if cx.num_cells2 == 0 or edges.size == 0:
-        return np.zeros(0, np.int64)
-    inside = np.isin(cx.cell_edges, edges)
-    missing = np.bincount(cx.cell2_index(), weights=~inside, minlength=cx.num_cells2)
-    return np.flatnonzero(missing == 0)
+from .toporag import rank_prizes
 
 
 def _check(ecx: EmbeddedComplex) -> None:
@@ -49,13 +40,14 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
     t0 = time.perf_counter()
     s0, s1_cells, s2 = ecx.similarities(question)
     q = ecx.question_vector(question)
-    # original edge similarity = its 1-cell's relation mean is not G-Retriever's rule:
-    # G-Retriever scores each original edge by its own relation text; parallel edges with
-    # the same relation text tie and share a prize level.
-    keep = np.flatnonzero(cx.edge_of_orig >= 0)  # self-loops cannot be PCST edges
+    # G-Retriever scores each original edge by its own relation text (not the 1-cell mean);
+    # parallel edges with the same relation text tie and share a prize level. Self-loops are
+    # PCST edges too, as in PyG's retrieval_via_pcst: they take part in the prize levels and
+    # in the cost rule, so dropping them changes the result (they map to no 1-cell).
+    keep = np.arange(g.num_edges)
     rel_vecs = _relation_vectors(ecx)
     with single_thread_blas():
-        s_e = (rel_vecs[keep] @ q) if keep.size else np.zeros(0)
+        s_e = (rel_vecs @ q) if keep.size else np.zeros(0)
     p0 = rank_prizes(s0, k0)
     pe = np.zeros(keep.size)
     uniq = np.unique(s_e)[::-1]
@@ -86,10 +78,12 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
     t2 = time.perf_counter()
     low_ids = keep[low]
     chosen_orig = np.concatenate([low_ids[es[es < low_ids.size]], keep[virt[vs[vs >= n] - n]]])
-    chosen_edges = np.unique(cx.edge_of_orig[chosen_orig])
+    cells1 = cx.edge_of_orig[chosen_orig]
+    chosen_edges = np.unique(cells1[cells1 >= 0])  # a chosen self-loop is no 1-cell
     # prizes per 1-cell for display: the best prize among its original edges
     p1 = np.zeros(cx.num_edges)
-    np.maximum.at(p1, cx.edge_of_orig[keep], pe)
+    real = cx.edge_of_orig >= 0
+    np.maximum.at(p1, cx.edge_of_orig[real], pe[real])
     sub = make_subcomplex(cx, vs[vs < n], chosen_edges, np.zeros(0, np.int64),
                           (p0, p1, np.zeros(cx.num_cells2)), "g-retriever",
                           dict(k0=k0, k1=k1, edge_cost=edge_cost, effective_edge_cost=float(cost)), {},
@@ -101,7 +95,7 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
 
 def _relation_vectors(ecx: EmbeddedComplex) -> np.ndarray:
     """``(E, d)`` embedding of every original edge's relation text (cached on the object)."""
-    cache = ecx.__dict__.setdefault("_aux", {})
+    cache = ecx.cache
     if "rel" not in cache:
         g = ecx.complex.graph
         if ecx.encoder is None:
@@ -109,13 +103,14 @@ def _relation_vectors(ecx: EmbeddedComplex) -> np.ndarray:
             idx = np.maximum(ecx.complex.edge_of_orig, 0)
             cache["rel"] = ecx.emb.x1[idx] if ecx.emb.x1.shape[0] else np.zeros((g.num_edges, ecx.emb.dim), np.float32)
         else:
-            cache["rel"] = ecx.encoder.encode(list(g.edge_text)) if g.num_edges else np.zeros((0, ecx.emb.dim), np.float32)
+            cache["rel"] = (ecx.encoder.encode(list(g.edge_text)) if g.num_edges
+                            else np.zeros((0, ecx.emb.dim), np.float32))
     return cache["rel"]
 
 
 def _triple_vectors(ecx: EmbeddedComplex) -> np.ndarray:
     """``(E, d)`` embedding of ``"head relation tail"`` for every original edge (cached)."""
-    cache = ecx.__dict__.setdefault("_aux", {})
+    cache = ecx.cache
     if "triples" not in cache:
         if ecx.encoder is None:
             raise ValueError("topk-triples needs an encoder to embed triple texts")
@@ -125,7 +120,7 @@ def _triple_vectors(ecx: EmbeddedComplex) -> np.ndarray:
 
 
 def shortest_path(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3) -> Subcomplex:
-    """Shortest paths joining the top-k cells ("w/o TSR"); induced 2-cells kept."""
+    """Shortest paths joining the top-k cells ("w/o TSR"); no 2-cells."""
     _check(ecx)
     cx = ecx.complex
     t0 = time.perf_counter()
@@ -162,9 +157,8 @@ def shortest_path(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3,
             pk = np.concatenate(pairs)
             keys = cx.edges[:, 0] * n + cx.edges[:, 1]
             edges = np.union1d(edges, np.searchsorted(keys, pk[:, 0] * n + pk[:, 1]))
-    cells = _induced_cells2(cx, np.union1d(edges, np.zeros(0, np.int64)))
-    p2 = cell2_prizes(cx, p0, p1, 0.0)
-    sub = make_subcomplex(cx, nodes, edges, cells, (p0, p1, p2), "shortest-path", dict(k0=k0, k1=k1), {},
+    sub = make_subcomplex(cx, nodes, edges, np.zeros(0, np.int64), (p0, p1, np.zeros(cx.num_cells2)),
+                          "shortest-path", dict(k0=k0, k1=k1), {},
                           similarities=(s0, s1, s2))
     sub.timings = {"total": time.perf_counter() - t0}
     return sub

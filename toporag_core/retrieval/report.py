@@ -13,6 +13,7 @@ import numpy as np
 
 from ..metrics import normalize
 from .api import retrieve
+from .registry import K_PARAMS, RetrievalSetting, get_method, method_names
 from .result import EmbeddedComplex
 
 
@@ -33,19 +34,25 @@ def answer_found(node_texts: Iterable[str], answers: Sequence[str]) -> tuple[boo
     return (any(hits), float(np.mean(hits)) if hits else 0.0)
 
 
-def retrieval_report(items: Sequence[QAGraph], methods: Sequence[str] = ("toporag", "g-retriever", "shortest-path",
-                                                                          "topk-triples"),
+def retrieval_report(items: Sequence[QAGraph], methods: Sequence[str] | None = None,
                      ks: Sequence[int] = (1, 2, 3), c2: float = 0.5) -> list[dict]:
-    """One row per (method, k): recall, coverage, mean cells per dimension, mean ms."""
+    """One row per (method, k): recall, coverage, mean cells per dimension, mean ms.
+
+    ``methods``: default every registered cell method that takes a k (``whole`` has none).
+    """
+    methods = list(methods) if methods is not None else \
+        [m for m in method_names("cells") if set(get_method(m).param_names) & set(K_PARAMS)]
     rows = []
     for method in methods:
         for it in items:  # warm per-graph caches (e.g. triple embeddings) outside the timings
-            retrieve(it.ecx, it.q_vec if it.q_vec is not None else it.question, method=method, k0=1, k1=1, k2=1)
+            retrieve(it.ecx, it.q_vec if it.q_vec is not None else it.question,
+                     setting=RetrievalSetting.make(method, k=1))
         for k in ks:
             found, cover, counts, ms = [], [], [], []
+            setting = RetrievalSetting.make(method, k=k, c2=c2)
             for it in items:
                 q = it.q_vec if it.q_vec is not None else it.question
-                sub = retrieve(it.ecx, q, method=method, k0=k, k1=k, k2=k, c2=c2)
+                sub = retrieve(it.ecx, q, setting=setting)
                 f, c = answer_found(sub.node_texts(), it.answers)
                 found.append(f)
                 cover.append(c)

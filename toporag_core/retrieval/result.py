@@ -19,11 +19,15 @@ class EmbeddedComplex:
 
     Build it once per graph (``from_graph``); every retrieval afterwards only encodes
     the question (cached too), never the cells again.
+
+    ``cache`` is the public per-graph memo of what methods derive from the embeddings once
+    (unit vectors, relation and triple vectors, topology node indices): key -> value.
     """
 
     complex: CellComplex
     emb: CellEmbeddings
     encoder: TextEncoder | None = None
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_graph(cls, graph, encoder: TextEncoder, tree: str = "bfs", seed: int = 0,
@@ -33,6 +37,13 @@ class EmbeddedComplex:
 
         cx = lift(graph, tree=tree, seed=seed, max_cycle_len=max_cycle_len)
         return cls(cx, embed_complex(cx, encoder, show_progress=show_progress), encoder)
+
+    @classmethod
+    def unembedded(cls, cx: CellComplex, encoder: TextEncoder | None = None) -> "EmbeddedComplex":
+        """A complex without cell embeddings (``(0, 0)`` arrays): enough for node methods, which
+        only read the graph (and the encoder, to place a question)."""
+        z = np.zeros((0, encoder.dim if encoder is not None else 0), np.float32)
+        return cls(cx, CellEmbeddings(z, z, z), encoder)
 
     def question_vector(self, question: str | np.ndarray) -> np.ndarray:
         """``(d,)`` unit vector for a question text (or a given vector, normalised)."""
@@ -59,7 +70,7 @@ class EmbeddedComplex:
 
     def _unit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row-normalised cell embeddings, computed once (every slider move reuses them)."""
-        cache = self.__dict__.setdefault("_aux", {})
+        cache = self.cache
         if "unit" not in cache:
             def unit(x: np.ndarray) -> np.ndarray:
                 nx = np.linalg.norm(x, axis=1, keepdims=True)
@@ -124,7 +135,8 @@ class Subcomplex:
         return [[t[i] for i in self.complex.cell2_nodes(f).tolist()] for f in self.cells2.tolist()]
 
     def role_of(self, rank: int) -> dict[int, str]:
-        ids, roles = [(self.nodes, self.node_roles), (self.edges, self.edge_roles), (self.cells2, self.cell2_roles)][rank]
+        ids, roles = [(self.nodes, self.node_roles), (self.edges, self.edge_roles),
+                      (self.cells2, self.cell2_roles)][rank]
         return dict(zip(ids.tolist(), roles.tolist()))
 
     def contains_text(self, text: str) -> bool:
@@ -133,6 +145,12 @@ class Subcomplex:
 
         n = normalize(text)
         return any(normalize(t) == n for t in self.node_texts())
+
+    def cell_texts(self, include_cells2: bool = True) -> dict[str, Any]:
+        """Texts of the retrieved cells: ``nodes``, ``edges`` (triples), ``cells2`` (cycles), ``counts``."""
+        return {"nodes": self.node_texts(), "edges": [list(t) for t in self.triples()],
+                "cells2": self.cycles() if include_cells2 else [],
+                "counts": dict(zip(("nodes", "edges", "cells2"), self.counts))}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (the ``toporag retrieve --json`` keys plus roles/prizes)."""

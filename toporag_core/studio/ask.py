@@ -14,19 +14,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import streamlit as st
 
 from ..pipeline import REPO_ROOT, TopoRAGPipeline
-from ..retrieval import EmbeddedComplex, Subcomplex
-from .lab import METHOD_LABELS, LabSettings
+from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
+from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 
 CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
 COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
 NO_CHECKPOINT = "none"
-PACKAGED_LLM = "smollm2-135m-instruct"
+PACKAGED_LLM = DEFAULT_LLM
 TIMING_STAGES = ("retrieve", "encode", "generate", "total")
 
 
@@ -45,11 +45,6 @@ def checkpoint_options() -> dict[str, str]:
     if env.lower() == NO_CHECKPOINT:  # the env asks for the frozen LLM: make it the default
         out = {NO_CHECKPOINT: out.pop(NO_CHECKPOINT), **out}
     return out
-
-
-def default_llm() -> str:
-    """``TOPORAG_LLM`` or the packaged SmolLM2-135M-Instruct."""
-    return os.environ.get("TOPORAG_LLM", "").strip() or PACKAGED_LLM
 
 
 def load_pipeline(checkpoint: str, llm: str, encoder=None, device: str = "auto") -> TopoRAGPipeline:
@@ -94,15 +89,6 @@ def check_compatible(pipe: TopoRAGPipeline, ecx: EmbeddedComplex) -> None:
                          f"with {enc} ({width}-d); use the sentence encoder the checkpoint was trained with")
 
 
-def settings_from_checkpoint(pipe: TopoRAGPipeline) -> LabSettings:
-    """The retrieval setting the checkpoint was trained with, as lab settings (defaults elsewhere)."""
-    r = pipe.retrieval_defaults()
-    k0, k1, k2 = (int(r.get(k, 3)) for k in ("k0", "k1", "k2"))
-    same = k0 == k1 == k2
-    return LabSettings(k=k0, c2=float(r.get("c2", 0.5)), edge_cost=float(r.get("edge_cost", 0.5)),
-                       k0=None if same else k0, k1=None if same else k1, k2=None if same else k2)
-
-
 @dataclass
 class Answer:
     """One answered question with one retrieval method (what the page shows)."""
@@ -124,20 +110,20 @@ def retrieval_query(graph, question: str) -> str | None:
     return None
 
 
-def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, methods: list[str] | tuple[str, ...],
-        settings: LabSettings, max_new_tokens: int | None = None, query: str | None = None) -> dict[str, Answer]:
-    """Answer ``question`` once per retrieval method (``{method: Answer}``, in the given order);
+def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Sequence[RetrievalSetting],
+        max_new_tokens: int | None = None, query: str | None = None) -> dict[str, Answer]:
+    """Answer ``question`` once per retrieval setting (``{method: Answer}``, in the given order);
     ``query``: retrieve with this text instead of the question."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("type a question first")
     check_compatible(pipe, ecx)
     out = {}
-    for m in dict.fromkeys(methods):
-        if m not in METHOD_LABELS:
-            raise ValueError(f"unknown method {m!r}; one of {sorted(METHOD_LABELS)}")
-        r = pipe.answer(ecx, question, method=m, max_new_tokens=max_new_tokens, query=query, **settings.kwargs())
-        out[m] = Answer(method=m, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
-                        prompt=r["prompt"], timings=r["timings"])
+    for s in settings:
+        if s.method in out:
+            continue
+        r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query)
+        out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
+                               prompt=r["prompt"], timings=r["timings"])
     return out
 
 
@@ -160,7 +146,7 @@ def cells_frame(sub: Subcomplex) -> pd.DataFrame:
 def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
     """Milliseconds per stage (retrieve, encode = cell-complex encoder + projector, generate), one
     row per method."""
-    return pd.DataFrame([{"method": METHOD_LABELS.get(m, m),
+    return pd.DataFrame([{"method": method_label(m),
                           **{s: round(a.timings.get(s, 0.0) * 1000, 1) for s in TIMING_STAGES}}
                          for m, a in answers.items()])
 

@@ -345,7 +345,8 @@ def frame_csv(df: pd.DataFrame) -> bytes:
 def prepare_slice(dataset: str, split: str, start: int, count: int, encoder, setting,
                   data_dir: str | os.PathLike | None = None, on_progress: Callable[[int, int], None] | None = None):
     """Preprocess only ``raw[split][start:start+count]`` (lift, embed, retrieve), reporting progress."""
-    from ..data_prep import load_raw, prepare_example
+    from ..tasks import load_raw
+    from ..tasks.prep import prepare_example
 
     raw = load_raw(dataset, data_dir)
     if split not in raw:

@@ -42,12 +42,12 @@ LABEL_CHARS = 28
 def _adjacency(cx: CellComplex) -> sp.csr_matrix:
     """Symmetric node adjacency of the 1-skeleton, cached on the complex."""
     key = ("studio", "adjacency")
-    if key not in cx._cache:
+    if key not in cx.cache:
         u, v = cx.edges[:, 0], cx.edges[:, 1]
         n = cx.num_nodes
         a = sp.csr_matrix((np.ones(2 * u.size), (np.concatenate([u, v]), np.concatenate([v, u]))), shape=(n, n))
-        cx._cache[key] = a
-    return cx._cache[key]
+        cx.cache[key] = a
+    return cx.cache[key]
 
 
 def neighbourhood(cx: CellComplex, seeds, cap: int = DEFAULT_CAP) -> np.ndarray:

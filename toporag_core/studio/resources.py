@@ -5,33 +5,32 @@
 * One lifted complex and one embedded complex per ``(graph fingerprint, tree method,
   seed, encoder)``: a slider never re-lifts or re-encodes; only the retrieval runs again.
 
-``TOPORAG_ENCODER`` picks the encoder: unset or ``sentence`` = the packaged
-all-MiniLM-L6-v2; ``hashing`` = the model-free :class:`~toporag_core.embed.HashingEncoder`
-(fast tests); anything else = a local SentenceTransformer folder or model name.
+``TOPORAG_ENCODER`` picks the encoder, as everywhere (:func:`toporag_core.embed.get_encoder`,
+the one factory): unset = the packaged all-MiniLM-L6-v2; ``hashing`` = the model-free
+:class:`~toporag_core.embed.HashingEncoder` (fast tests); anything else = a local
+SentenceTransformer folder or model name.
 """
 from __future__ import annotations
-
-import os
 
 import streamlit as st
 
 from ..complex import CellComplex
-from ..embed import CachedEncoder, CellEmbeddings, HashingEncoder, SentenceTransformerEncoder, embed_complex
+from ..embed import CachedEncoder, CellEmbeddings, embed_complex, encoder_spec
+from ..embed import get_encoder as make_encoder
 from ..graph import TextualGraph
 from ..lift import lift
 from ..retrieval import EmbeddedComplex
 
 
 def encoder_choice() -> str:
-    return os.environ.get("TOPORAG_ENCODER", "").strip() or "sentence"
+    """The encoder name in force (``$TOPORAG_ENCODER`` or ``default``): part of every cache key."""
+    return encoder_spec()
 
 
 @st.cache_resource(show_spinner="Loading the sentence encoder ...")
 def get_encoder(choice: str) -> CachedEncoder:
-    """The text encoder for ``choice`` (see module docstring), cached once per server."""
-    if choice == "hashing":
-        return CachedEncoder(HashingEncoder())
-    return CachedEncoder(SentenceTransformerEncoder(None if choice == "sentence" else choice))
+    """The text encoder for ``choice`` (see module docstring), created once per server."""
+    return make_encoder(choice)
 
 
 @st.cache_resource(max_entries=16, show_spinner="Lifting the graph into a cell complex ...")

@@ -61,7 +61,7 @@ def load_sample(key: str) -> TextualGraph:
     s = sample(key)
     path = assets_dir() / "samples" / s.file
     if s.file.endswith(".tsv"):  # ExplaGraphs layout: one row with its arguments and label
-        from ..datasets import explagraphs_row_to_graph, read_explagraphs
+        from ..io.explagraphs import explagraphs_row_to_graph, read_explagraphs
 
         g = explagraphs_row_to_graph(read_explagraphs(path)[0], file=str(path))
     else:
@@ -78,7 +78,7 @@ def load_sample(key: str) -> TextualGraph:
 def shared_data_dir() -> Path | None:
     """Folder of the shared benchmark data, or ``None`` when this machine has none."""
     try:
-        from ..datasets import shared_data_dir as find
+        from ..tasks import shared_data_dir as find
         d = find()
     except ImportError:  # datasets module absent: same rule as toporag_core.datasets
         env = os.environ.get("TOPORAG_SHARED_DATA")
@@ -103,14 +103,14 @@ def explagraphs_rows() -> list[dict[str, Any]]:
     p = explagraphs_path()
     if p is None:
         return []
-    from ..datasets import read_explagraphs
+    from ..io.explagraphs import read_explagraphs
 
     return read_explagraphs(p)
 
 
 def explagraphs_graph(row: dict[str, Any]) -> TextualGraph:
     """One ExplaGraphs row -> graph with the benchmark prompt as its question."""
-    from ..datasets import explagraphs_row_to_graph
+    from ..io.explagraphs import explagraphs_row_to_graph
 
     g = explagraphs_row_to_graph(row, file=str(explagraphs_path()))
     g.meta["source"] = f"explagraphs:{row.get('id')}"
@@ -122,14 +122,14 @@ def webqsp_records() -> list[dict[str, Any]]:
     p = webqsp_path()
     if p is None:
         return []
-    from ..datasets import read_webqsp
+    from ..io.webqsp import read_webqsp
 
     return read_webqsp(p)
 
 
 def webqsp_graph(rec: dict[str, Any], index: int) -> TextualGraph:
     """One WebQSP record -> graph; its question and answers land in ``meta``."""
-    from ..datasets import webqsp_record_to_graph
+    from ..io.webqsp import webqsp_record_to_graph
 
     g = webqsp_record_to_graph(rec, file=str(webqsp_path()), record=index)
     g.meta.setdefault("question", rec.get("question", ""))

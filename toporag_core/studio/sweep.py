@@ -10,7 +10,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from ..retrieval import EmbeddedComplex, retrieve
+from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+from ..retrieval.registry import K_PARAMS
 
 COLUMNS = ["0-cells", "1-cells", "2-cells", "candidate 2-cells"]
 DEFAULT_C2_VALUES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -20,18 +21,24 @@ def _row(sub) -> list[int]:
     return [*sub.counts, len(sub.params.get("candidates2", []))]
 
 
-def sweep_k(ecx: EmbeddedComplex, question, method: str = "toporag", ks: Iterable[int] = range(6),
-            c2: float = 0.5, edge_cost: float = 0.5) -> pd.DataFrame:
-    """One retrieval per ``k`` (``k0 = k1 = k2 = k``); columns ``k`` + :data:`COLUMNS`."""
+def sweep_k(ecx: EmbeddedComplex, question, setting: RetrievalSetting | None = None,
+            ks: Iterable[int] = range(6)) -> pd.DataFrame:
+    """One retrieval per ``k`` (every k-like parameter = k, the other parameters as in ``setting``);
+    columns ``k`` + :data:`COLUMNS`."""
+    setting = setting or RetrievalSetting()
+    others = {n: v for n, v in setting.params.items() if n not in K_PARAMS}
     q = ecx.question_vector(question)
-    rows = [[k, *_row(retrieve(ecx, q, method=method, k0=k, k1=k, k2=k, c2=c2, edge_cost=edge_cost))] for k in ks]
+    rows = [[k, *_row(retrieve(ecx, q, setting=RetrievalSetting.make(setting.method, k=k, **others)))] for k in ks]
     return pd.DataFrame(rows, columns=["k", *COLUMNS])
 
 
-def sweep_c2(ecx: EmbeddedComplex, question, method: str = "toporag", c2_values: Iterable[float] = DEFAULT_C2_VALUES,
-             k0: int = 3, k1: int = 3, k2: int = 3, edge_cost: float = 0.5) -> pd.DataFrame:
-    """One retrieval per ``C2``; columns ``C2`` + :data:`COLUMNS`."""
+def sweep_c2(ecx: EmbeddedComplex, question, setting: RetrievalSetting | None = None,
+             c2_values: Iterable[float] = DEFAULT_C2_VALUES) -> pd.DataFrame:
+    """One retrieval per ``C2`` (a method without ``c2`` gives the same row each time); columns ``C2`` +
+    :data:`COLUMNS`."""
+    setting = setting or RetrievalSetting()
     q = ecx.question_vector(question)
-    rows = [[float(c), *_row(retrieve(ecx, q, method=method, k0=k0, k1=k1, k2=k2, c2=float(c), edge_cost=edge_cost))]
+    has_c2 = "c2" in setting.params
+    rows = [[float(c), *_row(retrieve(ecx, q, setting=setting.replace(c2=float(c)) if has_c2 else setting))]
             for c in np.asarray(list(c2_values), dtype=float)]
     return pd.DataFrame(rows, columns=["C2", *COLUMNS])

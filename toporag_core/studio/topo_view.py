@@ -7,8 +7,8 @@
   question" and the correlation page both read them, so node texts are encoded once.
 * Correlations and hop curves are ``st.cache_data`` per ``(graph, encoder, sampling)``.
 
-Method ids in the lab: ``"topo:proximity"`` and ``"topo:role"`` (next to the cell-complex
-methods of :data:`toporag_core.retrieval.METHODS`); baselines ``text`` and ``random``.
+Method ids in the lab are the registry's (:data:`toporag_core.retrieval.METHODS`): node methods
+``proximity`` and ``role``, and their baselines ``text`` and ``random``, next to the cell methods.
 """
 from __future__ import annotations
 
@@ -23,12 +23,10 @@ from ..graph import TextualGraph
 from ..topo import (UNREACHABLE, TopoNodeIndex, TopoRetrieval, resolve_target, retrieve_nodes,
                     text_similarity_by_distance, topology_text_correlation)
 from ..topo.retriever import SCORE_NAMES
-from .lab import METHOD_LABELS
+from ..retrieval import get_method, method_label, method_names
 from .resources import get_encoder
 
-NODE_METHODS = {"topo:proximity": "proximity", "topo:role": "role"}
-NODE_METHOD_LABELS = {"topo:proximity": "Topology: proximity", "topo:role": "Topology: role"}
-BASELINE_LABELS = {"text": "Baseline: text similarity", "random": "Baseline: random"}
+BASELINES = ("text", "random")  # node baselines shown beside a node method
 TARGET_FROM_QUESTION, TARGET_PICKED = "most similar to the question", "a node I pick"
 TARGET_MODES = (TARGET_FROM_QUESTION, TARGET_PICKED)
 INDEX_K = 20  # top-K precomputed per node; the lab's k slider stops here, so every lookup is O(1)
@@ -38,12 +36,14 @@ MAX_OPTIONS = 500  # node picker entries at most (the search box narrows big gra
 
 
 def is_node_method(method: str) -> bool:
-    return method in NODE_METHODS
+    return get_method(method).dimension == "nodes"
 
 
-def method_label(method: str) -> str:
-    """Display name of a lab method (cell-complex or node)."""
-    return NODE_METHOD_LABELS.get(method) or METHOD_LABELS.get(method) or BASELINE_LABELS.get(method, method)
+def node_methods() -> list[str]:
+    """The registered node methods the lab offers (the baselines run beside them)."""
+    return [m for m in method_names("nodes") if m not in BASELINES]
+
+
 
 
 # ---------------------------------------------------------------------------------------- indexes
@@ -106,7 +106,7 @@ def run_nodes(graph_key: str, encoder_choice: str, graph: TextualGraph, method: 
               question: str | None = None, target_score: float | None = None) -> TopoRetrieval:
     """:func:`retrieve_nodes` on the cached index of ``method`` (a node method id or a
     baseline name); ``question``/``target_score`` record how the target was chosen."""
-    index = get_node_index(graph_key, NODE_METHODS.get(method, method), encoder_choice, graph)
+    index = get_node_index(graph_key, method, encoder_choice, graph)
     res = retrieve_nodes(index, target=target, k=k)
     return dataclasses.replace(res, question=question, target_score=target_score) if question else res
 

@@ -117,7 +117,8 @@ class TopoNodeIndex:
             params.update(kw)
         elif method == "text":
             if encoder is None:
-                raise ValueError("method 'text' needs an encoder (e.g. HashingEncoder() or SentenceTransformerEncoder())")
+                raise ValueError("method 'text' needs an encoder "
+                                 "(e.g. HashingEncoder() or SentenceTransformerEncoder())")
             emb = cosine_rows(np.asarray(encoder.encode(graph.node_text), dtype=np.float64))
             text_emb[encoder.name] = emb
             params["encoder"] = encoder.name
@@ -220,7 +221,8 @@ def retrieve_nodes(index: TopoNodeIndex, target: int | None = None, question: st
     return TopoRetrieval(target=target, target_text=index.graph.node_text[target], nodes=nodes,
                          texts=[index.graph.node_text[j] for j in nodes], scores=[s for _, s in hits],
                          method=index.method, question=question, target_score=target_score,
-                         timings={"target": t1 - t0, "lookup": t2 - t1, **{f"index_{a}": b for a, b in index.timings.items()}})
+                         timings={"target": t1 - t0, "lookup": t2 - t1,
+                                  **{f"index_{a}": b for a, b in index.timings.items()}})
 
 
 def build_topo_prompt(graph, result: TopoRetrieval, partial_text: str = "", task: str | None = None) -> str:

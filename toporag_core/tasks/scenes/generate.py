@@ -28,17 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .gqa import QUESTIONS_FILE, SCENES_FILE
+from ...io.gqa import QUESTIONS_FILE, SCENES_FILE
+from .questions import COLUMNS, generate_questions
 
-COLOURS = ("white", "black", "red", "blue", "green", "yellow", "brown", "gray", "orange", "pink")
-MATERIALS = ("wooden", "metal", "plastic", "glass", "ceramic", "leather", "fabric", "stone", "paper", "wax")
-POSES = ("standing", "sitting")
-SIZES = ("small", "large")
-RELATIONS = ("on", "under", "in front of", "behind", "above", "below", "next to",
-             "to the left of", "to the right of")
-INVERSE = {"on": "under", "under": "on", "in front of": "behind", "behind": "in front of",
-           "above": "below", "below": "above", "next to": "next to",
-           "to the left of": "to the right of", "to the right of": "to the left of"}
+from .vocab import COLOURS, INVERSE, MATERIALS, POSES, RELATIONS, SIZES  # noqa: F401  (re-exported)
+
 SMALL_AREA, LARGE_AREA = 0.008, 0.08  # box area / image area below / above which a size word is added
 
 # theme -> kind -> names. Kinds decide placement: supports stand on the floor and carry items.
@@ -251,8 +245,6 @@ def write_dataset(out_dir: str | Path, n: int, seed: int = 0, per_type: int = 5)
         :func:`dataset_stats` of what was written (plus ``paths``).
     """
     import csv
-
-    from .questions import COLUMNS, generate_questions
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@
   does it), retrieval coverage of answer-bearing objects, per-type accuracy.
 """
 from .generate import COLOURS, MATERIALS, RELATIONS, dataset_stats, generate_scenes, write_dataset
-from .gqa import (QUESTION_TYPES, QUESTIONS_FILE, SCENES_FILE, SceneExample, read_gqa, read_scene_graphs,
+from ...io.gqa import (QUESTION_TYPES, QUESTIONS_FILE, SCENES_FILE, SceneExample, read_gqa, read_scene_graphs,
                   scene_to_graph, split_by_image, split_image_ids)
 from .questions import generate_questions
 from .dataset import (SceneRawExample, accuracy_by_type, load_scene_examples, scene_retrieval_coverage,  # registers

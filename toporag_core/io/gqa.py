@@ -5,7 +5,7 @@ Two files, the same for real and generated data:
 * ``*_sceneGraphs.json`` (GQA): ``{image_id: {width, height, objects: {object_id: {name,
   x, y, w, h, attributes: [...], relations: [{object, name}, ...]}}}}``.
 * ``questions.csv`` (GraphQA): ``q_id,image_id,question,answer,full_answer``; files written
-  by :mod:`toporag_core.scenes.generate` add ``type`` (``0-cell`` | ``1-cell`` | ``2-cell``)
+  by :mod:`toporag_core.tasks.scenes.generate` add ``type`` (``0-cell`` | ``1-cell`` | ``2-cell``)
   and ``support`` (answer-bearing object ids joined by ``;``). Extra columns are ignored.
 
 Node text is exactly what the GraphQA benchmark (G-Retriever's preprocessing) builds:
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
+from .formats import GraphFormat, register_format
 
 #: File names the generator writes and :func:`read_gqa` looks for inside a folder. GQA ships
 #: ``train_sceneGraphs.json`` / ``val_sceneGraphs.json``; GraphQA uses the train file.
@@ -262,3 +263,114 @@ def split_by_image(examples: list[SceneExample], seed: int = 42
     for e in examples:
         out[which[e.image_id]].append(e)
     return out
+
+
+# ------------------------------------------------------------------ the "gqa" graph format
+def _scene_of(scenes: dict, record: Any, file: str) -> tuple[str, dict]:
+    if not scenes:
+        raise GraphFormatError("no scenes in the file", file=file)
+    ids = list(scenes)
+    if record is None:
+        key = ids[0]
+    elif str(record) in scenes:
+        key = str(record)
+    elif isinstance(record, int) or str(record).isdigit():
+        i = int(record)
+        if not 0 <= i < len(ids):
+            raise GraphFormatError(f"record {i} out of range (file has {len(ids)} scenes)", file=file, record=i)
+        key = ids[i]
+    else:
+        raise GraphFormatError(f"no scene with image id '{record}'", file=file, record=str(record), field="image_id")
+    if not isinstance(scenes[key], dict):
+        raise GraphFormatError(f"expected a scene object, got {type(scenes[key]).__name__}", file=file,
+                               record=f"image {key}")
+    return key, scenes[key]
+
+
+def scene_questions(questions_csv: str | Path, image_id: str) -> list[dict[str, str]]:
+    """The GraphQA question rows of one image (``q_id``, ``question``, ``answer``, ``type``, ``support``)."""
+    return scene_questions_from_text(Path(questions_csv).read_text(encoding="utf-8"), Path(questions_csv).name,
+                                     image_id)
+
+
+def scene_questions_from_text(text: str, file: str, image_id: str) -> list[dict[str, str]]:
+    """:func:`scene_questions` of a ``questions.csv`` text (an upload)."""
+    import io as _stdio
+
+    reader = csv.DictReader(_stdio.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    for col in REQUIRED_COLUMNS:
+        if col not in header:
+            raise GraphFormatError(f"missing column '{col}' (have {header})", file=file, line=1, field=col)
+    rows = []
+    try:
+        for row in reader:
+            if (row.get("image_id") or "").strip() == image_id:
+                rows.append({k: (row.get(k) or "").strip() for k in ("q_id", "question", "answer", "type", "support")})
+    except csv.Error as e:
+        raise GraphFormatError(f"malformed CSV: {e}", file=file, line=reader.line_num) from None
+    return rows
+
+
+def attach_questions(graph: TextualGraph, rows: list[dict[str, str]]) -> TextualGraph:
+    """Put a scene's question rows into ``graph.meta["questions"]`` (the first as its ``question``/``answer``)."""
+    graph.meta["questions"] = rows
+    if rows:
+        graph.meta["question"], graph.meta["answer"] = rows[0]["question"], rows[0]["answer"]
+    return graph
+
+
+def gqa_graph(scenes: dict, file: str, record: Any = None, questions_csv: str | Path | None = None) -> TextualGraph:
+    """One scene of a GQA scene dictionary as a graph; with ``questions_csv``, that image's
+    questions go to ``meta["questions"]`` and the first one to ``meta["question"]``/``meta["answer"]``."""
+    key, scene = _scene_of(scenes, record, file)
+    g = scene_to_graph(key, scene, file=file)
+    if questions_csv is not None and Path(questions_csv).is_file():
+        attach_questions(g, scene_questions(questions_csv, key))
+    return g
+
+
+def _is_gqa(src) -> bool:
+    if not src.is_json:
+        return False
+    data = src.json
+    if not isinstance(data, dict) or not data:
+        return False
+    first = next(iter(data.values()))
+    return isinstance(first, dict) and "objects" in first
+
+
+def _gqa_path(path: Path) -> bool:
+    if path.is_dir():
+        return (path / SCENES_FILE).exists() or any(path.glob("*_sceneGraphs.json"))
+    return path.name.endswith("_sceneGraphs.json")
+
+
+def _load_gqa_path(path: Path, limits, options: dict) -> TextualGraph:
+    scenes_path = _resolve_scenes(path)
+    limits.check_bytes(scenes_path.stat().st_size, str(scenes_path))
+    return gqa_graph(read_scene_graphs(scenes_path), scenes_path.name, options.get("record"),
+                     scenes_path.parent / QUESTIONS_FILE)
+
+
+def _resolve_scenes(path: Path) -> Path:
+    if not path.is_dir():
+        return path
+    if (path / SCENES_FILE).exists():
+        return path / SCENES_FILE
+    found = sorted(path.glob("*_sceneGraphs.json"))
+    if len(found) != 1:
+        raise GraphFormatError(f"expected {SCENES_FILE} or exactly one *_sceneGraphs.json, found "
+                               f"{[p.name for p in found]}", file=str(path))
+    return found[0]
+
+
+def _records(src) -> list[str]:
+    return [f"{k} ({len(v.get('objects', {})) if isinstance(v, dict) else 0} objects)" for k, v in src.json.items()]
+
+
+register_format(GraphFormat(
+    name="gqa", label="GQA scene graphs (*_sceneGraphs.json [+ questions.csv])",
+    load=lambda s, record=None: gqa_graph(s.json, s.file, record), detect=_is_gqa, extensions=("json",),
+    priority=10, records=_records, load_path=_load_gqa_path, detect_path=_gqa_path,
+    help="GQA scene graphs; --record picks the image (id or index); questions.csv beside it adds its questions"))

@@ -22,7 +22,7 @@ from itertools import permutations
 
 import numpy as np
 
-from .generate import COLOURS, INVERSE, MATERIALS
+from .vocab import COLOURS, INVERSE, MATERIALS
 
 COLUMNS = ["q_id", "image_id", "question", "answer", "full_answer", "type", "support"]
 # a relation a "no" question asks instead of the true one: geometrically impossible for the pair

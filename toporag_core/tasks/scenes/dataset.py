@@ -1,7 +1,7 @@
 """SceneGraphs as a training/evaluation dataset: registry loader, retrieval coverage, per-type accuracy.
 
 * :func:`load_scene_examples` is registered as ``scene_graphs`` in
-  :mod:`toporag_core.data_prep` (metric ``scene_graphs``: the label is contained in the
+  :mod:`toporag_core.tasks` (metric ``scene_graphs``: the label is contained in the
   prediction). Folder: ``--data-dir DIR``, else ``$TOPORAG_SCENES_DIR``, else a deterministic
   generated default set, written once to ``$TOPORAG_CACHE/scenes/default-n200-s0``.
 * :func:`scene_retrieval_coverage`: per retrieval setting, the share of questions whose
@@ -22,8 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..data_prep import SPLITS, RawExample, RetrievalSetting, register_dataset, retrieve_for
-from .gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
+from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
+from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
 DEFAULT_SEED = 0
@@ -55,7 +56,7 @@ def to_raw(ex: SceneExample) -> SceneRawExample:
 def default_scenes_dir(n: int = DEFAULT_SCENES, seed: int = DEFAULT_SEED) -> Path:
     """The generated default set, written on first use (temp folder + rename, so a killed or
     concurrent first run never leaves a half-written folder that later runs would trust)."""
-    from ..embed import default_cache_dir
+    from ...embed import default_cache_dir
     from .generate import write_dataset
 
     final = default_cache_dir() / "scenes" / f"default-n{n}-s{seed}"
@@ -94,7 +95,8 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
     return {s: [to_raw(e) for e in part] for s, part in zip(SPLITS, parts)}
 
 
-register_dataset("scene_graphs", load_scene_examples, metric="scene_graphs")
+register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
+              matches=lambda g: "image_id" in g.meta)
 
 
 # ----------------------------------------------------------------------------- subsets
@@ -125,10 +127,11 @@ class CoverageSetting:
 
 def paper_settings(k2s: Sequence[int] = (0, 1, 2, 3)) -> list[CoverageSetting]:
     """GraphQA SceneGraphs settings (k0 = 3, k1 = 5): TopoRAG for each k2, then the baselines."""
-    out = [CoverageSetting(f"toporag k2={k}", RetrievalSetting("toporag", k0=3, k1=5, k2=k)) for k in k2s]
-    out += [CoverageSetting("g-retriever (PCST)", RetrievalSetting("g-retriever", k0=3, k1=5, k2=0)),
-            CoverageSetting("shortest-path (w/o TSR)", RetrievalSetting("shortest-path", k0=3, k1=5, k2=0)),
-            CoverageSetting("top-k triples", RetrievalSetting("topk-triples", k0=3, k1=5, k2=0))]
+    make = RetrievalSetting.make
+    out = [CoverageSetting(f"toporag k2={k}", make("toporag", k0=3, k1=5, k2=k)) for k in k2s]
+    out += [CoverageSetting("g-retriever (PCST)", make("g-retriever", k0=3, k1=5)),
+            CoverageSetting("shortest-path (w/o TSR)", make("shortest-path", k0=3, k1=5)),
+            CoverageSetting("top-k triples", make("topk-triples", k=5))]
     return out
 
 
@@ -152,7 +155,6 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
         type (share of questions with every support object retrieved; NaN for a type with no
         questions), and ``cells0/cells1/cells2`` (mean retrieved cells per dimension).
     """
-    from ..retrieval import EmbeddedComplex
 
     examples = [e for e in examples if e.support]
     # Graphs are shared between the questions of one image: lift and embed each once.
@@ -167,9 +169,9 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
         hit = np.zeros(len(examples), dtype=bool)
         counts = np.zeros((len(examples), 3))
         for i, e in enumerate(examples):
-            sub = retrieve_for(ecx[id(e.graph)], q_vecs[i], cs.setting)
+            sub = retrieve(ecx[id(e.graph)], q_vecs[i], setting=cs.setting)
             hit[i] = support_covered(sub, e.support)
-            counts[i] = sub.counts if cs.setting.use_cells2 else (*sub.counts[:2], 0)
+            counts[i] = sub.counts
         row: dict[str, Any] = {"method": cs.label, "questions": len(examples),
                                "all": float(hit.mean()) if len(hit) else float("nan")}
         for t in QUESTION_TYPES:

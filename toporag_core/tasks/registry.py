@@ -1,0 +1,125 @@
+"""The task (dataset) registry: what a question-answering dataset is, in one place.
+
+A :class:`Task` names a dataset for ``toporag train/eval --dataset``, the pages and the
+pipeline: its ``loader`` (shared-data folder or ``None`` -> ``{"train", "val", "test"}``
+lists of :class:`RawExample`), its ``metric`` (a :mod:`toporag_core.metrics` function name),
+its closed ``answer_set`` when answers come from a fixed label set (ExplaGraphs
+``support``/``counter``: such answers are scored by label likelihood, not generated), and
+``matches(graph)``: whether a loaded graph belongs to this task (from its ``meta``), so the
+Ask page can default to, and warn about, the checkpoint of the graph's task.
+
+Built-in tasks register themselves in :mod:`.explagraphs`, :mod:`.webqsp` and
+:mod:`.scenes.dataset`; ``toporag_core.tasks`` imports all three.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..graph import TextualGraph
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class RawExample:
+    """One question on one graph, before preprocessing.
+
+    ``label`` is what the metric compares against (a string, or a list of gold answers for
+    WebQSP); ``answer`` is the training target text; ``query`` is the text used for
+    retrieval (defaults to the question); ``qtype`` an optional question type tag.
+    """
+
+    id: str
+    graph: TextualGraph
+    question: str
+    label: Any
+    answer: str
+    query: str | None = None
+    qtype: str | None = None
+
+
+LoaderFn = Callable[[Path | None], dict[str, list[RawExample]]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """A registered dataset (see the module docstring)."""
+
+    name: str
+    loader: LoaderFn
+    metric: str
+    label: str = ""
+    answer_set: tuple[str, ...] | None = None
+    matches: Callable[[TextualGraph], bool] | None = None
+
+
+TASKS: dict[str, Task] = {}
+
+
+def register_task(name: str, loader: LoaderFn, metric: str | None = None, label: str = "",
+                  answer_set: tuple[str, ...] | None = None,
+                  matches: Callable[[TextualGraph], bool] | None = None) -> Task:
+    """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces)."""
+    t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches)
+    TASKS[name] = t
+    return t
+
+
+def unregister_task(name: str) -> None:
+    TASKS.pop(name, None)
+
+
+def get_task(name: str) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"unknown dataset {name!r}; registered: {sorted(TASKS)}")
+    return TASKS[name]
+
+
+def task_of_graph(graph: TextualGraph) -> str | None:
+    """The registered task whose ``matches`` accepts ``graph`` (first in registration order), or ``None``."""
+    for t in TASKS.values():
+        if t.matches is not None and t.matches(graph):
+            return t.name
+    return None
+
+
+def metric_of(dataset: str) -> str:
+    """The metric name of a registered task; any other name is taken as a metric name itself."""
+    return TASKS[dataset].metric if dataset in TASKS else dataset
+
+
+def load_raw(dataset: str, data_dir: str | os.PathLike | None = None) -> dict[str, list[RawExample]]:
+    """Raw splits of a registered dataset."""
+    return get_task(dataset).loader(Path(data_dir) if data_dir is not None else None)
+
+
+def shared_data_dir() -> Path | None:
+    """``$TOPORAG_SHARED_DATA`` if set, else ``<repo root>/../shared/data`` if it exists, else ``None``."""
+    env = os.environ.get("TOPORAG_SHARED_DATA")
+    if env:
+        return Path(env)
+    d = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return d if d.is_dir() else None
+
+
+def data_dir_or_shared(data_dir: str | os.PathLike | None) -> Path:
+    """``data_dir``, else the shared data folder; ``FileNotFoundError`` with what to do when neither exists."""
+    d = Path(data_dir) if data_dir is not None else shared_data_dir()
+    if d is None or not Path(d).is_dir():
+        raise FileNotFoundError("shared data folder not found: set TOPORAG_SHARED_DATA or pass --data-dir")
+    return Path(d)
+
+
+def seeded_split(n: int, seed: int = 42) -> tuple[list[int], list[int], list[int]]:
+    """The 60/20/20 split: ``perm = numpy.random.default_rng(seed).permutation(n)``; train = the first
+    ``int(0.6 n)``, val = the next ``int(0.2 n)``, test = the rest. For n = 2,766: 1,659 / 553 / 554."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    perm = np.random.default_rng(seed).permutation(n).tolist()
+    a, b = int(0.6 * n), int(0.6 * n) + int(0.2 * n)
+    return perm[:a], perm[a:b], perm[b:]
