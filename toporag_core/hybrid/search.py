@@ -9,8 +9,11 @@
   (``(s - min) / (max - min)``; a single hit or equal scores give 1). ``fusion="weighted"``
   (default) then multiplies each route's scaled scores by its *confidence* ``c_r / max(c_A, c_B)``
   with ``c_A`` = best cosine and ``c_B`` = best table score / K (mean best cosine per query term),
-  so the route whose best hit fits the question better leads; ``fusion="minmax"`` uses the scaled
-  scores as they are (both routes' best hits tie at 1). Units are disjoint between routes, so the
+  so the route whose best hit fits the question better leads; ``c_B`` is multiplied by
+  ``table_scale = 1.6`` because a mean of per-term best cosines of short cell texts sits lower
+  than a sentence cosine (the scale was fitted on the validation split of the default corpus:
+  the value with the best mean nDCG@10 over A/B/C; see docs/hybrid.md). ``fusion="minmax"`` uses
+  the scaled scores as they are (both routes' best hits tie at 1). Units are disjoint between routes, so the
   merge is a sort of the union.
 * **Reranking** (optional): a cross-encoder (any local ``sentence_transformers.CrossEncoder``
   folder, or any object with ``predict(pairs)``) re-scores the fused top-``k`` on
@@ -37,6 +40,7 @@ from .tables import Table
 
 ROUTES = ("narrative", "table", "both")
 FUSIONS = ("weighted", "minmax")
+TABLE_SCALE = 1.6  # fitted on the validation split of the default corpus (docs/hybrid.md)
 INDEX_VERSION = 1
 
 
@@ -49,6 +53,7 @@ class SearchConfig:
     table_score: str = "rowaware"  # "maxsim" | "rowaware"
     lam: float = 0.5
     fusion: str = "weighted"
+    table_scale: float = TABLE_SCALE
     rows_per_table: int = 3
 
     def __post_init__(self) -> None:
@@ -62,6 +67,8 @@ class SearchConfig:
             raise ValueError(f"lam must be in [0, 1], got {self.lam}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {self.fusion!r}")
+        if self.table_scale <= 0:
+            raise ValueError(f"table_scale must be > 0, got {self.table_scale}")
         if self.rows_per_table < 1:
             raise ValueError(f"rows_per_table must be >= 1, got {self.rows_per_table}")
 
@@ -194,7 +201,7 @@ class HybridIndex:
             out["table"] = [{"unit": int(self.table_idx[t]), "uid": self.units[self.table_idx[t]].uid,
                              "table": int(t), "score": float(sc["score"][t]), "maxsim": float(sc["maxsim"][t]),
                              "row_score": float(sc["row"][t]), "best_row": int(sc["best_row"][t])} for t in top]
-            conf["table"] = float(sc["score"][top[0]]) / max(len(terms), 1) if top.size else 0.0
+            conf["table"] = cfg.table_scale * float(sc["score"][top[0]]) / max(len(terms), 1) if top.size else 0.0
         t3 = time.perf_counter()
         out["fused"] = self.fuse(out, conf, cfg)
         out["confidence"] = conf
@@ -217,7 +224,7 @@ class HybridIndex:
             if not hits:
                 continue
             scaled = minmax(np.array([h["score"] for h in hits]))
-            w = conf[route] / best if cfg.fusion == "weighted" and best > 0 else 1.0
+            w = conf[route] / best if cfg.fusion != "minmax" and best > 0 else 1.0
             for rank, (h, s) in enumerate(zip(hits, scaled), start=1):
                 rows.append({"unit": h["unit"], "uid": h["uid"], "route": route, "route_rank": rank,
                              "score": float(w * s)})
