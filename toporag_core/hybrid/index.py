@@ -40,6 +40,7 @@ plus the int32 ``cell_vec``/``cell_table``/``cell_row``/``cell_col`` arrays.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -312,6 +313,7 @@ def _merge_near_duplicates(vecs: np.ndarray, cell_vec: np.ndarray, head_of: np.n
 def _train_pq(vecs: np.ndarray, m: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``codes (V, m)`` uint8 and ``codebooks (m, k, d/m)`` float32 (scikit-learn KMeans per sub-space)."""
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
 
     v, d = vecs.shape
     if d % m:
@@ -324,7 +326,9 @@ def _train_pq(vecs: np.ndarray, m: int, k: int, seed: int) -> tuple[np.ndarray, 
         x = vecs[:, s * sub:(s + 1) * sub].astype(np.float64)
         if v == 0:
             continue
-        km = KMeans(n_clusters=kk, n_init=1, random_state=seed + s, max_iter=50).fit(x)
+        with warnings.catch_warnings():  # fewer distinct points than centroids is fine here
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            km = KMeans(n_clusters=kk, n_init=1, random_state=seed + s, max_iter=50).fit(x)
         books[s, :kk] = km.cluster_centers_
         codes[:, s] = km.labels_
     return codes, books
