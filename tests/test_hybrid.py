@@ -229,8 +229,8 @@ def test_stop_cells_dropped_and_pq_shrinks_the_index():
     assert small.codes is not None and small.codes.shape[1] == 48 and small.vecs is None
     assert small.codes.nbytes * 30 < full.vecs.nbytes  # 48 uint8 codes vs 384 float32 per vector
     q = ENC.encode(["Lapins", "Verna Farms"])
-    exact = CellIndex.build(tables, ENC).term_vector_sims(q)
-    approx = small.term_vector_sims(q)
+    exact = CellIndex.build(tables, ENC, reduction=ReductionConfig()).cell_sims(q)
+    approx = small.cell_sims(q)
     assert np.corrcoef(exact.ravel(), approx.ravel())[0, 1] > 0.9
     with pytest.raises(ValueError, match="pq_subspaces"):
         CellIndex.build(tables, HashingEncoder(100), reduction=ReductionConfig(pq_subspaces=48))
