@@ -20,10 +20,23 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from toporag_core.embed import get_encoder, single_thread_blas  # noqa: E402
-from toporag_core.hybrid import (GeneratorConfig, HybridIndex, ReductionConfig, SearchConfig,  # noqa: E402
-                                 generate, generate_width_corpus)
-from toporag_core.hybrid.evaluate import (Baselines, evaluate, hybrid_ranking, parse_corpus,  # noqa: E402
-                                          router_f1, standard_rankers, summarize)
+from toporag_core.hybrid import (  # noqa: E402
+    GeneratorConfig,
+    HybridIndex,
+    ReductionConfig,
+    SearchConfig,
+    generate,
+    generate_width_corpus,
+)
+from toporag_core.hybrid.evaluate import (  # noqa: E402
+    Baselines,
+    evaluate,
+    hybrid_ranking,
+    parse_corpus,
+    router_f1,
+    standard_rankers,
+    summarize,
+)
 
 SEED_TABLE = {"Naive": (0.882, 0.451, 0.410, 0.581), "Topo-RAG": (0.891, 0.842, 0.796, 0.843)}
 

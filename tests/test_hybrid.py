@@ -15,9 +15,23 @@ import pytest
 
 from toporag_core.cli import main as cli
 from toporag_core.embed import HashingEncoder
-from toporag_core.hybrid import (DocumentError, GeneratorConfig, HybridIndex, ReductionConfig, RouterConfig,
-                                 SearchConfig, Table, TableError, decode_document, generate, minmax,
-                                 parse_document, parse_table, query_terms, route_text)
+from toporag_core.hybrid import (
+    DocumentError,
+    GeneratorConfig,
+    HybridIndex,
+    ReductionConfig,
+    RouterConfig,
+    SearchConfig,
+    Table,
+    TableError,
+    decode_document,
+    generate,
+    minmax,
+    parse_document,
+    parse_table,
+    query_terms,
+    route_text,
+)
 from toporag_core.hybrid.evaluate import BM25, ndcg_recall, parse_corpus, router_f1
 from toporag_core.hybrid.index import CellIndex, cell_text
 
