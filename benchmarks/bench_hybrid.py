@@ -132,9 +132,11 @@ def main() -> None:
         enc_ms.append((time.perf_counter() - t) * 1000)
     naive_ms = float(np.median([r["ms"] for r in per_q if r["method"] == "naive"]))
     print("### Retrieval time per question (ms, median; goal <= 150 ms with cached cell embeddings)\n")
-    print(md([{"what": "hybrid search, all steps (terms from the encoder cache)", "median_ms": float(np.median(ms_total))},
+    print(md([{"what": "hybrid search, all steps (terms from the encoder cache)",
+               "median_ms": float(np.median(ms_total))},
               {"what": "hybrid search without query encoding (routes + fusion)", "median_ms": float(np.median(ms_ret))},
-              {"what": "query encoding, uncached (question + ~12 terms, MiniLM)", "median_ms": float(np.median(enc_ms))},
+              {"what": "query encoding, uncached (question + ~12 terms, MiniLM)",
+               "median_ms": float(np.median(enc_ms))},
               {"what": "naive flattening (reference, incl. cached query encoding)", "median_ms": naive_ms}],
              ["what", "median_ms"]) + "\n")
 
@@ -147,7 +149,8 @@ def main() -> None:
         t = time.perf_counter()
         ix = HybridIndex.build(docs, enc, reduction=red)
         bs = time.perf_counter() - t
-        rr = summarize(evaluate(qs, {"h": lambda q, ix=ix: hybrid_ranking(ix, q, SearchConfig())[0]}, units, 10), ["h"])[0]
+        rank = {"h": lambda q, ix=ix: hybrid_ranking(ix, q, SearchConfig())[0]}
+        rr = summarize(evaluate(qs, rank, units, 10), ["h"])[0]
         st = ix.cali.stats
         red_rows.append({"index": name, "cells": st["cells_kept"], "vectors": st["vectors_after_merge"],
                          "MB": ix.cali.nbytes() / 1e6, "ndcg_all": rr["ndcg_all"], "ndcg_B": rr["ndcg_B"],

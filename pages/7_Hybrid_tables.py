@@ -54,7 +54,8 @@ doc_id = st.sidebar.selectbox("Show document", choices, key="hy_doc")
 st.title("Hybrid tables")
 st.caption("Router: SDS = (numbers + separators + entity-like tokens) / tokens over 5-line windows; a line is a "
            "table line when most windows covering it have SDS > tau. Tables: CALI cells [COL: h] [VAL: v], "
-           f"MaxSim or the row-aware score; prose: one embedding per block. Encoder: {get_encoder(encoder_choice()).name}.")
+           "MaxSim or the row-aware score; prose: one embedding per block. "
+           f"Encoder: {get_encoder(encoder_choice()).name}.")
 
 try:
     doc = parse_document(texts[doc_id], doc_id, RouterConfig(tau=tau))

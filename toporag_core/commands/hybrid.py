@@ -81,7 +81,8 @@ def run_route(args: argparse.Namespace) -> int:
                **({"table": {"rows": u.table.shape[0], "columns": u.table.shape[1], "format": u.table.fmt,
                              "header": u.table.header}} if u.table else {})} for u in doc.units]
     human = "\n".join(f"lines {b['lines'][0]}-{b['lines'][1]}  {b['kind']:<9}  SDS {b['sds']:.2f}"
-                      + (f"  {b['table']['format']} {b['table']['rows']}x{b['table']['columns']}" if "table" in b else "")
+                      + (f"  {b['table']['format']} {b['table']['rows']}x{b['table']['columns']}"
+                         if "table" in b else "")
                       for b in blocks)
     for w in doc.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -163,7 +163,10 @@ class CellIndex:
                     c_ids.append(j)
                     texts.append(cell_text(tab.header[j], val, rid))
                     heads.append(tab.header[j])
-        uniq, inv = np.unique(np.array(texts, dtype=object), return_inverse=True) if texts else (np.array([]), np.zeros(0, int))
+        if texts:
+            uniq, inv = np.unique(np.array(texts, dtype=object), return_inverse=True)
+        else:
+            uniq, inv = np.array([]), np.zeros(0, int)
         vecs = encoder.encode(list(uniq)) if len(uniq) else np.zeros((0, encoder.dim), np.float32)
         vecs = np.asarray(vecs, np.float32)
         cell_vec = inv.astype(np.int64)
