@@ -1,0 +1,563 @@
+"""A hybrid text-and-table corpus with known answers: fact store -> documents -> questions.
+
+No public hybrid table-text benchmark can be installed here, so the corpus is generated. The
+**fact store** comes first: producers (region, founding year, hectares, manager, certification),
+buyers, cherry varieties, contracts between a producer and a buyer (payment days, late penalty,
+the week an exclusivity clause starts for a variety) and shipments keyed by
+``(producer, buyer, variety, week)`` with volume, price and Brix. Documents are then *rendered*
+from it and every question's answer and gold span ``(doc, start line, end line)`` is taken from
+the fact store and the renderer's own line bookkeeping, never from a retriever.
+
+Documents (``~35 %`` each narrative / table, ``~30 %`` mixed):
+
+* narrative: a producer profile paragraph and one paragraph per contract; market notes
+  (distractor prose full of the same names and numbers);
+* table: a title line and a shipment table in Markdown, HTML, TSV, CSV or 2-space-aligned text;
+* mixed: prose, a table (sometimes glued to the prose line above, no blank line), prose.
+
+Questions: **A** narrative (a profile or contract fact), **B** cell-precise (one value at the
+row of ``(producer, buyer, variety, week)`` and a column), **C** hybrid multi-hop (the week or the
+producer comes from prose, the value from a table).
+
+Traps: near-duplicate tables (a copy of a table with the weeks shifted by one and prices
+nudged), similar producer names (``Verna Farms`` / ``Verna Orchards`` / ``Vernal Farms``),
+repeated values (prices on a 0.05 grid, integer Brix), and distractor tables that hold every
+term of a B question but in different rows.
+
+:func:`generate_width_corpus` builds the table-width sweep (5..50 columns).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BASES = ["Verna", "Maro", "Castel", "Olmo", "Ribera", "Sorel", "Alba", "Brena", "Colle", "Dorna", "Ferra",
+         "Galen", "Lorca", "Mirel", "Navar", "Orsi", "Pelle", "Quinta", "Rosal", "Selva", "Tarra", "Valle", "Zorel",
+         "Arden", "Belmar", "Cedro", "Elvas", "Fonte"]
+SUFFIXES = ["Farms", "Orchards", "Growers", "Cooperative", "Estates"]
+REGIONS = ["Jerte Valley", "Lleida", "Aragon", "Valais", "Emilia", "Puglia", "Alentejo", "Kent", "Rhone", "Tyrol",
+           "Styria", "Murcia"]
+CERTS = ["GlobalG.A.P.", "EU organic", "Demeter", "Rainforest Alliance", "BRCGS", "IFS Food"]
+BUYERS = ["Mercadona", "Carrefour", "Lidl", "Aldi", "Tesco", "Eroski", "Coop", "Migros", "Rewe", "Edeka",
+          "Auchan", "Sainsbury", "Esselunga", "Jumbo"]
+VARIETIES = ["Lapins", "Sweetheart", "Kordia", "Regina", "Skeena", "Bing", "Santina", "Burlat", "Staccato",
+             "Summit", "Van", "Rainier"]
+FIRST = ["Ana", "Marc", "Lucia", "Pere", "Elena", "Jordi", "Marta", "Hugo", "Ines", "Tomas", "Clara", "Raul"]
+LAST = ["Soler", "Vidal", "Ferrer", "Roca", "Puig", "Serra", "Costa", "Font", "Mas", "Pons", "Riera", "Bosch"]
+COLUMNS = ["Producer", "Buyer", "Variety", "Week", "Volume (t)", "Price (EUR/kg)", "Brix"]
+ASK = {"Volume (t)": "volume in tonnes", "Price (EUR/kg)": "price per kg in EUR", "Brix": "Brix reading"}
+MEASURE_BASES = ["Brix", "Firmness", "Caliber", "Acidity", "Dry matter", "Defects", "Cracking", "Pitting",
+                 "Stem browning", "Colour index", "Fruit weight", "Pulp temperature"]
+STAGES = ["at harvest", "at packing", "at arrival", "after cold storage"]
+TABLE_FORMATS = ("markdown", "html", "tsv", "csv", "aligned")
+QTYPES = ("A", "B", "C")
+
+
+@dataclass
+class GeneratorConfig:
+    """Corpus size and seed. Defaults: ~400 documents, 150 questions (50 of each type)."""
+
+    n_docs: int = 400
+    n_questions: int = 150
+    seed: int = 0
+    rows_per_table: int = 8
+    val_share: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.n_docs < 10:
+            raise ValueError(f"n_docs must be >= 10, got {self.n_docs}")
+        if self.n_questions < 3:
+            raise ValueError(f"n_questions must be >= 3, got {self.n_questions}")
+        if not 3 <= self.rows_per_table <= 40:
+            raise ValueError(f"rows_per_table must be in [3, 40], got {self.rows_per_table}")
+        if not 0.0 <= self.val_share < 1.0:
+            raise ValueError(f"val_share must be in [0, 1), got {self.val_share}")
+
+
+@dataclass
+class HybridDataset:
+    """Documents (``doc_id -> text``), per-line gold labels (1 table line, 0 prose, -1 blank),
+    document kinds, questions and the fact store."""
+
+    docs: dict[str, str]
+    labels: dict[str, list[int]]
+    kinds: dict[str, str]
+    questions: list[dict]
+    facts: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- fact store
+def build_facts(rng: random.Random, n_producers: int, n_shipments: int) -> dict:
+    """Producers, buyers, contracts and uniquely keyed shipments."""
+    names: list[str] = []
+    bases = BASES[:]
+    rng.shuffle(bases)
+    for b in bases:
+        for s in rng.sample(SUFFIXES, 2):  # two firms per base name: similar-name trap
+            names.append(f"{b} {s}")
+        if rng.random() < 0.3:
+            names.append(f"{b}l {rng.choice(SUFFIXES)}")
+        if len(names) >= n_producers:
+            break
+    names = list(dict.fromkeys(names))[:n_producers]
+    combos = [(r, c) for r in REGIONS for c in CERTS]
+    rng.shuffle(combos)
+    producers = {}
+    for i, n in enumerate(names):
+        region, cert = combos[i % len(combos)]
+        producers[n] = {"region": region, "certification": cert, "founded": rng.randint(1920, 2015),
+                        "hectares": rng.randint(12, 480), "manager": f"{rng.choice(FIRST)} {rng.choice(LAST)}"}
+    # (region, certification) must identify a producer for type C questions
+    seen: dict[tuple, int] = {}
+    for p in producers.values():
+        seen[(p["region"], p["certification"])] = seen.get((p["region"], p["certification"]), 0) + 1
+    for p in producers.values():
+        p["unique_profile"] = seen[(p["region"], p["certification"])] == 1
+    shipments: dict[tuple, dict] = {}
+    plist = list(producers)
+    while len(shipments) < n_shipments:
+        key = (rng.choice(plist), rng.choice(BUYERS), rng.choice(VARIETIES), rng.randint(20, 34))
+        if key not in shipments:
+            shipments[key] = {"volume": f"{rng.randint(20, 400) / 10:.1f}",
+                              "price": f"{rng.randint(36, 70) * 0.05:.2f}", "brix": str(rng.randint(14, 22))}
+    contracts = {}
+    for (p, b, v, w) in shipments:
+        if (p, b) not in contracts and rng.random() < 0.5:
+            contracts[(p, b)] = {"payment_days": rng.choice([30, 45, 60, 90]), "penalty": rng.randint(2, 9),
+                                 "variety": v, "week": w}
+    return {"producers": producers, "shipments": shipments, "contracts": contracts}
+
+
+# ----------------------------------------------------------------------------- renderers
+def render_table(header: list[str], rows: list[list[str]], fmt: str) -> list[str]:
+    """Lines of one table in ``fmt`` (see :data:`TABLE_FORMATS`)."""
+    if fmt == "markdown":
+        return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+                + ["| " + " | ".join(r) + " |" for r in rows])
+    if fmt == "html":
+        return (["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
+                + ["<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows] + ["</table>"])
+    if fmt == "tsv":
+        return ["\t".join(header)] + ["\t".join(r) for r in rows]
+    if fmt == "csv":
+        return [",".join(header)] + [",".join(r) for r in rows]
+    if fmt == "aligned":
+        w = [max(len(x) for x in col) for col in zip(header, *rows)]
+        line = lambda r: "  ".join(c.ljust(n) for c, n in zip(r, w)).rstrip()  # noqa: E731
+        return [line(header), "  ".join("-" * n for n in w)] + [line(r) for r in rows]
+    raise ValueError(f"unknown table format {fmt!r}")
+
+
+def profile_paragraph(p: str, f: dict) -> str:
+    return (f"{p} is a family business based in {f['region']}. It was founded in {f['founded']} and today "
+            f"farms {f['hectares']} hectares of cherry orchards under the direction of {f['manager']}. "
+            f"The farm holds the {f['certification']} certification.")
+
+
+def contract_paragraph(p: str, b: str, c: dict) -> str:
+    return (f"Under its supply contract with {b}, {p} is paid within {c['payment_days']} days of delivery. "
+            f"Late deliveries cost a penalty of {c['penalty']} percent of the invoice, and the exclusivity "
+            f"clause for {c['variety']} cherries starts in week {c['week']}.")
+
+
+def market_note(rng: random.Random, facts: dict) -> str:
+    p = rng.choice(list(facts["producers"]))
+    b, v = rng.choice(BUYERS), rng.choice(VARIETIES)
+    w = rng.randint(20, 34)
+    return rng.choice([
+        f"Market note: in week {w} demand for {v} at {b} rose sharply, and growers such as {p} reported "
+        f"longer queues at the packing station.",
+        f"Buyers including {b} asked {p} about early {v} volumes for week {w}, but no price was agreed "
+        f"in the talks.",
+        f"Weather in {rng.choice(REGIONS)} delayed the {v} harvest by about a week; {p} expects normal "
+        f"volumes for {b} after week {w}.",
+    ])
+
+
+class _Doc:
+    """A document under construction: lines, per-line labels and named spans."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.labels: list[int] = []
+
+    def blank(self) -> None:
+        if self.lines and self.lines[-1] != "":
+            self.lines.append("")
+            self.labels.append(-1)
+
+    def add(self, lines: list[str], label: int) -> tuple[int, int]:
+        start = len(self.lines)
+        self.lines += lines
+        self.labels += [label] * len(lines)
+        return start, len(self.lines)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _wrap(text: str, width: int = 96) -> list[str]:
+    """Wrap prose like a text file does (lines of at most ``width`` characters)."""
+    out, cur = [], ""
+    for w in text.split():
+        if cur and len(cur) + 1 + len(w) > width:
+            out.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}".strip()
+    return out + ([cur] if cur else [])
+
+
+def _prose_lines(text: str, fmt: str) -> list[str]:
+    lines = _wrap(text)
+    if fmt == "html":
+        lines[0] = "<p>" + lines[0]
+        lines[-1] = lines[-1] + "</p>"
+    return lines
+
+
+# ----------------------------------------------------------------------------- corpus
+def generate(config: GeneratorConfig | None = None) -> HybridDataset:
+    """The default corpus (see the module docstring)."""
+    cfg = config or GeneratorConfig()
+    rng = random.Random(cfg.seed)
+    n_tables = max(4, int(cfg.n_docs * 0.65))
+    n_prod = max(6, min(60, cfg.n_docs // 6))
+    facts = build_facts(rng, n_prod, n_tables * cfg.rows_per_table)
+    ship = facts["shipments"]
+    keys = list(ship)
+    rng.shuffle(keys)
+    docs: dict[str, str] = {}
+    labels: dict[str, list[int]] = {}
+    kinds: dict[str, str] = {}
+    where_profile: dict[str, tuple] = {}  # producer -> (doc, start, end)
+    where_contract: dict[tuple, tuple] = {}
+    where_row: dict[tuple, tuple] = {}  # shipment key -> (doc, start, end) of its (only) table
+    used_keys: set = set()
+
+    def new_id(kind: str, fmt: str) -> str:
+        ext = {"html": "html", "tsv": "tsv", "csv": "csv"}.get(fmt, "md" if fmt == "markdown" else "txt")
+        return f"{kind}_{len(docs):04d}.{ext}"
+
+    def put(doc_id: str, d: _Doc, kind: str) -> None:
+        docs[doc_id], labels[doc_id], kinds[doc_id] = d.text(), d.labels, kind
+
+    def table_rows(chunk: list[tuple]) -> list[list[str]]:
+        return [[k[0], k[1], k[2], str(k[3]), ship[k]["volume"], ship[k]["price"], ship[k]["brix"]] for k in chunk]
+
+    # narrative docs: every producer profile + its contracts once
+    by_producer: dict[str, list] = {}
+    for (p, b), c in facts["contracts"].items():
+        by_producer.setdefault(p, []).append((b, c))
+    n_narr = max(1, int(cfg.n_docs * 0.35))
+    n_mixed = max(1, int(cfg.n_docs * 0.30))
+    producers = list(facts["producers"])
+    prose_items = [("profile", p) for p in producers] + [("contract", pc) for pc in facts["contracts"]]
+    rng.shuffle(prose_items)
+    # mixed docs take some prose items; the rest go to narrative docs
+    mixed_prose, narr_prose = prose_items[:n_mixed], prose_items[n_mixed:]
+    per_doc = max(1, -(-len(narr_prose) // n_narr))
+    for i in range(n_narr):
+        items = narr_prose[i * per_doc:(i + 1) * per_doc]
+        fmt = rng.choice(["markdown", "text", "html"])
+        doc_id = new_id("narrative", fmt)
+        d = _Doc()
+        for kind, item in items:
+            d.blank()
+            if kind == "profile":
+                where_profile[item] = (doc_id,) + d.add(_prose_lines(profile_paragraph(item, facts["producers"][item]),
+                                                                     fmt), 0)
+            else:
+                where_contract[item] = (doc_id,) + d.add(_prose_lines(contract_paragraph(
+                    item[0], item[1], facts["contracts"][item]), fmt), 0)
+        d.blank()
+        d.add(_prose_lines(market_note(rng, facts), fmt), 0)
+        put(doc_id, d, "narrative")
+
+    # tables: chunks of rows_per_table shipments; a near-duplicate copy for some
+    chunks = [keys[i:i + cfg.rows_per_table] for i in range(0, len(keys), cfg.rows_per_table)]
+    chunks = [c for c in chunks if len(c) >= 3]
+    mixed_left = n_mixed
+    n_table_docs = max(1, cfg.n_docs - n_narr - n_mixed)
+    table_docs = 0
+    for ci, chunk in enumerate(chunks):
+        if table_docs >= n_table_docs and mixed_left <= 0:
+            break
+        fmt = rng.choice(TABLE_FORMATS)
+        weeks = sorted({k[3] for k in chunk})
+        title = f"Shipment report {ci + 1}: weeks {weeks[0]} to {weeks[-1]}"
+        mixed = mixed_left > 0 and (table_docs >= n_table_docs or rng.random() < 0.45)
+        doc_id = new_id("mixed" if mixed else "table", fmt)
+        d = _Doc()
+        if mixed:
+            kind, item = mixed_prose[n_mixed - mixed_left] if n_mixed - mixed_left < len(mixed_prose) else (None, None)
+            if kind == "profile":
+                where_profile[item] = (doc_id,) + d.add(_prose_lines(profile_paragraph(item, facts["producers"][item]),
+                                                                     fmt), 0)
+            elif kind == "contract":
+                where_contract[item] = (doc_id,) + d.add(_prose_lines(contract_paragraph(
+                    item[0], item[1], facts["contracts"][item]), fmt), 0)
+            else:
+                d.add(_prose_lines(market_note(rng, facts), fmt), 0)
+            if rng.random() < 0.6:
+                d.blank()
+            d.add([f"{title}:" if fmt != "html" else f"<p>{title}:</p>"], 0)
+        else:
+            d.add([f"# {title}" if fmt == "markdown" else title], 0)
+            d.blank()
+        span = d.add(render_table(COLUMNS, table_rows(chunk), fmt), 1)
+        for k in chunk:
+            where_row[k] = (doc_id,) + span
+            used_keys.add(k)
+        if mixed:
+            d.blank()
+            d.add(_prose_lines(market_note(rng, facts), fmt), 0)
+            mixed_left -= 1
+        else:
+            table_docs += 1
+        put(doc_id, d, "mixed" if mixed else "table")
+        if rng.random() < 0.25 and table_docs < n_table_docs:  # near-duplicate copy: weeks + 1, prices nudged
+            copy = [(p, b, v, w + 1) for (p, b, v, w) in chunk if (p, b, v, w + 1) not in ship]
+            if len(copy) >= 3:
+                for k, src in zip(copy, [c for c in chunk if (c[0], c[1], c[2], c[3] + 1) in copy]):
+                    ship[k] = {**ship[src], "price": f"{float(ship[src]['price']) + 0.05:.2f}"}
+                fmt2 = rng.choice(TABLE_FORMATS)
+                doc2 = new_id("table", fmt2)
+                d2 = _Doc()
+                d2.add([f"Shipment report {ci + 1} (revised): weeks {weeks[0] + 1} to {weeks[-1] + 1}"], 0)
+                d2.blank()
+                span2 = d2.add(render_table(COLUMNS, table_rows(copy), fmt2), 1)
+                for k in copy:
+                    where_row[k] = (doc2,) + span2
+                    used_keys.add(k)
+                put(doc2, d2, "table")
+                table_docs += 1
+
+    questions = _questions(rng, cfg, facts, where_profile, where_contract, where_row, docs, labels, kinds)
+    store = {"producers": facts["producers"],
+             "shipments": [dict(zip(("producer", "buyer", "variety", "week"), k), **v) for k, v in ship.items()
+                           if k in used_keys],
+             "contracts": [dict(producer=p, buyer=b, **c) for (p, b), c in facts["contracts"].items()]}
+    return HybridDataset(docs, labels, kinds, questions, store)
+
+
+def _distractor_table(rng, facts, key, docs, labels, kinds, fmt) -> str:
+    """A table holding every term of ``key`` (producer, buyer, variety, week) but never in one row."""
+    p, b, v, w = key
+    others_p = [x for x in facts["producers"] if x != p]
+    others_b = [x for x in BUYERS if x != b]
+    others_v = [x for x in VARIETIES if x != v]
+    rows_k = [(p, rng.choice(others_b), v, w), (rng.choice(others_p), b, v, w), (p, b, rng.choice(others_v), w),
+              (p, b, v, w + rng.choice([-2, -1, 1, 2])), (rng.choice(others_p), rng.choice(others_b), v, w)]
+    rows = [[a, bb, vv, str(ww), f"{rng.randint(20, 400) / 10:.1f}", f"{rng.randint(36, 70) * 0.05:.2f}",
+             str(rng.randint(14, 22))] for (a, bb, vv, ww) in rows_k if (a, bb, vv, ww) not in facts["shipments"]]
+    rng.shuffle(rows)
+    doc_id = f"table_{len(docs):04d}.{ {'html': 'html', 'tsv': 'tsv', 'csv': 'csv'}.get(fmt, 'md') }"
+    d = _Doc()
+    d.add([f"Open offers for week {w} (not confirmed)"], 0)
+    d.blank()
+    d.add(render_table(COLUMNS, rows, fmt), 1)
+    docs[doc_id], labels[doc_id], kinds[doc_id] = d.text(), d.labels, "table"
+    return doc_id
+
+
+def _questions(rng, cfg, facts, where_profile, where_contract, where_row, docs, labels, kinds) -> list[dict]:
+    per = [cfg.n_questions // 3 + (1 if i < cfg.n_questions % 3 else 0) for i in range(3)]
+    prods = facts["producers"]
+    ship = facts["shipments"]
+    qs: list[dict] = []
+
+    def gold(*spans):
+        return [{"doc": s[0], "start": s[1], "end": s[2]} for s in spans]
+
+    # A: narrative facts
+    a_items = [("profile", p) for p in where_profile] + [("contract", pc) for pc in where_contract]
+    rng.shuffle(a_items)
+    for kind, item in a_items[:per[0]]:
+        if kind == "profile":
+            f = prods[item]
+            field_, q = rng.choice([("region", f"In which region is {item} based?"),
+                                    ("certification", f"Which certification does {item} hold?"),
+                                    ("hectares", f"How many hectares of cherry orchards does {item} farm?"),
+                                    ("founded", f"In which year was {item} founded?"),
+                                    ("manager", f"Who runs {item}?")])
+            qs.append({"type": "A", "question": q, "answer": str(f[field_]), "gold": gold(where_profile[item]),
+                       "meta": {"producer": item, "field": field_}})
+        else:
+            p, b = item
+            c = facts["contracts"][item]
+            field_, q = rng.choice([("payment_days", f"Within how many days does {b} pay {p}?"),
+                                    ("penalty", f"What penalty in percent applies to late deliveries from {p} "
+                                                f"to {b}?")])
+            qs.append({"type": "A", "question": q, "answer": str(c[field_]), "gold": gold(where_contract[item]),
+                       "meta": {"producer": p, "buyer": b, "field": field_}})
+    # B: cell-precise
+    b_keys = [k for k in where_row if k in ship]
+    rng.shuffle(b_keys)
+    for i, k in enumerate(b_keys[:per[1]]):
+        col = rng.choice(list(ASK))
+        p, b, v, w = k
+        q = f"What was the {ASK[col]} of the {v} cherries {p} shipped to {b} in week {w}?"
+        if i % 3 == 0:  # trap: a table with every term of the question, never in one row
+            _distractor_table(rng, facts, k, docs, labels, kinds, rng.choice(TABLE_FORMATS))
+        qs.append({"type": "B", "question": q, "answer": _cell(ship[k], col), "gold": gold(where_row[k]),
+                   "meta": {"producer": p, "buyer": b, "variety": v, "week": w, "column": col}})
+    # C: prose fact + table value
+    c_items = []
+    for (p, b), c in facts["contracts"].items():
+        k = (p, b, c["variety"], c["week"])
+        if (p, b) in where_contract and k in where_row:
+            c_items.append(("contract", (p, b), k))
+    for k in where_row:
+        if k[0] in where_profile and prods[k[0]]["unique_profile"]:
+            c_items.append(("profile", k[0], k))
+    rng.shuffle(c_items)
+    used = set()
+    for kind, item, k in c_items:
+        if len([q for q in qs if q["type"] == "C"]) >= per[2]:
+            break
+        if k in used:
+            continue
+        used.add(k)
+        p, b, v, w = k
+        col = rng.choice(list(ASK))
+        if kind == "contract":
+            q = (f"What was the {ASK[col]} of the {v} cherries {p} shipped to {b} in the week the exclusivity "
+                 f"clause of their contract starts?")
+            g = gold(where_contract[item], where_row[k])
+        else:
+            f = prods[p]
+            q = (f"What was the {ASK[col]} of the {v} cherries shipped to {b} in week {w} by the producer based "
+                 f"in {f['region']} that holds the {f['certification']} certification?")
+            g = gold(where_profile[p], where_row[k])
+        qs.append({"type": "C", "question": q, "answer": _cell(ship[k], col), "gold": g,
+                   "meta": {"producer": p, "buyer": b, "variety": v, "week": w, "column": col, "via": kind}})
+    order = sorted(range(len(qs)), key=lambda i: (QTYPES.index(qs[i]["type"]), i))
+    out = []
+    for n, i in enumerate(order):
+        q = qs[i]
+        q["id"] = f"{q['type']}{n:04d}"
+        out.append(q)
+    # validation split: a fixed share of each type
+    for t in QTYPES:
+        mine = [q for q in out if q["type"] == t]
+        n_val = int(round(len(mine) * cfg.val_share))
+        for j, q in enumerate(mine):
+            q["split"] = "val" if j < n_val else "test"
+    return out
+
+
+def _cell(row: dict, col: str) -> str:
+    return {"Volume (t)": row["volume"], "Price (EUR/kg)": row["price"], "Brix": row["brix"]}[col]
+
+
+# ----------------------------------------------------------------------------- width sweep
+def measure_columns(n: int) -> list[str]:
+    """``n`` distinct measurement column names (``Brix at harvest``, ...)."""
+    names = [f"{b} {s}" for s in STAGES for b in MEASURE_BASES]
+    if n > len(names):
+        raise ValueError(f"at most {len(names)} measurement columns, asked for {n}")
+    return names[:n]
+
+
+def generate_width_corpus(width: int, n_tables: int = 60, n_questions: int = 40, seed: int = 0,
+                          rows_per_table: int = 8) -> HybridDataset:
+    """Tables of ``width`` columns (4 key columns + measurements), Markdown; B questions on one cell."""
+    if not 5 <= width <= 52:
+        raise ValueError(f"width must be in [5, 52], got {width}")
+    rng = random.Random(seed * 1000 + width)
+    facts = build_facts(rng, 30, n_tables * rows_per_table)
+    keys = list(facts["shipments"])
+    meas = measure_columns(width - 4)
+    header = ["Producer", "Buyer", "Variety", "Week"] + meas
+    docs, labels, kinds, qs = {}, {}, {}, []
+    values: dict[tuple, list[str]] = {}
+    where: dict[tuple, tuple] = {}
+    for t in range(n_tables):
+        chunk = keys[t * rows_per_table:(t + 1) * rows_per_table]
+        d = _Doc()
+        d.add([f"# Quality report {t + 1}"], 0)
+        d.blank()
+        rows = []
+        for k in chunk:
+            values[k] = [f"{rng.randint(10, 999) / 10:.1f}" for _ in meas]
+            rows.append([k[0], k[1], k[2], str(k[3])] + values[k])
+        doc_id = f"width{width}_{t:03d}.md"
+        span = d.add(render_table(header, rows, "markdown"), 1)
+        for k in chunk:
+            where[k] = (doc_id,) + span
+        docs[doc_id], labels[doc_id], kinds[doc_id] = d.text(), d.labels, "table"
+    pick = rng.sample(list(where), min(n_questions, len(where)))
+    for i, k in enumerate(pick):
+        j = rng.randrange(len(meas))
+        p, b, v, w = k
+        qs.append({"id": f"W{width}-{i:03d}", "type": "B", "split": "test",
+                   "question": f"What was the {meas[j]} of the {v} cherries {p} shipped to {b} in week {w}?",
+                   "answer": values[k][j], "gold": [{"doc": where[k][0], "start": where[k][1], "end": where[k][2]}],
+                   "meta": {"producer": p, "buyer": b, "variety": v, "week": w, "column": meas[j]}})
+    return HybridDataset(docs, labels, kinds, qs, {})
+
+
+# ----------------------------------------------------------------------------- files
+def write_dataset(ds: HybridDataset, out: str | os.PathLike) -> dict:
+    """``docs/<id>``, ``questions.jsonl``, ``labels.json`` (per-line router labels), ``facts.json``."""
+    root = Path(out)
+    (root / "docs").mkdir(parents=True, exist_ok=True)
+
+    def atomic(path: Path, text: str) -> None:
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    for doc_id, text in ds.docs.items():
+        atomic(root / "docs" / doc_id, text)
+    atomic(root / "questions.jsonl", "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in ds.questions))
+    atomic(root / "labels.json", json.dumps({"labels": ds.labels, "kinds": ds.kinds}))
+    atomic(root / "facts.json", json.dumps(ds.facts, ensure_ascii=False, indent=1))
+    return stats(ds)
+
+
+def load_dataset(folder: str | os.PathLike) -> HybridDataset:
+    """Read what :func:`write_dataset` wrote (documents are read as UTF-8 text)."""
+    root = Path(folder)
+    qpath = root / "questions.jsonl"
+    if not qpath.is_file():
+        raise FileNotFoundError(f"{root}: no questions.jsonl (write one with `toporag hybrid generate`)")
+    questions = []
+    for i, line in enumerate(qpath.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{qpath}, line {i}: not JSON ({e.msg})") from e
+        for k in ("question", "type", "gold"):
+            if k not in q:
+                raise ValueError(f"{qpath}, line {i}: field {k!r} is missing")
+        questions.append(q)
+    lab = json.loads((root / "labels.json").read_text()) if (root / "labels.json").is_file() else {}
+    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "docs").glob("*")) if p.is_file()}
+    facts = json.loads((root / "facts.json").read_text()) if (root / "facts.json").is_file() else {}
+    return HybridDataset(docs, lab.get("labels", {}), lab.get("kinds", {}), questions, facts)
+
+
+def stats(ds: HybridDataset) -> dict:
+    kinds: dict[str, int] = {}
+    for k in ds.kinds.values():
+        kinds[k] = kinds.get(k, 0) + 1
+    types: dict[str, int] = {}
+    for q in ds.questions:
+        types[q["type"]] = types.get(q["type"], 0) + 1
+    return {"documents": len(ds.docs), "kinds": kinds, "questions": len(ds.questions), "types": types,
+            "table_lines": sum(sum(x == 1 for x in v) for v in ds.labels.values())}
+
+
+__all__ = ["GeneratorConfig", "HybridDataset", "generate", "generate_width_corpus", "write_dataset", "load_dataset",
+           "render_table", "stats"]
