@@ -10,6 +10,7 @@ from toporag_core.embed import HashingEncoder, embed_complex
 from toporag_core.graph import TextualGraph
 from toporag_core.lift import lift
 from toporag_core.retrieval import EmbeddedComplex, retrieve
+from toporag_core.retrieval.scale import cell_index, hop_neighbourhood
 
 
 def random_graph(n: int, deg: int = 3, relations: int = 7, seed: int = 0) -> TextualGraph:
@@ -88,3 +89,66 @@ def test_lift_boundary_sizes_and_cycle_length_cap():
     assert capped.boundary_lengths().max() <= 8
     assert capped.num_cells2 + capped.num_skipped_cycles == cx.num_cells2
     assert capped.boundary_ok()
+
+
+def _same(a, b):
+    return (np.array_equal(a.nodes, b.nodes) and np.array_equal(a.edges, b.edges)
+            and np.array_equal(a.cells2, b.cells2) and all(np.array_equal(x, y) for x, y in zip(a.prizes, b.prizes))
+            and list(a.node_roles) == list(b.node_roles) and list(a.edge_roles) == list(b.edge_roles))
+
+
+QUESTIONS = ["which red cup is left of the table", "author born in paris", "river city song", "blue film item 7"]
+
+
+@pytest.mark.parametrize("index", ["exact", "flat"])
+def test_local_retrieval_equals_exact_where_neighbourhood_holds_the_answer(index):
+    compared = 0
+    for seed in range(8):
+        g = random_graph(400 + 50 * seed, deg=2 + seed % 2, relations=5 + seed, seed=seed)
+        ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
+        for qi, q in enumerate(QUESTIONS):
+            k = 1 + (seed + qi) % 4
+            params = dict(k0=k, k1=k, k2=k, c2=0.5, edge_cost=0.5)
+            exact = retrieve(ecx, q, "toporag", **params)
+            local = retrieve(ecx, q, "toporag-local", hops=2, index=index, **params)
+            # prizes (0-, 1-, 2-cells) and candidates never depend on the neighbourhood
+            assert all(np.array_equal(x, y) for x, y in zip(exact.prizes, local.prizes))
+            assert local.params["candidates2"] == exact.params["candidates2"]
+            p0, p1, _ = exact.prizes
+            seeds = np.concatenate([np.flatnonzero(p0 > 0), ecx.complex.edges[p1 > 0].reshape(-1)]
+                                   + [ecx.complex.cell2_nodes(c) for c in exact.params["candidates2"]])
+            region = hop_neighbourhood(cell_index(ecx, index).adj, seeds, local.params["radius"])
+            if np.isin(exact.nodes, region).all():
+                compared += 1
+                assert _same(exact, local), (seed, q)
+            assert local.params["radius"] >= 2
+    assert compared >= 24  # most cases are comparable: the test must not pass vacuously
+
+
+def test_local_retrieval_wide_radius_is_exact():
+    g = random_graph(300, seed=3)
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
+    for q in QUESTIONS:
+        assert _same(retrieve(ecx, q, "toporag", k0=3, k1=3, k2=3),
+                     retrieve(ecx, q, "toporag-local", k0=3, k1=3, k2=3, hops=50, index="flat"))
+
+
+def test_local_retrieval_auto_uses_exact_path_on_small_graphs_and_ivf_runs():
+    g = random_graph(500, seed=4)
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
+    a = retrieve(ecx, QUESTIONS[0], "toporag-local")
+    assert a.params["index"] == "exact-path" and _same(a, retrieve(ecx, QUESTIONS[0], "toporag"))
+    ivf = retrieve(ecx, QUESTIONS[0], "toporag-local", index="ivf")
+    assert ivf.counts[0] >= 1 and ivf.method == "toporag-local"
+    with pytest.raises(ValueError, match="index"):
+        retrieve(ecx, QUESTIONS[0], "toporag-local", index="annoy")
+
+
+def test_one_cell_ties_follow_the_exact_tiebreak():
+    """Every 1-cell has the same relation text: the top-k1 come from the endpoint tie-break."""
+    g = random_graph(300, relations=1, seed=5)
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
+    for q in QUESTIONS:
+        e, lo = retrieve(ecx, q, "toporag", k0=2, k1=6, k2=2), retrieve(ecx, q, "toporag-local", k0=2, k1=6, k2=2,
+                                                                           index="flat", hops=50)
+        assert np.array_equal(e.prizes[1], lo.prizes[1])
