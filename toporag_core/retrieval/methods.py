@@ -107,7 +107,7 @@ def register_builtin_methods() -> None:
         "toporag-local", "TopoRAG, indexed + local PCST (large graphs)", "cells",
         (K0, K1, K2, C2, EDGE_COST,
          Param("hops", int, 2, 0, 50, "first PCST neighbourhood radius around the terminals"),
-         Param("max_hops", int, 6, 0, 50, "largest radius (grown until two radii agree)"),
+         Param("max_hops", int, 3, 0, 50, "largest radius (grown until two radii agree)"),
          Param("index", str, "auto", help="auto | exact | flat | ivf (auto: exact path below 20k nodes, else flat)",
                widget=False)), retrieve_local, "TopoRAG with top-k cells from an index and the PCST on the "
         "hop neighbourhood of the terminals; equals toporag where that neighbourhood holds its answer"))

@@ -33,7 +33,7 @@ equals the exact Steiner tree whenever the exact tree lies inside the neighbourh
 Goemans-Williamson growth did not leave it (it only grows from prized vertices, each cluster by at
 most its prize sum, over edges of cost ``edge_cost``); the stability rule above is the practical
 test of that. The tests check equality on random graphs wherever the final neighbourhood holds
-the exact answer's support. ``hops`` / ``max_hops`` trade speed for margin (defaults 2 / 6).
+the exact answer's support. ``hops`` / ``max_hops`` trade speed for margin (defaults 2 / 3).
 
 Below ``LOCAL_MIN_NODES`` nodes (``index="auto"``) the exact path runs unchanged: small graphs
 (the WebQSP and ExplaGraphs ones) get exactly ``toporag``'s answer. ``similarities`` of the
@@ -239,7 +239,7 @@ def _roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray
 
 
 def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3, k2: int = 3,
-                   c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, max_hops: int = 6,
+                   c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, max_hops: int = 3,
                    index: str = "auto") -> Subcomplex:
     """TopoRAG retrieval from an index and a local PCST (the module docstring says how and when it is exact).
 
