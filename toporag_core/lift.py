@@ -88,6 +88,74 @@ def _spanning_forest(n: int, edges: np.ndarray, method: str, seed: int):
     return parent, depth, comp.astype(np.int64)
 
 
+def _lca_depth(u: np.ndarray, v: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Depth of the lowest common ancestor of every pair ``(u[i], v[i])``.
+
+    The deeper endpoint climbs (both when level); pairs that met leave the active index set,
+    so the total work is the sum of the climbs, not ``#pairs x tree height``.
+    """
+    out = np.empty(u.size, dtype=np.int64)
+    idx = np.arange(u.size)
+    a, b = u.copy(), v.copy()
+    da, db = depth[a], depth[b]
+    while idx.size:
+        met = a == b
+        if met.any():
+            out[idx[met]] = da[met]
+            live = ~met
+            idx, a, b, da, db = idx[live], a[live], b[live], da[live], db[live]
+            if not idx.size:
+                break
+        up_a, up_b = da >= db, db >= da
+        a = np.where(up_a, parent[a], a)
+        b = np.where(up_b, parent[b], b)
+        da, db = da - up_a, db - up_b
+    return out
+
+
+def _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge):
+    """Boundary nodes and 1-cells of every 2-cell, written straight into CSR arrays.
+
+    Cycle ``i`` is ``u, parent(u), ..., lca, ..., parent(v), v`` then the chord ``v -> u``.
+    Step ``k`` writes the ``k``-th ancestor of ``u`` at ``ptr + k`` (``k < len_l``) and of
+    ``v`` at ``ptr + len - 1 - k`` (``k < len_r - 1``), only for the cycles still that long
+    (cycles sorted by length once: the active ones are a prefix). Memory and work are
+    ``O(sum of boundary lengths)``; the former dense ``(F, max length)`` matrices written
+    column by column were both larger and cache-hostile (strided writes), which made lifting
+    grow faster than the boundary size past ~50k nodes.
+    """
+    total = int(cell_ptr[-1])
+    nodes = np.empty(total, dtype=np.int64)
+    edg = np.empty(total, dtype=np.int64)
+    if not total:
+        return nodes, edg
+    start = cell_ptr[:-1]
+    last = cell_ptr[1:] - 1
+    for seq_len, node0, pos_of in ((len_l, u, lambda s, k: start[s] + k),
+                                   (len_r - 1, v, lambda s, k: last[s] - k)):
+        order = np.argsort(-seq_len, kind="stable")
+        lens = seq_len[order]
+        cur = node0[order]
+        k = 0
+        n_act = int(np.searchsorted(-lens, -1, side="right"))  # cycles with length >= 1
+        while n_act:
+            sel = order[:n_act]
+            pos = pos_of(sel, k)
+            nodes[pos] = cur[:n_act]
+            k += 1
+            n_act = int(np.searchsorted(-lens, -(k + 1), side="right"))
+            cur = parent[cur[:n_act]]
+    # edge j joins nodes[j] and nodes[j + 1]: on the left arc the child is nodes[j] (climbing), on
+    # the right arc the child is nodes[j + 1] (descending); the last edge is the chord
+    cell = np.repeat(np.arange(cell_ptr.size - 1), np.diff(cell_ptr))
+    j = np.arange(total)
+    on_left = (j - start[cell]) < (len_l - 1)[cell]
+    child = np.where(on_left, nodes, np.concatenate([nodes[1:], nodes[:1]]))
+    edg[:] = parent_edge[child]
+    edg[last] = chords
+    return nodes, edg
+
+
 def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
          max_cycle_len: int | None = None) -> CellComplex:
     """Lift ``graph`` into a :class:`CellComplex`.
@@ -118,58 +186,26 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     tree_mask[parent_edge[child]] = True
     chords = np.flatnonzero(~tree_mask)
 
-    # ---- lowest common ancestors: both endpoints of every chord climb together
+    # ---- lowest common ancestors: both endpoints of every chord climb together; chords whose
+    # endpoints met drop out (index compaction), so the work is O(sum of cycle lengths)
     u, v = edges[chords, 0], edges[chords, 1]
-    a, b = u.copy(), v.copy()
-    da, db = depth[a], depth[b]
-    while True:
-        active = a != b
-        if not active.any():
-            break
-        up_a = active & (da >= db)
-        up_b = active & (db >= da)
-        a = np.where(up_a, parent[a], a)
-        b = np.where(up_b, parent[b], b)
-        da, db = da - up_a, db - up_b
-    lca_depth = da
+    lca_depth = _lca_depth(u, v, parent, depth)
     len_l = depth[u] - lca_depth + 1  # nodes u ... lca
     len_r = depth[v] - lca_depth + 1  # nodes v ... lca
     cyc_len = len_l + len_r - 1       # nodes on the cycle = edges on the cycle
     keep = np.ones(chords.size, dtype=bool) if max_cycle_len is None else cyc_len <= max_cycle_len
     skipped = int((~keep).sum())
     u, v, len_l, len_r, cyc_len, chords = u[keep], v[keep], len_l[keep], len_r[keep], cyc_len[keep], chords[keep]
-
-    # ---- cycle sequences: row i = u ... lca ... v (the chord v -> u closes it)
     f = chords.size
-    width = int(cyc_len.max()) if f else 1
-    wl = int(len_l.max()) if f else 1
-    wr = int(len_r.max()) if f else 1
-    L = np.empty((f, width), dtype=np.int64)
-    R = np.empty((f, width), dtype=np.int64)
-    L[:, 0], R[:, 0] = u, v
-    for k in range(1, max(wl, wr)):  # tree height steps, each over all cycles
-        L[:, k] = parent[L[:, k - 1]]
-        R[:, k] = parent[R[:, k - 1]]
-    col = np.arange(width)[None, :]
-    ridx = np.clip(len_l[:, None] + len_r[:, None] - 2 - col, 0, width - 1)
-    seq = np.where(col < len_l[:, None], L, np.take_along_axis(R, ridx, axis=1))
-    valid = col < cyc_len[:, None]
-    # edge j joins seq[j] and seq[j+1]: the left part climbs (child = seq[j]), the right
-    # part descends (child = seq[j+1]), the last edge is the chord
-    nxt = np.empty_like(seq)
-    nxt[:, :-1] = seq[:, 1:]
-    nxt[:, -1] = seq[:, 0]
-    last = cyc_len - 1
-    nxt[np.arange(f), last] = u
-    on_left = col < (len_l - 1)[:, None]
-    edge_mat = np.where(on_left, parent_edge[seq], parent_edge[np.where(valid, nxt, 0)])
-    edge_mat[np.arange(f), last] = chords
-    cell_nodes = seq[valid]
-    p, q = cell_nodes, nxt[valid]
-    cell_edges = edge_mat[valid]
-    cell_signs = np.where(p < q, 1, -1).astype(np.int8)
     cell_ptr = np.zeros(f + 1, dtype=np.int64)
     np.cumsum(cyc_len, out=cell_ptr[1:])
+    cell_nodes, cell_edges = _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge)
+    # the walk direction of entry j: from cell_nodes[j] to the next node (the chord closes the cycle)
+    nxt = np.empty_like(cell_nodes)
+    if f:
+        nxt[:-1] = cell_nodes[1:]
+        nxt[cell_ptr[1:] - 1] = cell_nodes[cell_ptr[:-1]]
+    cell_signs = np.where(cell_nodes < nxt, 1, -1).astype(np.int8)
     return CellComplex(
         graph=graph, edges=edges, edge_member_ptr=mptr, edge_member_idx=midx, edge_of_orig=edge_of_orig,
         tree_mask=tree_mask, cell_ptr=cell_ptr, cell_nodes=cell_nodes.astype(np.int64),

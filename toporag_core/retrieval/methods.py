@@ -27,6 +27,7 @@ from ..topo.retriever import TopoNodeIndex, resolve_target, retrieve_nodes
 from .baselines import g_retriever, shortest_path, topk_triples
 from .registry import Param, RetrievalMethod, register_method
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
+from .scale import retrieve_local
 from .toporag import retrieve_subcomplex
 
 K_MAX = 1000  # a generous bound: the CLI rejects a typo like --k 30000 rather than scoring every cell
@@ -102,6 +103,14 @@ def register_builtin_methods() -> None:
         topk_triples, "the top-k triples by cosine of 'head relation tail'; not necessarily connected"))
     register_method(RetrievalMethod(
         "whole", "Whole graph (no retrieval)", "cells", (), whole_subcomplex, "every cell of the complex"))
+    register_method(RetrievalMethod(  # large graphs: index top-k + PCST on a hop neighbourhood (retrieval/scale.py)
+        "toporag-local", "TopoRAG, indexed + local PCST (large graphs)", "cells",
+        (K0, K1, K2, C2, EDGE_COST,
+         Param("hops", int, 2, 0, 50, "first PCST neighbourhood radius around the terminals"),
+         Param("max_hops", int, 3, 0, 50, "largest radius (grown until two radii agree)"),
+         Param("index", str, "auto", help="auto | exact | flat | ivf (auto: exact path below 20k nodes, else flat)",
+               widget=False)), retrieve_local, "TopoRAG with top-k cells from an index and the PCST on the "
+        "hop neighbourhood of the terminals; equals toporag where that neighbourhood holds its answer"))
     for m in NODE_METHODS:
         register_method(RetrievalMethod(
             m, NODE_LABELS.get(m, m), "nodes",
