@@ -29,7 +29,10 @@ def explagraphs_examples(path: str | os.PathLike, split: bool = True) -> dict[st
 
 
 def load_expla_graphs(data_dir: Path | None) -> dict[str, list[RawExample]]:
-    """The shared ExplaGraphs file with the benchmark's seeded 60/20/20 split."""
+    """The shared ExplaGraphs file (or ``data_dir`` itself when it is a TSV file, e.g. a user's own rows)
+    with the benchmark's seeded 60/20/20 split."""
+    if data_dir is not None and Path(data_dir).is_file():
+        return explagraphs_examples(data_dir)
     return explagraphs_examples(data_dir_or_shared(data_dir) / EXPLAGRAPHS_FILE)
 
 

@@ -106,7 +106,11 @@ def prep_cache_dir(dataset: str, config: PrepConfig, encoder_name: str,
     from ..embed import default_cache_dir
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "prep"
-    source = encoder_name if data_dir is None else f"{encoder_name}|{Path(data_dir).resolve()}"
+    source = encoder_name
+    if data_dir is not None:  # a user's file or folder: its path, and for a file its size and time (edits rebuild)
+        p = Path(data_dir).resolve()
+        st = p.stat() if p.is_file() else None
+        source += f"|{p}" + (f"|{st.st_size}|{st.st_mtime_ns}" if st else "")
     return root / dataset / f"{config.key()}-{hashlib.sha1(source.encode()).hexdigest()[:8]}"
 
 
