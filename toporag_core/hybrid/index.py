@@ -180,7 +180,8 @@ class CellIndex:
         stats["vectors_after_merge"] = int(vecs.shape[0])
         codes = codebooks = None
         if red.pq_subspaces:
-            codes, codebooks = _train_pq(vecs, red.pq_subspaces, red.pq_centroids, red.seed)
+            codes, codebooks = _train_pq(vecs, pq_subspaces_for(vecs.shape[1], red.pq_subspaces), red.pq_centroids,
+                                         red.seed)
             vecs = None
         order = np.lexsort((np.array(c_ids), np.array(r_ids), np.array(t_ids))) if texts else np.zeros(0, int)
         idx = cls(encoder.dim, vecs, codes, codebooks, cell_vec[order], np.array(t_ids, int)[order],
@@ -311,6 +312,12 @@ def _merge_near_duplicates(vecs: np.ndarray, cell_vec: np.ndarray, head_of: np.n
     np.add.at(cent, label, vecs)
     cent /= np.maximum(np.linalg.norm(cent, axis=1, keepdims=True), 1e-12)
     return cent.astype(np.float32), label[cell_vec]
+
+
+def pq_subspaces_for(d: int, m: int) -> int:
+    """The largest number of sub-spaces ``<= m`` that divides the dimension ``d`` (48 for MiniLM's 384,
+    32 for the 256-d hashing encoder)."""
+    return next(j for j in range(min(m, d), 0, -1) if d % j == 0)
 
 
 def _train_pq(vecs: np.ndarray, m: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -164,7 +164,8 @@ def load_split(folder: Path, split: str) -> list[Example] | None:
 def prepare_dataset(dataset: str, config: PrepConfig | None = None, splits: tuple[str, ...] = SPLITS,
                     encoder=None, data_dir: str | os.PathLike | None = None,
                     cache_dir: str | os.PathLike | None = None, show_progress: bool = True) -> dict[str, list[Example]]:
-    """Preprocessed splits of ``dataset`` under ``config``, from the cache when possible.
+    """Preprocessed splits of ``dataset`` under ``config``, from the cache when possible
+    (``splits`` may name ``"all"``: every split in order).
 
     ``encoder``: default :func:`~toporag_core.embed.get_encoder` (honours ``TOPORAG_ENCODER``).
     """
@@ -186,6 +187,7 @@ def prepare_dataset(dataset: str, config: PrepConfig | None = None, splits: tupl
     if not todo:
         return out
     raw = load_raw(dataset, data_dir)
+    raw.setdefault("all", [r for s in SPLITS for r in raw.get(s, [])])  # a user's file or folder, evaluated whole
     # Encode every text of the missing splits in one deduplicated, batched call first.
     texts = [t for s in todo for r in raw[s] for t in (*r.graph.node_text, *r.graph.edge_text, r.query or r.question)]
     encoder.encode(texts, show_progress=show_progress)

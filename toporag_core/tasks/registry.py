@@ -94,11 +94,8 @@ def metric_of(dataset: str) -> str:
 
 
 def load_raw(dataset: str, data_dir: str | os.PathLike | None = None) -> dict[str, list[RawExample]]:
-    """Raw splits of a registered dataset, plus ``"all"`` (every split, in split order) for evaluating
-    a user's own file or folder whole. ``data_dir``: a folder, or a data file the task's loader accepts."""
-    out = get_task(dataset).loader(Path(data_dir) if data_dir is not None else None)
-    out.setdefault("all", [r for s in SPLITS for r in out.get(s, [])])
-    return out
+    """Raw splits of a registered dataset; ``data_dir``: a folder, or a data file the task's loader accepts."""
+    return get_task(dataset).loader(Path(data_dir) if data_dir is not None else None)
 
 
 def shared_data_dir() -> Path | None:
