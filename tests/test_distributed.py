@@ -96,3 +96,14 @@ def test_shards_cover_everything_once_and_merge(tmp_path):
     paths[0].write_text(paths[0].read_text() + json.dumps({"id": "e1", "correct": True}) + "\n")
     with pytest.raises(ValueError, match="'e1' also in"):
         merge_jsonl(paths, out)
+
+
+def test_merge_command(tmp_path):
+    a, b = tmp_path / "p.shard-0-of-2.jsonl", tmp_path / "p.shard-1-of-2.jsonl"
+    a.write_text('{"id": "x", "correct": true}\n')
+    b.write_text('{"id": "y", "correct": false}\n')
+    r = subprocess.run([sys.executable, "-m", "toporag_core.distributed", "merge", str(tmp_path / "p.jsonl"), str(a),
+                        str(b)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["accuracy"] == 0.5
+    assert [json.loads(x)["id"] for x in (tmp_path / "p.jsonl").read_text().splitlines()] == ["x", "y"]

@@ -322,3 +322,30 @@ def merge_jsonl(parts: Sequence[str | os.PathLike], out: str | os.PathLike,
     os.replace(tmp, out)
     correct = sum(bool(rows[k][1].get("correct")) for k in keys)
     return {"n": len(keys), "correct": correct, "accuracy": correct / max(len(keys), 1), "missing": missing}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m toporag_core.distributed merge OUT PART [PART ...] [--order-from FILE]``: join
+    evaluation shards (``toporag eval --shard i/n`` outputs) into one JSONL; prints the summary."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m toporag_core.distributed", description=main.__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("merge", help="merge evaluation shard JSONL files")
+    m.add_argument("out")
+    m.add_argument("parts", nargs="+")
+    m.add_argument("--order-from", default=None, help="a JSONL (or one id per line) giving the order of the ids")
+    args = ap.parse_args(argv)
+    order = None
+    if args.order_from:
+        order = []
+        for line in Path(args.order_from).read_text().splitlines():
+            line = line.strip()
+            if line:
+                order.append(str(json.loads(line)["id"]) if line.startswith("{") else line)
+    print(json.dumps(merge_jsonl(args.parts, args.out, order=order)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
