@@ -1,0 +1,219 @@
+"""The core behind the service: one pipeline, a bounded cache of embedded graphs, batched answers.
+
+* **Graphs** are lifted and embedded once (:meth:`CoreEngine.add_graph`) and kept in an LRU
+  cache keyed by ``(graph_id, tree, seed)`` (:class:`GraphCache`, at most ``max_graphs``
+  entries and ``max_cached_nodes`` nodes in all); later requests name the graph by its
+  content hash (:func:`~.protocol.graph_id`).
+* **Retrieval** runs on the request's own thread (numpy; many at once).
+* **Answers** are split in two: retrieval + textualization on the request's thread, then the
+  neural part (cell-complex encoder -> soft prompt -> greedy decoding) on the
+  :class:`~.batching.DynamicBatcher`'s worker, for up to ``max_batch`` requests at once:
+
+      cells  = collate([subcomplex_tensors(sub_b, emb_b)]_b)        (B subcomplexes)
+      soft   = model.graph_tokens(cells)                             (B, T, H)
+      texts  = model.generate(QABatch(cells, questions, contexts))   left padding, greedy
+
+  The model pads on the left and counts positions over real tokens only, so a row of a batch
+  sees exactly what it sees alone; greedy decoding then gives the same tokens up to float
+  round-off of the batched matrix products (checked by ``tests/test_serve.py``; on a GPU in
+  bf16 the round-off is larger: turn batching off with ``--no-batching`` for bit-for-bit
+  single-request behaviour).
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..model import QABatch
+from ..nn import collate, subcomplex_tensors
+from ..pipeline import TopoRAGPipeline
+from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
+from .batching import BatchConfig, DynamicBatcher
+from .protocol import RequestError, subcomplex_to_json
+
+TREES = ("bfs", "dfs", "random")
+
+
+class GraphCache:
+    """A thread-safe LRU of embedded complexes, bounded in entries and in total nodes."""
+
+    def __init__(self, max_graphs: int = 64, max_nodes: int = 500_000) -> None:
+        if max_graphs < 1 or max_nodes < 1:
+            raise ValueError("GraphCache: max_graphs and max_nodes must be >= 1")
+        self.max_graphs, self.max_nodes = max_graphs, max_nodes
+        self.items: OrderedDict[tuple, EmbeddedComplex] = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = self.misses = self.evictions = 0
+
+    def get(self, key: tuple) -> EmbeddedComplex | None:
+        with self.lock:
+            ecx = self.items.get(key)
+            if ecx is None:
+                self.misses += 1
+                return None
+            self.items.move_to_end(key)
+            self.hits += 1
+            return ecx
+
+    def put(self, key: tuple, ecx: EmbeddedComplex) -> None:
+        with self.lock:
+            self.items[key] = ecx
+            self.items.move_to_end(key)
+            total = sum(e.complex.num_nodes for e in self.items.values())
+            while len(self.items) > 1 and (len(self.items) > self.max_graphs or total > self.max_nodes):
+                _, old = self.items.popitem(last=False)
+                total -= old.complex.num_nodes
+                self.evictions += 1
+
+    def __contains__(self, key: tuple) -> bool:
+        with self.lock:
+            return key in self.items
+
+    def stats(self) -> dict[str, int]:
+        with self.lock:
+            return {"graphs": len(self.items), "nodes": sum(e.complex.num_nodes for e in self.items.values()),
+                    "hits": self.hits, "misses": self.misses, "evictions": self.evictions,
+                    "max_graphs": self.max_graphs, "max_nodes": self.max_nodes}
+
+
+@dataclass
+class AnswerJob:
+    """What the batcher's worker needs for one answer (retrieval already done)."""
+
+    sub: Any
+    ecx: EmbeddedComplex
+    question: str
+    context: str
+    max_new_tokens: int | None
+
+
+class CoreEngine:
+    """A loaded pipeline served to many threads (see the module docstring)."""
+
+    def __init__(self, pipe: TopoRAGPipeline, batch: BatchConfig | None = None, max_graphs: int = 64,
+                 max_cached_nodes: int = 500_000, name: str | None = None) -> None:
+        self.pipe = pipe
+        self.cache = GraphCache(max_graphs, max_cached_nodes)
+        self.batch_config = batch or BatchConfig()
+        self.batcher = DynamicBatcher(self.run_batch, self.batch_config)
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.started = time.time()
+        self.embed_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.batcher.close()
+
+    # -- description ---------------------------------------------------------------------
+    def core_tag(self) -> dict[str, str]:
+        """Which core and device answered (sent with every answer)."""
+        d = self.pipe.describe()
+        return {"core": self.name, "device": d["device"], "dtype": d["dtype"]}
+
+    def describe(self) -> dict[str, Any]:
+        from ..retrieval import METHODS
+
+        d = self.pipe.describe()
+        enc = self.pipe.encoder
+        return {**d, "core": self.name, "encoder_name": getattr(enc, "name", "?"), "encoder_dim": int(enc.dim),
+                "default_setting": self.pipe.default_setting().to_dict(), "dataset": self.pipe.meta.get("dataset"),
+                "max_new_tokens": int(self.pipe.model.config.max_new_tokens),
+                "methods": {n: {"label": m.label, "dimension": m.dimension,
+                                "params": [{"name": p.name, "type": p.type.__name__, "default": p.default,
+                                            "min": p.min, "max": p.max} for p in m.params]}
+                            for n, m in METHODS.items()},
+                "batching": {**self.batch_config.__dict__, **self.batcher.stats},
+                "cache": self.cache.stats(), "uptime_s": round(time.time() - self.started, 1)}
+
+    # -- graphs ---------------------------------------------------------------------------
+    def add_graph(self, gid: str, graph, tree: str = "bfs", seed: int = 0) -> tuple[EmbeddedComplex, bool]:
+        """``(embedded complex, was it cached already)``; lifts and embeds a new graph once."""
+        if tree not in TREES:
+            raise RequestError(f"tree must be one of {TREES}, got {tree!r}", 422, "invalid_value")
+        key = (gid, tree, int(seed))
+        ecx = self.cache.get(key)
+        if ecx is not None:
+            return ecx, True
+        with self.embed_lock:  # one graph embedded at a time: two uploads of one graph embed it once
+            ecx = self.cache.get(key)
+            if ecx is not None:
+                return ecx, True
+            ecx = EmbeddedComplex.from_graph(graph, self.pipe.encoder, tree=tree, seed=int(seed))
+            self.cache.put(key, ecx)
+        return ecx, False
+
+    def graph(self, gid: str, tree: str = "bfs", seed: int = 0) -> EmbeddedComplex:
+        ecx = self.cache.get((gid, tree, int(seed)))
+        if ecx is None:
+            raise RequestError(f"unknown graph {gid} (tree {tree}, seed {seed}): send the graph itself once",
+                               404, "unknown_graph")
+        return ecx
+
+    @staticmethod
+    def summary(gid: str, ecx: EmbeddedComplex, cached: bool) -> dict[str, Any]:
+        cx = ecx.complex
+        return {"graph_id": gid, "cached": cached, "nodes": int(cx.num_nodes), "edges": int(cx.num_edges),
+                "cells2": int(cx.num_cells2), "embedding_dim": int(ecx.emb.x0.shape[1]) if ecx.emb.x0.size else 0}
+
+    # -- retrieval and answers -------------------------------------------------------------
+    def retrieve(self, ecx: EmbeddedComplex, question: str, setting: RetrievalSetting) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        res = retrieve(ecx, question, setting=setting)
+        if setting.spec.dimension == "nodes":
+            out = {"dimension": "nodes", "result": res.to_dict()}
+        else:
+            out = {"dimension": "cells", "subcomplex": subcomplex_to_json(res), "context": textualize(res)}
+        out["setting"] = setting.to_dict()
+        out["seconds"] = time.perf_counter() - t0
+        return out
+
+    def answer(self, ecx: EmbeddedComplex, question: str, setting: RetrievalSetting | None, query: str | None = None,
+               max_new_tokens: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """Like :meth:`TopoRAGPipeline.answer`, with the neural part batched across requests."""
+        pipe = self.pipe
+        setting = setting or pipe.default_setting()
+        if setting.spec.dimension != "cells":
+            raise RequestError(f"method {setting.method!r} retrieves nodes; answering needs a cell method",
+                               422, "invalid_value")
+        cfg = pipe.model.config
+        if cfg.use_graph and int(ecx.emb.x0.shape[1]) != cfg.cwn.in_dim:
+            raise RequestError(f"the checkpoint expects {cfg.cwn.in_dim}-d cell embeddings, the core's encoder "
+                               f"gives {int(ecx.emb.x0.shape[1])}-d", 409, "encoder_mismatch")
+        if not pipe.use_cells2:
+            setting = setting.without_cells2()
+        t1 = time.perf_counter()
+        sub = retrieve(ecx, query or question, setting=setting)
+        context = textualize(sub, include_cells2=pipe.use_cells2)
+        t2 = time.perf_counter()
+        job = AnswerJob(sub, ecx, question, context, max_new_tokens)
+        answer, info = self.batcher.submit(job, group=max_new_tokens, timeout=timeout)
+        t3 = time.perf_counter()
+        timings = {"retrieve": t2 - t1, "encode": info["encode"], "generate": info["generate"],
+                   "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
+        return {"answer": answer, "subcomplex": subcomplex_to_json(sub), "context": context,
+                "prompt": pipe.model.prompt_layout(context, question), "cells": sub.cell_texts(pipe.use_cells2),
+                "method": setting.method, "setting": setting.to_dict(), "timings": timings,
+                "batch_size": info["batch_size"], **self.core_tag()}
+
+    def run_batch(self, jobs: list[AnswerJob]) -> list[tuple[str, dict[str, Any]]]:
+        """The neural part for ``B`` jobs of one ``max_new_tokens``: one encoder pass, one ``generate``."""
+        model, pipe = self.pipe.model, self.pipe
+        batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
+        with pipe.lock, torch.no_grad():
+            t0 = time.perf_counter()
+            soft = None
+            if model.config.use_graph:
+                batch.cells = collate([subcomplex_tensors(j.sub, j.ecx.emb, use_cells2=pipe.use_cells2) for j in jobs])
+                batch = batch.to(model.device)
+                soft = model.graph_tokens(batch.cells)
+            t1 = time.perf_counter()
+            texts = model.generate(batch, max_new_tokens=jobs[0].max_new_tokens, soft=soft)
+            t2 = time.perf_counter()
+        info = {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
+        return [(t, info) for t in texts]

@@ -1,0 +1,133 @@
+"""Starting the service: :class:`ServeConfig`, :func:`load_engine`, :func:`serve` (blocking, what
+``toporag serve`` runs) and :func:`start_background` (a server on a thread, for tests, the
+benchmark and notebooks; ``port=0`` picks a free port).
+
+The pipeline is loaded once: ``device="auto"`` puts it on CUDA when there is one, and
+``dtype="auto"`` gives bf16 there (fp32 on CPU), as :func:`~toporag_core.llm.load_llm` does.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .batching import BatchConfig
+from .engine import CoreEngine
+from .protocol import Limits
+
+
+@dataclass
+class ServeConfig:
+    """Where to listen and what to allow (validated; errors name the field)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    batch: BatchConfig = field(default_factory=BatchConfig)
+    max_graphs: int = 64
+    max_cached_nodes: int = 500_000
+    request_timeout_s: float = 120.0
+    log_level: str = "warning"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise ValueError(f"ServeConfig.port must be in 0..65535, got {self.port!r}")
+        if self.token is not None and (not isinstance(self.token, str) or len(self.token) < 8):
+            raise ValueError("ServeConfig.token must be a string of at least 8 characters")
+        if self.max_graphs < 1 or self.max_cached_nodes < 1:
+            raise ValueError("ServeConfig.max_graphs and max_cached_nodes must be >= 1")
+        if not self.request_timeout_s > 0:
+            raise ValueError(f"ServeConfig.request_timeout_s must be > 0, got {self.request_timeout_s!r}")
+
+
+def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None = None, device: str = "auto",
+                dtype: str | None = "auto", encoder=None, pipe=None) -> CoreEngine:
+    """Load the pipeline once (or take ``pipe``) and wrap it in a :class:`CoreEngine`."""
+    if pipe is None:
+        from ..pipeline import TopoRAGPipeline
+
+        pipe = TopoRAGPipeline.load(checkpoint, llm=llm, device=device, encoder=encoder, dtype=dtype)
+    return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(fam, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)  # connections made before uvicorn runs wait in the backlog instead of being refused
+    sock.set_inheritable(True)
+    return sock
+
+
+def make_server(engine: CoreEngine, cfg: ServeConfig):
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(engine, cfg.limits, cfg.token, cfg.request_timeout_s)
+    return uvicorn.Server(uvicorn.Config(app, log_level=cfg.log_level, timeout_keep_alive=30,
+                                         access_log=cfg.log_level in ("info", "debug")))
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host}:{port}" if ":" not in host else f"http://[{host}]:{port}"
+
+
+def serve(engine: CoreEngine, cfg: ServeConfig, on_ready=None) -> None:
+    """Serve until interrupted (Ctrl+C); ``on_ready(url)`` is called once the socket listens."""
+    sock = bind(cfg.host, cfg.port)
+    if on_ready is not None:
+        on_ready(url_of(sock))
+    try:
+        make_server(engine, cfg).run(sockets=[sock])
+    finally:
+        engine.close()
+
+
+class BackgroundServer:
+    """A running server on a thread: ``.url``, ``.stop()``; a context manager."""
+
+    def __init__(self, engine: CoreEngine, cfg: ServeConfig) -> None:
+        self.engine, self.cfg = engine, cfg
+        self.sock = bind(cfg.host, cfg.port)
+        self.url = url_of(self.sock)
+        self.server = make_server(engine, cfg)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       name="toporag-serve", daemon=True)
+        self.thread.start()
+        t0 = time.time()
+        while not self.server.started:
+            if not self.thread.is_alive() or time.time() - t0 > 30:
+                raise RuntimeError("the service did not start")
+            time.sleep(0.01)
+
+    def stop(self, close_engine: bool = True) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if close_engine:
+            self.engine.close()
+
+    def __enter__(self) -> "BackgroundServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_background(engine: CoreEngine, cfg: ServeConfig | None = None) -> BackgroundServer:
+    """Serve ``engine`` on a thread (default: 127.0.0.1, a free port)."""
+    return BackgroundServer(engine, cfg or ServeConfig(port=0))
+
+
+def token_from_env() -> str | None:
+    """``$TOPORAG_CORE_TOKEN`` (the shared secret of the core and the app), or ``None``."""
+    return os.environ.get("TOPORAG_CORE_TOKEN") or None
