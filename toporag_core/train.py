@@ -128,7 +128,9 @@ class KVStore:
         from safetensors.torch import save_file
         from tqdm.auto import tqdm
 
-        todo = [e for e in examples if str(e.id) not in self._where]
+        # longest-first by text length: rows of one forward pass have similar lengths (little padding)
+        todo = sorted((e for e in examples if str(e.id) not in self._where),
+                      key=lambda e: -(len(e.context) + len(e.question)))
         was = model.training
         model.eval()
         for s0 in tqdm(range(0, len(todo), shard_size), disable=not show_progress, desc="kv cache"):
