@@ -168,3 +168,32 @@ def test_suffix_training_with_kv_store_learns_through_the_graph(examples, tmp_pa
     assert loaded.config.answer_set == ("support", "counter")
     preds = [r["answer"] for r in loaded.answer(make_batch(same, with_answers=False))]
     assert preds == [e.answer for e in same]
+
+
+def test_evaluate_writes_task_answers_and_counts_unclean(tmp_path, examples):
+    import json
+
+    from toporag_core.evaluate import evaluate
+
+    closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
+    res = evaluate(closed, examples, "expla_graphs", out=tmp_path / "c.jsonl", batch_size=4, show_progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert {"id", "qtype", "question", "gold", "answer", "correct", "clean", "seconds", "probability"} <= set(recs[0])
+    assert all(r["answer"] in ("support", "counter") and 0.5 <= r["probability"] <= 1 for r in recs)
+    assert res["unclean"] == 0 and res["graph_token_rel_std"] > 0
+    open_ = tiny_model(in_dim=DIM, tokens=2).eval()  # random tiny LM: gibberish, mostly unclean
+    res = evaluate(open_, examples, "expla_graphs", out=tmp_path / "o.jsonl", batch_size=4, show_progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert res["unclean"] == sum(not r["clean"] for r in recs)
+    assert all(r["probability"] is None and "\n" not in r["answer"] for r in recs)
+
+
+def test_yes_no_questions_are_closed_others_open():
+    from toporag_core.model import yes_no_choices
+
+    assert yes_no_choices("Is the cup red?") == ("yes", "no")
+    assert yes_no_choices("cup -> plate -> cup: are the cup and the plate the same colour?") == ("yes", "no")
+    assert yes_no_choices("Question: Is there a dog left of the sofa?\nAnswer:") == ("yes", "no")
+    for q in ("What colour is the cup?", "Is the cup red or blue?", "cup -> plate: what is the cup made of?",
+              "Do argument 1 and argument 2 support or counter each other?"):
+        assert yes_no_choices(q) is None, q

@@ -654,3 +654,17 @@ def is_clean(answer: str, question: str = "", context: str = "", max_words: int 
         return False
     ctx_lines = {normalize(ln) for ln in str(context).splitlines() if len(ln.split(",")) >= 3}
     return a not in ctx_lines
+
+
+_YES_NO = re.compile(r"(?:^|[:.?!\n]\s*)((?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)"
+                     r"\b[^:.?!\n]*)\?\s*(?:answer\s*:?\s*)?$", re.IGNORECASE)
+
+
+def yes_no_choices(question: str) -> tuple[str, str] | None:
+    """``("yes", "no")`` when the question's last clause is a polar question (starts with an
+    auxiliary verb, ends with ``?``, no ``or`` alternative), else ``None`` (an open question).
+    A trailing ``Answer:`` prompt is allowed. For :meth:`TopoRAGModel.answer`'s per-row ``choices``."""
+    m = _YES_NO.search(str(question).strip())
+    if not m or re.search(r"\bor\b", m.group(1), re.IGNORECASE):
+        return None
+    return ("yes", "no")
