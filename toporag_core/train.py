@@ -42,7 +42,8 @@ from .nn import collate
 
 @dataclass
 class TrainConfig:
-    """Optimisation settings (paper: AdamW, lr 1e-5, wd 0.05, batch 8, <= 10 epochs, patience 2)."""
+    """Optimisation settings. Defaults: the paper's AdamW, lr 1e-5, batch 8, <= 10 epochs, patience 2;
+    weight decay 0.05 and gradient-norm clipping at 0.1 are G-Retriever's (its training code), not the paper's."""
 
     lr: float = 1e-5
     weight_decay: float = 0.05
