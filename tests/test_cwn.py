@@ -209,6 +209,25 @@ def test_cells2_structure_matters(items):
         assert not torch.allclose(enc(collate([it])), enc(collate([no2])), atol=1e-4)
 
 
+@pytest.mark.parametrize("stage1", [0, 2])
+def test_node_states_hear_2cells_at_default_depth(items, stage1):
+    """Eq. 19, top-down within a stage-2 layer: with one stage-2 layer, changing a 2-cell's feature
+    changes the 0-cell states of its subcomplex (2-cell -> 1-cell -> 0-cell inside the layer)."""
+    torch.manual_seed(0)
+    enc = CWEncoder(CWNConfig(**{**CFG.to_dict(), "layers_stage1": stage1, "layers_stage2": 1})).eval()
+    it = items[4]  # the whole complex b: has 2-cells
+    assert it.shape[2] > 0
+    x2 = it.x2.clone()
+    x2[0] += 1.0  # one 2-cell only
+    changed = SubcomplexTensors(it.x0, it.x1, x2, it.edge_nodes, it.cell_edges, it.cell_index)
+    with torch.no_grad():
+        h0_before, h1_before, _ = enc.cell_states(collate([it]))
+        h0_after, h1_after, _ = enc.cell_states(collate([changed]))
+    on_cell = torch.unique(it.edge_nodes[it.cell_edges[it.cell_index == 0]])  # nodes on 2-cell 0's boundary
+    assert (h0_before - h0_after).abs().amax(1)[on_cell].min() > 1e-6
+    assert (h1_before - h1_after).abs().amax() > 1e-6
+
+
 @pytest.mark.parametrize("kind", ["cwn", "gcn"])
 def test_batches_without_cells2_or_without_any_cells(items, kind):
     enc = encoders()[kind]

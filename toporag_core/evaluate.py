@@ -1,9 +1,16 @@
-"""GraphQA evaluation: generate answers, score them with the benchmark's metric, stream JSONL.
+"""GraphQA evaluation: answer with the task decoding, score with the benchmark's metric, stream JSONL.
 
-Every prediction is written as one JSON line the moment its batch is done (and flushed), so
-a killed run keeps what it had; ``resume=True`` skips ids already in the file. Line fields:
-``id, question, prediction, label, correct, cells {nodes, edges, cells2, counts}, context,
-qtype, method, dataset`` - what the error-analysis page reads.
+Answers come from :meth:`~toporag_core.model.TopoRAGModel.answer`: label scoring over the
+model's closed ``answer_set`` (or ``choices``) when it has one, else greedy generation cut to a
+short phrase. Every prediction is written as one JSON line the moment its batch is done (and
+flushed), so a killed run keeps what it had; ``resume=True`` skips ids already in the file. Line
+fields: ``id, qtype, question, gold, answer, probability, correct, clean, seconds`` (per example:
+the batch's wall time divided by its size), plus ``prediction`` (= answer), ``label`` (= gold),
+``cells {nodes, edges, cells2, counts}``, ``context``, ``method``, ``dataset`` - what the
+error-analysis page reads. The summary counts unclean answers (context dumps, repeated
+questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph tokens
+across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
+the norm of the mean token; near 0 means the soft prompt is the same for every example).
 """
 from __future__ import annotations
 
@@ -43,12 +50,14 @@ def _done_ids(path: Path) -> tuple[set[str], int, int]:
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
              batch_size: int = 8, method: str = "toporag", resume: bool = False,
-             show_progress: bool = True) -> dict[str, Any]:
+             show_progress: bool = True, choices=None) -> dict[str, Any]:
     """Answer every example, score it, stream predictions to ``out`` (JSONL).
 
-    Returns ``{"accuracy", "correct", "n", "seconds", "examples_per_s", "by_type": {qtype: acc}}``
-    over all examples in the file (earlier lines included when resuming).
+    ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: the model's ``answer_set``).
+    Returns ``{"accuracy", "correct", "n", "unclean", "seconds", "examples_per_s", "by_type": {qtype:
+    acc}, "graph_token_rel_std"}`` over all examples in the file (earlier lines included when resuming).
     """
+    import torch
     from tqdm.auto import tqdm
 
     path = Path(out) if out is not None else None
@@ -62,6 +71,9 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
             path.write_text("".join(ln + "\n" for ln in lines))
     todo = [e for e in examples if str(e.id) not in done]
     by_type: dict[str, list[int]] = {}
+    unclean = 0
+    soft_sum = soft_sq = None
+    n_soft = 0
     fh = open(path, "a") if path is not None else None
     model.eval()
     t0 = time.perf_counter()
@@ -69,18 +81,32 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     try:
         for i in range(0, len(todo), batch_size):
             chunk = todo[i:i + batch_size]
-            preds = model.generate(make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device))
+            tb = time.perf_counter()
+            batch = make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device)
+            with torch.no_grad():
+                soft = model.graph_tokens(batch.cells) if model.config.use_graph else None
+                preds = model.answer(batch, choices=choices, soft=soft)
+            secs_each = (time.perf_counter() - tb) / len(chunk)
+            if soft is not None:
+                flat = soft.float().flatten(1)
+                soft_sum = flat.sum(0) if soft_sum is None else soft_sum + flat.sum(0)
+                soft_sq = (flat ** 2).sum(0) if soft_sq is None else soft_sq + (flat ** 2).sum(0)
+                n_soft += flat.shape[0]
             for ex, pred in zip(chunk, preds):
-                ok = score(dataset, pred, ex.label)
+                ok = score(dataset, pred["answer"], ex.label)
                 correct += ok
                 n += 1
+                unclean += not pred["clean"]
                 by_type.setdefault(ex.qtype or "all", [0, 0])
                 by_type[ex.qtype or "all"][0] += ok
                 by_type[ex.qtype or "all"][1] += 1
                 if fh is not None:
-                    fh.write(json.dumps({"id": ex.id, "question": ex.question, "prediction": pred, "label": ex.label,
-                                         "correct": ok, "cells": ex.cells, "context": ex.context, "qtype": ex.qtype,
-                                         "method": method, "dataset": dataset}) + "\n")
+                    fh.write(json.dumps({"id": ex.id, "qtype": ex.qtype, "question": ex.question, "gold": ex.label,
+                                         "answer": pred["answer"], "probability": pred["probability"],
+                                         "correct": ok, "clean": pred["clean"], "seconds": secs_each,
+                                         "prediction": pred["answer"], "label": ex.label, "raw": pred["raw"],
+                                         "cells": ex.cells, "context": ex.context, "method": method,
+                                         "dataset": dataset}) + "\n")
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")
@@ -91,15 +117,22 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     secs = time.perf_counter() - t0
     if path is not None:  # the file is the truth (it includes lines from before a resume)
         by_type = {}
+        unclean = 0
         for line in path.read_text().splitlines():
             rec = json.loads(line)
+            unclean += not rec.get("clean", True)
             by_type.setdefault(rec.get("qtype") or "all", [0, 0])
             by_type[rec.get("qtype") or "all"][0] += bool(rec["correct"])
             by_type[rec.get("qtype") or "all"][1] += 1
         correct, n = sum(v[0] for v in by_type.values()), sum(v[1] for v in by_type.values())
-    return {"accuracy": correct / max(n, 1), "correct": correct, "n": n, "seconds": secs,
+    spread = None
+    if n_soft > 1:
+        mean = soft_sum / n_soft
+        std = (soft_sq / n_soft - mean ** 2).clamp(min=0).sqrt()
+        spread = float(std.norm() / mean.norm().clamp(min=1e-12))
+    return {"accuracy": correct / max(n, 1), "correct": correct, "n": n, "unclean": unclean, "seconds": secs,
             "examples_per_s": len(todo) / max(secs, 1e-9),
-            "by_type": {k: v[0] / v[1] for k, v in by_type.items()}}
+            "by_type": {k: v[0] / v[1] for k, v in by_type.items()}, "graph_token_rel_std": spread}
 
 
 def _is_json(line: str) -> bool:

@@ -7,24 +7,40 @@ Read top to bottom:
 3. :class:`TopoRAGModel` -
    * ``graph_tokens``: CW encoder -> pooled ``(B, hidden)`` -> MLP projector ->
      ``(B, T, H)`` soft prompt tokens in the LLM's embedding space (``T = num_graph_tokens``);
-   * ``build_inputs``: one sequence per example, laid out as::
+   * the input layout, one of two ``graph_position`` values::
 
-         [left pad] [chat prefix] [prompt-tuning tokens] [graph tokens] context \\n question [chat suffix] (answer <eos>)
+         "prefix" (the paper's):  [chat prefix] [prompt-tuning] [graph tokens] context \n question [chat suffix] (answer <eos>)
+         "suffix" (cacheable):    [chat prefix] context \n question | [prompt-tuning] [graph tokens] [chat suffix] (answer <eos>)
 
-     where the chat prefix/suffix come from the tokenizer's chat template (the soft tokens
-     open the user turn), or G-Retriever's ``<s>[INST] ... [/INST]`` layout when the tokenizer
-     has no template. The context (the textualized subcomplex) is truncated so the input stays
-     within ``max_input_tokens``; the question never is. Labels are ``-100`` everywhere but on
-     the answer tokens and the closing EOS (loss on answer tokens only);
-   * ``forward(batch) -> loss`` and ``generate(batch) -> list[str]`` (greedy, KV cache, stops
-     per sequence at EOS, at most ``max_new_tokens``);
+     The chat prefix/suffix come from the tokenizer's chat template, or G-Retriever's
+     ``<s>[INST] ... [/INST]`` layout when it has none. The context (the textualized subcomplex)
+     is truncated so the input stays within ``max_input_tokens``; the question never is.
+     In the ``"suffix"`` layout everything left of ``|`` (the *frozen part*) is read by the
+     plain frozen LLM - LoRA adapters are switched off there and no soft token precedes it -
+     so its key/value cache does not depend on anything trainable: training computes it once
+     per example (:meth:`TopoRAGModel.context_kv`, no grad) and reuses it every epoch; only the
+     *tail* (soft tokens, chat suffix, answer: ~5-10 positions) runs with grad, and LoRA
+     adapts the tail's computation only. Labels are ``-100`` everywhere but on the answer
+     tokens and the closing EOS (loss on answer tokens only);
+   * ``forward(batch) -> loss``;
+   * decoding for the task (:meth:`answer`): a **closed answer set** (ExplaGraphs
+     ``support``/``counter``, yes/no) is scored, as lm-evaluation-harness scores multiple
+     choice, by the log-likelihood of each candidate continuation,
+     ``score(c) = sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)``, i.e. the log
+     probability of answering exactly ``c`` and stopping - the sequence training fits; no
+     length normalisation (the candidates of one set are compared with each other). The label
+     is the arg max; its probability is ``softmax(scores)`` over the candidates. **Open
+     questions**: greedy decoding with a KV cache, at most ``max_new_tokens``, stopping at EOS
+     or at the end of the first line, stripped to a short phrase (:func:`short_answer`);
+     :func:`is_clean` flags an answer that dumps the context or repeats the question;
    * ``save`` / ``load``: only the trainable parameters (encoder, projector, prompt / LoRA) as
      safetensors plus ``config.json``; no pickle anywhere.
 
 Modes: ``"soft_prompt"`` (graph tokens only, the paper's frozen setting), ``"prompt_tuning"``
-(plus peft's :class:`PromptEmbedding`, 10 virtual tokens), ``"lora"`` (plus peft LoRA r=8,
-alpha=16, dropout 0.05 on ``q_proj``/``v_proj``; injected *into the given LLM instance*, so do
-not share one LLM object between a LoRA model and another model).
+(plus peft's :class:`PromptEmbedding`, 10 virtual tokens), ``"lora"`` (plus peft LoRA, r=8,
+alpha=16, dropout 0.05 on ``q_proj``/``v_proj`` by default, the paper's "w/ LoRA" row;
+injected *into the given LLM instance*, so do not share one LLM object between a LoRA model
+and another model). LoRA weights are kept in float32 whatever the LLM's precision.
 
 Why not ``torch_geometric.llm.models.LLM`` / ``GRetriever``: its constructor loads the model
 itself by name (hub metadata query, slow tokenizer), so it cannot take our offline-converted or
@@ -32,12 +48,14 @@ already-loaded LLM; in its chat-template path it does not truncate the context a
 places the soft tokens before the whole chat prompt; and its GNN interface is ``(x,
 edge_index, batch)``, not a cell complex. We keep its conventions (``-100`` labels, left
 padding with the pad token's embedding, soft tokens right after the opening tokens, the
-``[INST]`` fallback) and write the ~100 lines ourselves.
+``[INST]`` fallback) and write the rest ourselves.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -49,6 +67,7 @@ from .nn import CellBatch, CWNConfig, build_encoder
 
 IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
+GRAPH_POSITIONS = ("prefix", "suffix")
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -72,24 +91,35 @@ class TopoRAGConfig:
     max_input_tokens: int = 512
     max_new_tokens: int = 32
     system_prompt: str | None = None  # None: the chat template's own default
+    graph_position: str = "prefix"  # "prefix" (paper) | "suffix" (frozen, cacheable context; LoRA on the tail)
+    answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
             self.cwn = CWNConfig.from_dict(self.cwn)
         self.lora_targets = tuple(self.lora_targets)
+        self.answer_set = tuple(str(a) for a in self.answer_set)
         if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; choose one of {MODES}")
+            raise ValueError(f"TopoRAGConfig.mode: unknown {self.mode!r}; choose one of {MODES}")
+        if self.graph_position not in GRAPH_POSITIONS:
+            raise ValueError(f"TopoRAGConfig.graph_position: unknown {self.graph_position!r}; "
+                             f"choose one of {GRAPH_POSITIONS}")
         if self.num_graph_tokens < 1:
-            raise ValueError(f"num_graph_tokens must be >= 1, got {self.num_graph_tokens}")
+            raise ValueError(f"TopoRAGConfig.num_graph_tokens: must be >= 1, got {self.num_graph_tokens}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"TopoRAGConfig.max_new_tokens: must be >= 1, got {self.max_new_tokens}")
+        if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
+            raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["cwn"] = self.cwn.to_dict()
         d["lora_targets"] = list(self.lora_targets)
+        d["answer_set"] = list(self.answer_set)
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TopoRAGConfig":
+    def from_dict(cls, d: dict[str, Any]) -> TopoRAGConfig:
         known = {f.name for f in fields(cls)}
         extra = set(d) - known
         if extra:
@@ -106,13 +136,15 @@ class QABatch:
     questions: list[str]
     contexts: list[str]
     answers: list[str] | None = None
+    kv: list[Tensor] | None = None  # precomputed frozen-part caches (graph_position "suffix"), one per row
 
     def __len__(self) -> int:
         return len(self.questions)
 
-    def to(self, device: torch.device | str) -> "QABatch":
+    def to(self, device: torch.device | str) -> QABatch:
         return QABatch(self.cells.to(device) if self.cells is not None else None,
-                       self.questions, self.contexts, self.answers)
+                       self.questions, self.contexts, self.answers,
+                       [t.to(device) for t in self.kv] if self.kv is not None else None)
 
 
 # ----------------------------------------------------------------------------- model
@@ -152,6 +184,11 @@ class TopoRAGModel(nn.Module):
             lcfg = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                               target_modules=list(config.lora_targets), bias="none")
             inject_adapter_in_model(lcfg, self.llm)  # base weights stay frozen; lora_A/B train
+            for n, p in self.llm.named_parameters():  # adapters train in float32 whatever the LLM's dtype
+                if "lora_" in n:
+                    p.data = p.data.float()
+        self._tok_cache: dict[str, tuple[int, ...]] = {}
+        self._vocab_flags: tuple[Tensor, Tensor] | None = None
         self._layout = self._prompt_layout_ids()
         self.to(self.device)
 
@@ -164,14 +201,27 @@ class TopoRAGModel(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.llm.get_input_embeddings().weight.dtype
 
-    def train(self, mode: bool = True) -> "TopoRAGModel":
+    @property
+    def suffix(self) -> bool:
+        """Graph tokens after the text: the frozen part's key/value cache can be precomputed."""
+        return self.config.graph_position == "suffix"
+
+    def train(self, mode: bool = True) -> TopoRAGModel:
         super().train(mode)
         if self.config.mode != "lora":
             self.llm.eval()  # frozen: no dropout inside the LLM (LoRA keeps its own dropout)
         return self
 
     def _ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+        """Token ids of ``text`` (no special tokens), memoised: epochs re-read the same texts."""
+        if not text:
+            return []
+        ids = self._tok_cache.get(text)
+        if ids is None:
+            ids = tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if len(self._tok_cache) < 200_000:
+                self._tok_cache[text] = ids
+        return list(ids)
 
     def _prompt_layout_ids(self) -> dict[str, list[int]]:
         """Token ids of the fixed text before and after the user content, and of the answer's end."""
@@ -208,11 +258,122 @@ class TopoRAGModel(nn.Module):
         graph = self.config.num_graph_tokens if self.config.use_graph else 0
         return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": graph,
                 "prompt_tuning_tokens": self.num_soft_tokens() - graph,
+                "graph_position": self.config.graph_position,
                 "prefix": self.tokenizer.decode(lay["pre"]), "context": self.tokenizer.decode(c),
                 "context_truncated": len(c) < len(self._ids(context)), "question": question,
                 "suffix": self.tokenizer.decode(lay["post"]),
                 "input_tokens": len(lay["pre"]) + self.num_soft_tokens() + len(c) + len(lay["sep"]) + len(q)
                 + len(lay["post"])}
+
+    def _rows(self, batch: QABatch) -> list[tuple[list[int], list[int], list[int]]]:
+        """Per example ``(frozen ids, tail ids before the soft tokens, tail ids after them)``."""
+        lay, rows = self._layout, []
+        for ctx, question in zip(batch.contexts, batch.questions):
+            c, q = self.context_ids(ctx, question)
+            if self.suffix:
+                rows.append((lay["pre"] + c + lay["sep"] + q, [], lay["post"]))
+            else:
+                rows.append(([], lay["pre"], c + lay["sep"] + q + lay["post"]))
+        return rows
+
+    @contextlib.contextmanager
+    def _adapters_off(self):
+        """LoRA switched off (the frozen part is read by the plain LLM), back on afterwards."""
+        if self.config.mode != "lora":
+            yield
+            return
+        from peft.tuners.tuners_utils import BaseTunerLayer
+
+        layers = [m for m in self.llm.modules() if isinstance(m, BaseTunerLayer)]
+        for m in layers:
+            m.enable_adapters(False)
+        try:
+            yield
+        finally:
+            for m in layers:
+                m.enable_adapters(True)
+
+    def _left_pad(self, rows: list[list[int]]) -> tuple[Tensor, Tensor]:
+        """``(ids (B, S), mask (B, S))`` left-padded with the pad id."""
+        length = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], dtype=torch.long, device=self.device)
+        mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], dtype=torch.long,
+                            device=self.device)
+        return ids, mask
+
+    @torch.no_grad()
+    def context_kv(self, batch: QABatch) -> list[Tensor]:
+        """The frozen part's key/value cache per example, ``(layers, 2, kv_heads, S_i, head_dim)``.
+
+        Only for ``graph_position="suffix"``: the frozen part (chat prefix, context, question) is
+        read with adapters off and no soft token, so this does not change while training.
+        """
+        if not self.suffix:
+            raise ValueError("context_kv() needs graph_position='suffix' (the prefix layout has no frozen part)")
+        rows = [r[0] for r in self._rows(batch)]
+        ids, mask = self._left_pad(rows)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        with self._adapters_off():
+            out = self.llm.get_decoder()(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+        layers = out.past_key_values.layers
+        return [torch.stack([torch.stack([lay.keys[i, :, -len(r):], lay.values[i, :, -len(r):]]) for lay in layers])
+                for i, r in enumerate(rows)]
+
+    def _cache_from_kv(self, kvs: list[Tensor]):
+        """A left-padded ``DynamicCache`` from per-example caches, and its attention mask ``(B, S)``."""
+        from transformers import DynamicCache
+
+        n = [int(t.shape[3]) for t in kvs]
+        length, (layers, two, heads, _, hd) = max(n), kvs[0].shape
+        kv = kvs[0].new_zeros((len(kvs), layers, two, heads, length, hd), dtype=self.dtype)
+        for i, t in enumerate(kvs):
+            kv[i, :, :, :, length - n[i]:] = t.to(self.dtype)
+        mask = torch.tensor([[0] * (length - k) + [1] * k for k in n], dtype=torch.long, device=self.device)
+        cache = DynamicCache(ddp_cache_data=[(kv[:, j, 0], kv[:, j, 1]) for j in range(layers)],
+                             config=self.llm.config)
+        return cache, mask
+
+    def _inputs(self, batch: QABatch, with_answers: bool, soft: Tensor | None = None):
+        """``(past, attention_mask (B, P + T), position_ids (B, T), tail embeds (B, T, H), labels (B, T) | None)``.
+
+        ``past`` is the frozen part's cache (``None`` in the prefix layout, ``P = 0``): taken from
+        ``batch.kv`` when precomputed, else computed here without grad. The tail is left-padded.
+        """
+        emb_layer = self.llm.get_input_embeddings()
+        dev, dt = self.device, self.dtype
+        if self.config.use_graph:
+            soft = (self.graph_tokens(batch.cells) if soft is None else soft).to(dt)
+        else:
+            soft = None
+        virt = self.prompt.embedding.weight.to(dt) if self.prompt is not None else None
+        rows = self._rows(batch)
+        past, fmask = None, torch.zeros((len(batch), 0), dtype=torch.long, device=dev)
+        if self.suffix:
+            past, fmask = self._cache_from_kv(batch.kv if batch.kv is not None else self.context_kv(batch))
+        seqs, labels = [], []
+        for i, (_, before, after) in enumerate(rows):
+            ans = []
+            if with_answers:
+                ans = self._ids(batch.answers[i])[: self.config.max_new_tokens] + self._layout["eos"]
+            parts = [emb_layer(torch.tensor(before, dtype=torch.long, device=dev))] if before else []
+            parts += ([virt] if virt is not None else []) + ([soft[i]] if soft is not None else [])
+            parts.append(emb_layer(torch.tensor(after + ans, dtype=torch.long, device=dev)))
+            seq = torch.cat(parts, dim=0)
+            seqs.append(seq)
+            labels.append([IGNORE_INDEX] * (seq.shape[0] - len(ans)) + ans)
+        length = max(s.shape[0] for s in seqs)
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        pad_e = emb_layer(torch.tensor([pad_id], device=dev))
+        embeds = torch.stack([torch.cat([pad_e.expand(length - s.shape[0], -1), s]) for s in seqs])
+        tmask = torch.tensor([[0] * (length - s.shape[0]) + [1] * s.shape[0] for s in seqs], device=dev)
+        mask = torch.cat([fmask, tmask], dim=1)
+        # Positions count real tokens only, so a padded row sees the same positions as alone.
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, fmask.shape[1]:]
+        lab = None
+        if with_answers:
+            lab = torch.tensor([[IGNORE_INDEX] * (length - len(x)) + x for x in labels], device=dev)
+        return past, mask, pos, embeds, lab
 
     # -- the model ----------------------------------------------------------------
     def graph_tokens(self, cells: CellBatch) -> Tensor:
@@ -223,47 +384,21 @@ class TopoRAGModel(nn.Module):
 
     def build_inputs(self, batch: QABatch, with_answers: bool,
                      soft: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """Left-padded ``inputs_embeds (B, S, H)``, ``attention_mask (B, S)``, ``position_ids (B, S)``
-        and ``labels (B, S)`` (``None`` unless ``with_answers``). ``soft``: precomputed graph tokens."""
-        emb_layer = self.llm.get_input_embeddings()
-        dev, dt, lay = self.device, self.dtype, self._layout
-        if self.config.use_graph:
-            soft = (self.graph_tokens(batch.cells) if soft is None else soft).to(dt)
-        else:
-            soft = None
-        virt = self.prompt.embedding.weight.to(dt) if self.prompt is not None else None
-        seqs, labels = [], []
-        for i in range(len(batch)):
-            c, q = self.context_ids(batch.contexts[i], batch.questions[i])
-            tail = c + lay["sep"] + q + lay["post"]
-            ans = []
-            if with_answers:
-                ans = self._ids(batch.answers[i])[: self.config.max_new_tokens] + lay["eos"]
-            head_e = emb_layer(torch.tensor(lay["pre"], dtype=torch.long, device=dev))
-            tail_e = emb_layer(torch.tensor(tail + ans, dtype=torch.long, device=dev))
-            parts = [head_e] + ([virt] if virt is not None else []) + ([soft[i]] if soft is not None else []) + [tail_e]
-            seq = torch.cat(parts, dim=0)
-            seqs.append(seq)
-            labels.append([IGNORE_INDEX] * (seq.shape[0] - len(ans)) + ans)
-        length = max(s.shape[0] for s in seqs)
-        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        pad_e = emb_layer(torch.tensor([pad_id], device=dev))
-        embeds = torch.stack([torch.cat([pad_e.expand(length - s.shape[0], -1), s]) for s in seqs])
-        mask = torch.tensor([[0] * (length - s.shape[0]) + [1] * s.shape[0] for s in seqs], device=dev)
-        # Positions count real tokens only, so a left-padded row sees the same positions as alone.
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        lab = None
-        if with_answers:
-            lab = torch.tensor([[IGNORE_INDEX] * (length - len(x)) + x for x in labels], device=dev)
+        """Prefix layout only: left-padded ``inputs_embeds (B, S, H)``, ``attention_mask (B, S)``,
+        ``position_ids (B, S)`` and ``labels (B, S)`` (``None`` unless ``with_answers``)."""
+        if self.suffix:
+            raise ValueError("build_inputs() is the prefix layout; the suffix layout has a cached frozen part")
+        _, mask, pos, embeds, lab = self._inputs(batch, with_answers, soft)
         return embeds, mask, pos, lab
 
     def forward(self, batch: QABatch) -> Tensor:
         """Mean cross-entropy over the answer tokens (+ EOS) of the batch."""
         if batch.answers is None:
-            raise ValueError("forward() needs batch.answers (training targets); use generate() otherwise")
-        embeds, mask, pos, labels = self.build_inputs(batch, with_answers=True)
+            raise ValueError("forward() needs batch.answers (training targets); use answer() otherwise")
+        past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True)
         body, head = self.llm.get_decoder(), self.llm.get_output_embeddings()
-        hidden = body(inputs_embeds=embeds, attention_mask=mask, position_ids=pos).last_hidden_state
+        hidden = body(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, past_key_values=past,
+                      use_cache=past is not None).last_hidden_state
         # Next-token loss (position t predicts token t+1), with the vocabulary projection applied
         # only where there is a target: ~20% of a small LM's compute is the (S x vocab) head.
         target = labels[:, 1:]
@@ -271,35 +406,140 @@ class TopoRAGModel(nn.Module):
         logits = head(hidden[:, :-1][keep])
         return nn.functional.cross_entropy(logits.float(), target[keep])
 
-    @torch.no_grad()
-    def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None) -> list[str]:
-        """Greedy decoding with a KV cache; each row stops at its first EOS. ``soft``: precomputed
-        ``graph_tokens`` (the pipeline times encoding and generation separately)."""
-        max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
-        embeds, mask, pos, _ = self.build_inputs(batch, with_answers=False, soft=soft)
+    def _prompt_pass(self, batch: QABatch, soft: Tensor | None):
+        """Run the whole prompt: ``(cache, attention_mask, last position_ids (B, 1), next-token logits (B, V))``."""
+        past, mask, pos, embeds, _ = self._inputs(batch, with_answers=False, soft=soft)
+        out = self.llm(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, past_key_values=past,
+                       use_cache=True, logits_to_keep=1)
+        return out.past_key_values, mask, pos[:, -1:], out.logits[:, -1].float()
+
+    def _stop_ids(self) -> Tensor:
         stop = set(self._layout["eos"])
         gen_eos = getattr(getattr(self.llm, "generation_config", None), "eos_token_id", None)
         stop |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])
-        stop_t = torch.tensor(sorted(stop) or [-1], device=self.device)
-        out = self.llm(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, use_cache=True)
-        past, tokens = out.past_key_values, []
+        return torch.tensor(sorted(stop) or [-1], device=self.device)
+
+    def _newline_flags(self) -> tuple[Tensor, Tensor]:
+        """Per vocabulary id: ``(decodes to text containing a newline, decodes to non-space text)``."""
+        if self._vocab_flags is None:
+            vocab = int(self.llm.get_output_embeddings().weight.shape[0])
+            texts = self.tokenizer.batch_decode([[i] for i in range(vocab)])
+            self._vocab_flags = (torch.tensor(["\n" in t for t in texts], device=self.device),
+                                 torch.tensor([bool(t.strip()) for t in texts], device=self.device))
+        return self._vocab_flags
+
+    @torch.no_grad()
+    def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
+                 stop_at_newline: bool = True) -> list[str]:
+        """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
+        ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
+        text; the returned text is cut at that newline and stripped. ``soft``: precomputed
+        ``graph_tokens`` (the pipeline times encoding and generation separately)."""
+        max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
+        stop_t = self._stop_ids()
+        newline, nonspace = self._newline_flags()
+        past, mask, pos, logits = self._prompt_pass(batch, soft)
+        tokens = []
         done = torch.zeros(len(batch), dtype=torch.bool, device=self.device)
-        nxt = out.logits[:, -1].argmax(-1)
+        has_text = torch.zeros_like(done)
+        nxt = logits.argmax(-1)
         for _ in range(max_new):
             tokens.append(torch.where(done, -1, nxt))
             done |= torch.isin(nxt, stop_t)
+            if stop_at_newline:
+                done |= newline[nxt] & (has_text | nonspace[nxt])
+            has_text |= nonspace[nxt]
             if bool(done.all()) or len(tokens) == max_new:
                 break
             mask = torch.cat([mask, mask.new_ones(len(batch), 1)], dim=1)
-            pos = pos[:, -1:] + 1
+            pos = pos + 1
             out = self.llm(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
                            past_key_values=past, use_cache=True)
             past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
+        stop = set(stop_t.tolist())
         texts = []
         for row in (torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(len(batch))]):
             ids = [t for t in row if t >= 0 and t not in stop]
-            texts.append(self.tokenizer.decode(ids, skip_special_tokens=True).strip())
+            text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+            texts.append(text.split("\n")[0].strip() if stop_at_newline else text)
         return texts
+
+    @torch.no_grad()
+    def score_choices(self, batch: QABatch, choices: tuple[str, ...] | list[str],
+                      soft: Tensor | None = None) -> Tensor:
+        """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:
+        ``sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` (no length normalisation).
+
+        The prompt runs once; its cache is repeated for the ``C`` candidates, which run as one batch.
+        """
+        if not choices:
+            raise ValueError("score_choices: empty candidate list")
+        cands = [self._ids(c)[: self.config.max_new_tokens] + self._layout["eos"] for c in choices]
+        if any(len(c) == 0 for c in cands):
+            raise ValueError(f"score_choices: a candidate tokenises to nothing: {list(choices)}")
+        past, mask, pos, logits = self._prompt_pass(batch, soft)
+        first = torch.log_softmax(logits, -1)  # (B, V)
+        n_b, n_c = len(batch), len(cands)
+        scores = first[:, [c[0] for c in cands]].clone()  # (B, C)
+        longest = max(len(c) for c in cands)
+        if longest > 1:
+            past.batch_repeat_interleave(n_c)
+            pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            steps = longest - 1
+            ids = torch.tensor([c[:-1] + [pad] * (steps - len(c) + 1) for c in cands], device=self.device)
+            real = torch.tensor([[1] * (len(c) - 1) + [0] * (steps - len(c) + 1) for c in cands], device=self.device)
+            tgt = torch.tensor([c[1:] + [0] * (steps - len(c) + 1) for c in cands], device=self.device)
+            ids, real, tgt = ids.repeat(n_b, 1), real.repeat(n_b, 1), tgt.repeat(n_b, 1)  # (B*C, steps)
+            m = torch.cat([mask.repeat_interleave(n_c, 0), real], dim=1)
+            p = pos.repeat_interleave(n_c, 0) + 1 + torch.arange(steps, device=self.device)
+            out = self.llm(input_ids=ids, attention_mask=m, position_ids=p, past_key_values=past, use_cache=True)
+            lp = torch.log_softmax(out.logits.float(), -1).gather(-1, tgt[..., None])[..., 0]  # (B*C, steps)
+            scores = scores + (lp * real).sum(-1).view(n_b, n_c)
+        return scores
+
+    @torch.no_grad()
+    def answer(self, batch: QABatch, choices=None, soft: Tensor | None = None,
+               max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+        """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
+
+        ``choices``: ``None`` (the config's ``answer_set``; open generation when that is empty),
+        one candidate list for every row, or a list with one candidate list (or ``None``: open)
+        per row. Closed rows get the arg-max candidate and its softmax probability over the
+        candidates (``scores``: candidate -> log-likelihood); open rows get greedy generation cut
+        to a short phrase (``probability`` ``None``); ``clean`` is :func:`is_clean`.
+        """
+        n = len(batch)
+        if choices is None:
+            per_row = [self.config.answer_set or None] * n
+        elif len(choices) and all(isinstance(c, (list, tuple)) or c is None for c in choices):
+            if len(choices) != n:
+                raise ValueError(f"answer: {len(choices)} candidate lists for {n} rows")
+            per_row = [tuple(c) if c else None for c in choices]
+        else:
+            per_row = [tuple(choices) or None] * n
+        if soft is None and self.config.use_graph:
+            soft = self.graph_tokens(batch.cells)
+        out: list[dict[str, Any] | None] = [None] * n
+        groups: dict[tuple[str, ...] | None, list[int]] = {}
+        for i, c in enumerate(per_row):
+            groups.setdefault(c, []).append(i)
+        for cands, idx in groups.items():
+            sub = _select(batch, idx)
+            s_soft = soft[idx] if soft is not None else None
+            if cands is None:
+                for i, raw in zip(idx, self.generate(sub, max_new_tokens=max_new_tokens, soft=s_soft)):
+                    ans = short_answer(raw)
+                    out[i] = {"answer": ans, "probability": None, "scores": None, "raw": raw,
+                              "clean": is_clean(ans, batch.questions[i], batch.contexts[i])}
+            else:
+                sc = self.score_choices(sub, cands, soft=s_soft)
+                prob = torch.softmax(sc, -1)
+                for r, i in enumerate(idx):
+                    j = int(sc[r].argmax())
+                    out[i] = {"answer": cands[j], "probability": float(prob[r, j]),
+                              "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": cands[j],
+                              "clean": True}
+        return out  # type: ignore[return-value]
 
     # -- checkpoints --------------------------------------------------------------
     def trainable_state_dict(self) -> dict[str, Tensor]:
@@ -337,7 +577,7 @@ class TopoRAGModel(nn.Module):
 
     @classmethod
     def load(cls, folder: str | os.PathLike, llm: nn.Module | None = None, tokenizer=None,
-             device: str | torch.device = "auto") -> "TopoRAGModel":
+             device: str | torch.device = "auto") -> TopoRAGModel:
         """Rebuild from ``folder`` (``config.json`` + ``model.safetensors``); loads the LLM named in
         the config unless one is given."""
         from safetensors.torch import load_file
@@ -363,3 +603,68 @@ class TopoRAGModel(nn.Module):
             model.load_trainable(load_file(str(weights), device=str(model.device)), where=str(weights))
         model.eval()
         return model
+
+
+# ----------------------------------------------------------------------------- decoding helpers
+def _select(batch: QABatch, idx: list[int]) -> QABatch:
+    """Rows ``idx`` of a batch, without cells (the caller passes their graph tokens as ``soft``)."""
+    if list(idx) == list(range(len(batch))):
+        return batch
+    return QABatch(None, [batch.questions[i] for i in idx], [batch.contexts[i] for i in idx],
+                   [batch.answers[i] for i in idx] if batch.answers is not None else None,
+                   [batch.kv[i] for i in idx] if batch.kv is not None else None)
+
+
+_LEAD = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
+
+
+def short_answer(text: str, max_words: int = 12) -> str:
+    """A generated answer as a short phrase: first non-empty line, a leading ``Answer:`` /
+    ``The answer is`` dropped, surrounding quotes and a final full stop stripped, at most
+    ``max_words`` words."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    line = _LEAD.sub("", line).strip()
+    for _ in range(2):  # '"red".' and 'red."' alike
+        line = line.strip("\"'`").strip()
+        if line.endswith(".") and not line.endswith(".."):
+            line = line[:-1].rstrip()
+    return " ".join(line.split()[:max_words])
+
+
+_DUMP = re.compile(r"node_id|node_attr|edge_attr|src,|\(x,\s*y,\s*w,\s*h\)|^\s*c\d+\s*:|^\s*\d+\s*,|,\s*\d+\s*$|"
+                   r"\bc\d+\b|<-\[|\]->", re.IGNORECASE | re.MULTILINE)
+
+
+def is_clean(answer: str, question: str = "", context: str = "", max_words: int = 12) -> bool:
+    """``False`` for an answer that is not an answer: empty, longer than ``max_words`` words, a
+    piece of the textualized context (CSV rows, node ids, 2-cell ids ``c0``, cycle arrows), or
+    the question repeated (>= 60% of its words, in order, or the answer contained in it with
+    4+ words)."""
+    from .metrics import normalize
+
+    a = normalize(answer)
+    words = a.split()
+    if not words or len(words) > max_words or _DUMP.search(str(answer)):
+        return False
+    q = normalize(question)
+    if len(words) >= 4 and a in q:
+        return False
+    qw = q.split()
+    if qw and len(words) >= 0.6 * len(qw) and len(set(words) & set(qw)) >= 0.8 * len(set(words)):
+        return False
+    ctx_lines = {normalize(ln) for ln in str(context).splitlines() if len(ln.split(",")) >= 3}
+    return a not in ctx_lines
+
+
+_YES_NO = re.compile(r"(?:^|[:.?!\n]\s*)((?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)"
+                     r"\b[^:.?!\n]*)\?\s*(?:answer\s*:?\s*)?$", re.IGNORECASE)
+
+
+def yes_no_choices(question: str) -> tuple[str, str] | None:
+    """``("yes", "no")`` when the question's last clause is a polar question (starts with an
+    auxiliary verb, ends with ``?``, no ``or`` alternative), else ``None`` (an open question).
+    A trailing ``Answer:`` prompt is allowed. For :meth:`TopoRAGModel.answer`'s per-row ``choices``."""
+    m = _YES_NO.search(str(question).strip())
+    if not m or re.search(r"\bor\b", m.group(1), re.IGNORECASE):
+        return None
+    return ("yes", "no")

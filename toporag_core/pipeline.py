@@ -19,11 +19,11 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
-from .model import QABatch, TopoRAGConfig, TopoRAGModel
+from .model import QABatch, TopoRAGConfig, TopoRAGModel, yes_no_choices
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 
@@ -101,9 +101,18 @@ class TopoRAGPipeline:
         return EmbeddedComplex.from_graph(graph, self.encoder, tree=tree)
 
     # -- answering ------------------------------------------------------------------
+    def choices_for(self, question: str) -> tuple[str, ...] | None:
+        """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
+        support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
+        return tuple(self.model.config.answer_set or ()) or yes_no_choices(question)
+
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
-               max_new_tokens: int | None = None) -> dict[str, Any]:
-        """Retrieve a subcomplex for ``question`` and generate the answer.
+               max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> dict[str, Any]:
+        """Retrieve a subcomplex for ``question`` and answer it for its task.
+
+        A closed answer set (``choices``; ``"auto"`` = :meth:`choices_for`) is answered by scoring
+        each candidate's log-likelihood (exactly one label, with probabilities); an open question by
+        greedy decoding cut to a short phrase at the end of the line.
 
         Args:
             graph_or_ecx: a ``TextualGraph`` (lifted and embedded here) or an ``EmbeddedComplex``.
@@ -112,8 +121,10 @@ class TopoRAGPipeline:
             query: text used for retrieval (default: the question).
 
         Returns:
-            ``{"answer", "subcomplex", "context", "prompt" (layout), "cells" (texts),
-            "timings" {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
+            ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
+            "probability", "raw" (the generated text), "clean", "subcomplex", "context", "prompt"
+            (layout), "cells" (texts), "timings" {prepare, retrieve, encode, generate, total}
+            (seconds), "method", "setting"}``.
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
@@ -138,9 +149,15 @@ class TopoRAGPipeline:
                 batch = batch.to(self.model.device)
                 soft = self.model.graph_tokens(batch.cells)
             t3 = time.perf_counter()
-            answer = self.model.generate(batch, max_new_tokens=max_new_tokens, soft=soft)[0]
+            cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
+            res = self.model.answer(batch, choices=[cands], soft=soft, max_new_tokens=max_new_tokens)[0]
             t4 = time.perf_counter()
-        return {"answer": answer, "subcomplex": sub, "context": context,
+        probs = None
+        if res.get("scores"):
+            z = torch.tensor(list(res["scores"].values()), dtype=torch.float64).softmax(0).tolist()
+            probs = dict(zip(res["scores"], z))
+        return {"answer": res["answer"], "label_probs": probs, "probability": res.get("probability"),
+                "raw": res.get("raw"), "clean": res.get("clean"), "subcomplex": sub, "context": context,
                 "prompt": self.model.prompt_layout(context, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
                 "params": sub.params,

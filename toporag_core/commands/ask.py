@@ -24,6 +24,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..pipeline import TopoRAGPipeline
+    from ..tasks import get_task, task_of_graph
 
     graph = load_from_args(args)
     question = args.question or graph.meta.get("question")
@@ -37,17 +38,22 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ecx = pipe.prepare(graph, tree=args.tree)  # lift + embed, reported as "prepare"
     prepare_s = time.perf_counter() - t0
-    out = pipe.answer(ecx, question, setting, query=query, max_new_tokens=args.max_new_tokens)
+    choices = pipe.choices_for(question)
+    task = get_task(task_of_graph(graph)) if task_of_graph(graph) else None
+    if choices is None and task is not None and task.answer_set:
+        choices = task.answer_set  # e.g. an ExplaGraphs row: exactly one of support / counter
+    out = pipe.answer(ecx, question, setting, query=query, max_new_tokens=args.max_new_tokens, choices=choices)
     out["timings"]["prepare"] = prepare_s
     out["timings"]["total"] += prepare_s
-    result = {"answer": out["answer"], "question": question, "method": out["method"],
+    result = {"answer": out["answer"], "probability": out["probability"], "label_probs": out["label_probs"],
+              "question": question, "method": out["method"],
               "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
               "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe()}
     if "label" in graph.meta:
         result["gold"] = graph.meta["label"]
     t = out["timings"]
     human = "\n".join([
-        f"answer: {out['answer']}",
+        f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out["probability"] is not None else ""),
         f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "
         f"{len(out['cells']['cells2'])} 2-cells",
         "timings: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items()),

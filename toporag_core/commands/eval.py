@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
     p.add_argument("--resume", action="store_true", help="skip ids already in --out")
+    p.add_argument("--choices", default=None,
+                   help="closed answer set to score by likelihood, comma-separated (default: the checkpoint's "
+                        "answer set; 'none' forces open generation)")
     p.set_defaults(func=run)
 
 
@@ -56,8 +59,13 @@ def run(args) -> int:
                             dtype=args.dtype)
         model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
         method = setting.retrieval.method
+    choices = None
+    if args.choices == "none":
+        choices = ()  # empty: open generation for every row
+    elif args.choices:
+        choices = tuple(c.strip() for c in args.choices.split(",") if c.strip())
     res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
-                   resume=args.resume)
+                   resume=args.resume, choices=choices)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))
-    print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']})")
+    print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']}")
     return 0

@@ -42,6 +42,23 @@ def register(subparsers) -> None:
     add_data_args(p)
     p.add_argument("--encoder", default="cwn", choices=("cwn", "gcn"), help="gcn = 'w/o MTR'")
     p.add_argument("--mode", default="soft_prompt", choices=("soft_prompt", "prompt_tuning", "lora"))
+    p.add_argument("--graph-position", default="prefix", choices=("prefix", "suffix"),
+                   help="prefix: the paper's layout; suffix: graph tokens after context + question, whose "
+                        "frozen key/value cache is computed once and reused every epoch (LoRA on the tail)")
+    p.add_argument("--lora-r", type=int, default=8)
+    p.add_argument("--lora-alpha", type=int, default=16)
+    p.add_argument("--lora-targets", default="q_proj,v_proj", help="comma-separated module names")
+    p.add_argument("--answer-set", default="auto",
+                   help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
+                        "none, or comma-separated answers")
+    p.add_argument("--max-input-tokens", type=int, default=512)
+    p.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
+    p.add_argument("--bucket", type=int, default=8, help="length-bucket window in batches (1 = plain shuffle)")
+    p.add_argument("--lr-schedule", default="constant", choices=("constant", "cosine"))
+    p.add_argument("--warmup", type=int, default=0, help="warm-up steps (cosine schedule)")
+    p.add_argument("--select", default="auto", choices=("auto", "loss", "accuracy"),
+                   help="model selection on validation (auto: accuracy when there is a closed answer set)")
+    p.add_argument("--no-kv-cache", action="store_true", help="suffix layout: recompute the frozen part each step")
     p.add_argument("--llm", default=None, help="local HF folder or hub id (default: packaged SmolLM2-135M)")
     p.add_argument("--device", default="auto")
     p.add_argument("--hidden", type=int, default=256, help="encoder width")
@@ -71,7 +88,7 @@ def run(args) -> int:
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
     from ..tasks.prep import prepare_dataset
-    from ..train import TrainConfig, seed_everything, train
+    from ..train import KVStore, TrainConfig, kv_store_key, seed_everything, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -85,18 +102,37 @@ def run(args) -> int:
     seed_everything(args.seed)
     llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
     dim = train_set[0].tensors.dim
+    answers = sorted({e.answer.strip() for e in train_set})
+    if args.answer_set == "auto":
+        answer_set = tuple(answers) if len(answers) <= 8 else ()
+    elif args.answer_set == "none":
+        answer_set = ()
+    else:
+        answer_set = tuple(a.strip() for a in args.answer_set.split(",") if a.strip())
     cfg = TopoRAGConfig(encoder=args.encoder, cwn=CWNConfig(in_dim=dim, hidden=args.hidden,
                                                             use_cells2=setting.use_cells2),
                         num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden,
-                        llm=args.llm or DEFAULT_LLM, mode=args.mode)
+                        llm=args.llm or DEFAULT_LLM, mode=args.mode, graph_position=args.graph_position,
+                        lora_r=args.lora_r, lora_alpha=args.lora_alpha,
+                        lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
+                        max_input_tokens=args.max_input_tokens, answer_set=answer_set)
     model = TopoRAGModel(cfg, llm, tok)
+    select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
-                       eval_every=args.eval_every, time_budget_s=args.time_budget)
+                       eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
+                       bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select)
+    kv = None
+    if args.graph_position == "suffix" and not args.no_kv_cache:
+        from ..embed import default_cache_dir
+
+        kv = KVStore(default_cache_dir() / "kv" /
+                     kv_store_key(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}"))
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
-    summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta)
-    print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_step",
-                                              "train_seconds", "examples_per_s") if k in summary}))
+    summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv)
+    print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_val_accuracy",
+                                              "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s")
+                      if k in summary}))
     print(f"best checkpoint: {out / 'best'}")
     return 0

@@ -10,7 +10,16 @@ TopoRAG's multi-dimensional topological reasoning (eqs. 16-20), read top to bott
 3. **Stage 2** (eqs. 18-19), ``layers_stage2`` layers over all ranks: every cell hears its
    faces and its cofaces *and* its upper-adjacent cells through the shared coface (nodes
    through a shared 1-cell, 1-cells through a shared 2-cell). 2-cells have no cofaces in a
-   2-complex, so they hear their boundary 1-cells only.
+   2-complex, so they hear their boundary 1-cells only. Within a stage-2 layer the ranks are
+   updated **top-down**, as eq. 19 reads the coface state of layer ``l + 1``:
+
+       h2' = U2(h2, {h1 of its boundary})                         (faces: layer-l states)
+       h1' = U1(h1, {h0 faces}, {h2' cofaces}, {(h1 nb, h2' shared)})
+       h0' = U0(h0, {h1' cofaces}, {(h0 nb, h1' shared)})
+
+   so at the default depth (one stage-2 layer) a node state already depends on the 2-cells
+   (2-cell -> 1-cell -> 0-cell in one layer). Stage 1 stays synchronous (both ranks read
+   layer-``l`` states).
 4. **Readout** (eq. 20): the mean of the final states of *all* cells of a subcomplex (one
    mean over the union of ranks, not a mean per rank); a subcomplex with no cells gives zeros.
 
@@ -116,7 +125,9 @@ class RankUpdate(nn.Module):
 
 
 class CellularLayer(nn.Module):
-    """One synchronous message-passing layer; ``stage`` 1 (ranks 0-1, faces/cofaces) or 2 (all, plus upper adjacency).
+    """One message-passing layer; ``stage`` 1 (ranks 0-1, faces/cofaces, synchronous) or 2 (all ranks,
+    plus upper adjacency, updated top-down: 2-cells, then 1-cells from the new 2-cell states, then
+    0-cells from the new 1-cell states).
 
     ``forward([h0 (N,h), h1 (M,h), h2 (F,h) or None], batch) -> same shapes``.
     """
@@ -132,35 +143,39 @@ class CellularLayer(nn.Module):
                 kinds[2] = ("boundary",)
         else:
             raise ValueError(f"stage must be 1 or 2, got {stage}")
+        self.stage = stage
         self.ranks = nn.ModuleDict({str(r): RankUpdate(hidden, k, eps_trainable) for r, k in kinds.items()})
 
     def forward(self, h: list[Tensor | None], b: CellBatch) -> list[Tensor | None]:
         h0, h1, h2 = h
         n, m = h0.shape[0], h1.shape[0]
         node, edge = b.node_edge  # (2M,) each: node <-> 1-cell incidence
-        out = list(h)
-        # rank 0: cofaces are the incident 1-cells; upper neighbours share a 1-cell
-        r0 = self.ranks["0"]
-        msg0 = {"coboundary": sum_into(h1[edge], node, n)}
-        if "up" in r0.kinds:
-            recv, nb, shared = b.node_up
-            msg0["up"] = r0.up_messages(h0[nb], h1[shared], recv, n)
-        out[0] = r0(h0, msg0)
+        top_down = self.stage == 2  # cofaces are read at their *new* state (eq. 19)
+        # rank 2: faces are its boundary 1-cells (no cofaces in a 2-complex)
+        new2 = h2
+        if "2" in self.ranks:
+            e_of, c_of = b.edge_cell
+            new2 = self.ranks["2"](h2, {"boundary": sum_into(h1[e_of], c_of, h2.shape[0])})
+        cof2 = new2 if top_down else h2
         # rank 1: faces are its two nodes; cofaces the 2-cells it bounds; upper neighbours share a 2-cell
         r1 = self.ranks["1"]
         msg1 = {"boundary": sum_into(h0[node], edge, m)}
         if "coboundary" in r1.kinds:
             e_of, c_of = b.edge_cell
-            msg1["coboundary"] = sum_into(h2[c_of], e_of, m)
+            msg1["coboundary"] = sum_into(cof2[c_of], e_of, m)
         if "up" in r1.kinds:
             recv, nb, shared = b.edge_up
-            msg1["up"] = r1.up_messages(h1[nb], h2[shared], recv, m)
-        out[1] = r1(h1, msg1)
-        # rank 2: faces are its boundary 1-cells (no cofaces in a 2-complex)
-        if "2" in self.ranks:
-            e_of, c_of = b.edge_cell
-            out[2] = self.ranks["2"](h2, {"boundary": sum_into(h1[e_of], c_of, h2.shape[0])})
-        return out
+            msg1["up"] = r1.up_messages(h1[nb], cof2[shared], recv, m)
+        new1 = r1(h1, msg1)
+        cof1 = new1 if top_down else h1
+        # rank 0: cofaces are the incident 1-cells; upper neighbours share a 1-cell
+        r0 = self.ranks["0"]
+        msg0 = {"coboundary": sum_into(cof1[edge], node, n)}
+        if "up" in r0.kinds:
+            recv, nb, shared = b.node_up
+            msg0["up"] = r0.up_messages(h0[nb], cof1[shared], recv, n)
+        new0 = r0(h0, msg0)
+        return [new0, new1, new2]
 
 
 class CWEncoder(nn.Module):
@@ -176,7 +191,8 @@ class CWEncoder(nn.Module):
             [CellularLayer(cfg.hidden, 1, cfg.use_cells2, cfg.eps_trainable) for _ in range(cfg.layers_stage1)]
             + [CellularLayer(cfg.hidden, 2, cfg.use_cells2, cfg.eps_trainable) for _ in range(cfg.layers_stage2)])
 
-    def forward(self, batch: CellBatch) -> Tensor:
+    def cell_states(self, batch: CellBatch) -> list[Tensor | None]:
+        """Final per-cell states ``[h0 (N, hidden), h1 (M, hidden), h2 (F, hidden) or None]``."""
         cfg = self.config
         if batch.x0.shape[1] != cfg.in_dim:
             raise ValueError(f"CWEncoder expects {cfg.in_dim}-d cell features, got {batch.x0.shape[1]}-d")
@@ -187,6 +203,11 @@ class CWEncoder(nn.Module):
         for layer in self.layers:
             h = layer(h, batch)
             h = [None if t is None else F.dropout(t, cfg.dropout, self.training) for t in h]
+        return h
+
+    def forward(self, batch: CellBatch) -> Tensor:
+        cfg = self.config
+        h = self.cell_states(batch)
         # eq. 20: one mean over every cell of each subcomplex (empty subcomplex -> zeros)
         states = [h[0], h[1]] + ([h[2]] if cfg.use_cells2 else [])
         owners = [batch.batch0, batch.batch1] + ([batch.batch2] if cfg.use_cells2 else [])

@@ -1,0 +1,199 @@
+"""Task decoding and the cacheable suffix layout on the tiny Llama: label scoring against models
+built so the answer is known, the generation stop rule, clean-answer checks, and the frozen
+key/value cache (precomputed == recomputed, LoRA never touches it)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from toporag_core.data_prep import RetrievalSetting, prepare_example
+from toporag_core.model import QABatch, TopoRAGModel, is_clean, short_answer
+from toporag_core.testing import tiny_model
+from toporag_core.train import KVStore, TrainConfig, make_batch, train
+
+from .test_train_eval import DIM, ENC, raw_examples
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return [prepare_example(r, ENC, RetrievalSetting(k0=2, k1=2, k2=1)) for r in raw_examples()]
+
+
+def unigram_model(probs: dict[str, float], eos_p: float, **kw) -> TopoRAGModel:
+    """A model whose next-token distribution is fixed: zero hidden weights in the head, a bias
+    giving ``probs`` (single-character tokens) and ``eos_p`` to EOS, the rest spread evenly."""
+    m = tiny_model(in_dim=DIM, use_graph=False, **kw)
+    vocab, hidden = m.llm.get_output_embeddings().weight.shape
+    p = torch.full((vocab,), 0.0)
+    ids = {ch: m.tokenizer(ch, add_special_tokens=False)["input_ids"] for ch in probs}
+    assert all(len(v) == 1 for v in ids.values())
+    for ch, pr in probs.items():
+        p[ids[ch][0]] = pr
+    p[m.tokenizer.eos_token_id] = eos_p
+    rest = 1.0 - float(p.sum())
+    free = p == 0
+    p[free] = rest / int(free.sum())
+    head = nn.Linear(hidden, vocab, bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.copy_(p.log())
+    m.llm.lm_head = head
+    return m
+
+
+@pytest.mark.parametrize("position", ["prefix", "suffix"])
+def test_label_scoring_picks_the_higher_likelihood_label(position):
+    # p(a) = 0.5, p(b) = 0.2 at every position: "aa" scores log .25 + log p(eos) > "b" (log .2 + log p(eos)),
+    # and its probability among {aa, b} is .25 / (.25 + .2): a longer answer wins when it is likelier.
+    m = unigram_model({"a": 0.5, "b": 0.2}, eos_p=0.1, graph_position=position).eval()
+    batch = QABatch(None, ["which?", "and which here?"], ["ctx one", ""])
+    out = m.answer(batch, choices=["b", "aa"])
+    for row in out:
+        assert row["answer"] == "aa" and row["clean"]
+        assert row["probability"] == pytest.approx(0.25 / 0.45, abs=1e-5)
+        assert row["scores"]["aa"] == pytest.approx(math.log(0.25 * 0.1), abs=1e-4)
+        assert row["scores"]["b"] == pytest.approx(math.log(0.2 * 0.1), abs=1e-4)
+    # the config's answer set is the default candidate list
+    m.config.answer_set = ("b", "aa")
+    assert [r["answer"] for r in m.answer(batch)] == ["aa", "aa"]
+
+
+@pytest.mark.parametrize("position", ["prefix", "suffix"])
+@pytest.mark.parametrize("mode", ["soft_prompt", "lora"])
+def test_choice_scores_equal_teacher_forced_loss(examples, position, mode):
+    """score(c) == -(answer loss x answer tokens) of the training forward with answer c, row by row,
+    in a batch whose rows need padding: scoring measures what training fits."""
+    m = tiny_model(in_dim=DIM, graph_position=position, mode=mode, tokens=2, seed=2)
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.requires_grad:
+                p.add_(0.1 * torch.randn_like(p))
+    m.eval()
+    choices = ["support", "counter", "no"]
+    scores = m.score_choices(make_batch(examples, with_answers=False), choices)
+    for i, ex in enumerate(examples):
+        for j, c in enumerate(choices):
+            b = make_batch([ex])
+            b.answers = [c]
+            n_tok = len(m.tokenizer(c, add_special_tokens=False)["input_ids"]) + 1
+            with torch.no_grad():
+                ref = -float(m(b)) * n_tok
+            assert scores[i, j].item() == pytest.approx(ref, abs=1e-3), (i, c)
+
+
+def bigram_model(chain: dict[str, str], **kw) -> TopoRAGModel:
+    """A model that answers by a bigram table: attention and MLP outputs are zeroed, so the last
+    hidden state is the normalised embedding of the current token, and the head maps it to its successor."""
+    m = tiny_model(in_dim=DIM, use_graph=False, **kw)
+    llm, tok = m.llm, m.tokenizer
+    with torch.no_grad():
+        for layer in llm.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        emb = llm.get_input_embeddings().weight
+        h = llm.model.norm(emb)  # hidden state for each input token
+        head = llm.get_output_embeddings().weight
+        head.zero_()
+        for src, dst in chain.items():
+            s = tok(src, add_special_tokens=False)["input_ids"][0] if src != "<eos>" else tok.eos_token_id
+            d = tok(dst, add_special_tokens=False)["input_ids"][0] if dst != "<eos>" else tok.eos_token_id
+            head[d] += 20 * h[s] / h[s].norm()
+    return m
+
+
+def test_generation_stops_at_end_of_line():
+    # The prompt ends with "]" ("[/INST]"): "]" -> "\n" -> "a" -> "b" -> "\n" -> "c" -> "d" -> ...
+    chain = {"]": "\n", "\n": "a", "a": "b", "b": "\n", "c": "d", "d": "c"}
+    m = bigram_model(chain, chat=False, max_new_tokens=8).eval()
+    batch = QABatch(None, ["q"], ["context"])
+    # leading newline skipped, the answer ends at the newline after "ab"
+    assert m.generate(batch) == ["ab"]
+    raw = m.generate(batch, stop_at_newline=False)[0]
+    assert raw.startswith("ab\na")  # without the rule it runs on ("\n" -> "a" again)
+    out = m.answer(batch)[0]
+    assert out["answer"] == "ab" and out["probability"] is None and out["clean"]
+
+
+def test_short_answer_and_clean_check():
+    assert short_answer('The answer is: "red".\nMore text') == "red"
+    assert short_answer("Answer: two cups") == "two cups"
+    q = "What color is the cup to the left of the plate?"
+    ctx = "node_id,node_attr\n0,name: cup; attribute: red\n\nsrc,edge_attr,dst\n1,to the left of,2"
+    assert is_clean("red", q, ctx) and is_clean("support", "", "")
+    for dump in ("c0: name: cup; attribute: red, ceramic; (x,y,w,h): 1,2,3,4", "1,to the left of,2",
+                 short_answer('The answer is: "c1"'), "node_id,node_attr 0,cup", ""):
+        assert not is_clean(dump, q, ctx), dump
+    assert not is_clean("What color is the cup to the left of the plate", q, ctx)  # the question again
+    assert not is_clean("the cup to the left of", q, ctx)
+    assert not is_clean(" ".join(["word"] * 20), q, ctx)  # not a short phrase
+
+
+def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path):
+    m = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
+    store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
+    assert len(store) == len(examples)
+    batch = make_batch(examples)
+    cached = make_batch(examples, kv=store)
+    with torch.no_grad():
+        assert float(m(cached)) == pytest.approx(float(m(batch)), abs=1e-3)  # float16 storage
+        before = m.context_kv(batch)
+        for n, p in m.named_parameters():
+            if "lora_" in n:
+                p.add_(torch.randn_like(p))
+        after = m.context_kv(batch)
+        assert all(torch.equal(a, b) for a, b in zip(before, after))  # adapters are off in the frozen part
+    loss = m(cached)
+    loss.backward()
+    lora = [p for n, p in m.named_parameters() if "lora_" in n and p.requires_grad]
+    assert lora and any(p.grad is not None and p.grad.abs().sum() > 0 for p in lora)
+    assert all(p.grad is not None for p in m.encoder.parameters() if p.requires_grad)
+
+
+def test_suffix_training_with_kv_store_learns_through_the_graph(examples, tmp_path):
+    """Same text for every example, labels alternate: only the graph tokens in the tail can tell
+    them apart; accuracy-based selection with label scoring reaches all right on the training set."""
+    import dataclasses
+
+    same = [dataclasses.replace(e, question="Q?", context="") for e in examples[:4]]
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=4, answer_set=("support", "counter"))
+    store = KVStore(tmp_path / "kv")
+    cfg = TrainConfig(lr=1e-2, weight_decay=0.0, batch_size=2, epochs=40, patience=100, grad_clip=0.0,
+                      select="accuracy", show_progress=False, bucket=2, lr_schedule="cosine", warmup_steps=2)
+    summary = train(m, same, same, cfg, tmp_path / "run", kv=store)
+    assert summary["best_val_accuracy"] == 1.0
+    loaded = TopoRAGModel.load(tmp_path / "run" / "best", llm=tiny_model(in_dim=DIM).llm, tokenizer=m.tokenizer)
+    assert loaded.config.answer_set == ("support", "counter")
+    preds = [r["answer"] for r in loaded.answer(make_batch(same, with_answers=False))]
+    assert preds == [e.answer for e in same]
+
+
+def test_evaluate_writes_task_answers_and_counts_unclean(tmp_path, examples):
+    import json
+
+    from toporag_core.evaluate import evaluate
+
+    closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
+    res = evaluate(closed, examples, "expla_graphs", out=tmp_path / "c.jsonl", batch_size=4, show_progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert {"id", "qtype", "question", "gold", "answer", "correct", "clean", "seconds", "probability"} <= set(recs[0])
+    assert all(r["answer"] in ("support", "counter") and 0.5 <= r["probability"] <= 1 for r in recs)
+    assert res["unclean"] == 0 and res["graph_token_rel_std"] > 0
+    open_ = tiny_model(in_dim=DIM, tokens=2).eval()  # random tiny LM: gibberish, mostly unclean
+    res = evaluate(open_, examples, "expla_graphs", out=tmp_path / "o.jsonl", batch_size=4, show_progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert res["unclean"] == sum(not r["clean"] for r in recs)
+    assert all(r["probability"] is None and "\n" not in r["answer"] for r in recs)
+
+
+def test_yes_no_questions_are_closed_others_open():
+    from toporag_core.model import yes_no_choices
+
+    assert yes_no_choices("Is the cup red?") == ("yes", "no")
+    assert yes_no_choices("cup -> plate -> cup: are the cup and the plate the same colour?") == ("yes", "no")
+    assert yes_no_choices("Question: Is there a dog left of the sofa?\nAnswer:") == ("yes", "no")
+    for q in ("What colour is the cup?", "Is the cup red or blue?", "cup -> plate: what is the cup made of?",
+              "Do argument 1 and argument 2 support or counter each other?"):
+        assert yes_no_choices(q) is None, q
