@@ -6,6 +6,8 @@
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -71,3 +73,21 @@ def test_whole_is_every_cell():
     g = TextualGraph.from_triples([("a", "r", "b"), ("b", "r", "c"), ("c", "r", "a"), ("c", "s", "d")])
     ecx = EmbeddedComplex.from_graph(g, get_encoder("hashing"))
     assert retrieve(ecx, "anything", "whole").counts == (4, 4, 1)
+
+
+def test_cycle_text_lists_every_relation_of_its_boundary():
+    from toporag_core.lift import lift
+    from toporag_core.retrieval import cycle_text
+
+    g = TextualGraph.from_triples([("a", "r1", "b"), ("b", "r2", "a"), ("b", "s", "c"), ("c", "t", "a")])
+    assert cycle_text(lift(g), 0) == "b <-[r1]-[r2]-> a <-[t]- c <-[s]- b"
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # random multigraphs with reverse and parallel edges, distinct relation texts
+        n, m = 6, 14
+        trip = [(f"n{a}", f"rel{i}", f"n{b}") for i, (a, b) in enumerate(rng.integers(0, n, (m, 2))) if a != b]
+        cx = lift(TextualGraph.from_triples(trip))
+        for f in range(cx.num_cells2):
+            text = cycle_text(cx, f)
+            shown = sorted(r for group in re.findall(r"\[([^\]]*)\]", text) for r in group.split(" / "))
+            boundary = sorted(rel for e in cx.cell2_edges(f).tolist() for _, rel, _ in cx.edge_relations(e))
+            assert shown == boundary, text

@@ -276,3 +276,37 @@ def test_cli_ask_with_a_tiny_checkpoint(tmp_path, capsys):
     assert isinstance(out["answer"], str) and out["params"]["k0"] == 2 and out["cells"]["nodes"]
     assert {"retrieve", "encode", "generate"} <= set(out["timings"]) and out["prompt"]["graph_tokens"] == 1
     assert main(["ask", str(tmp_path / "missing.json"), "-q", "x", "--checkpoint", str(tmp_path / "ck")]) == 2
+
+
+def test_cli_eval_on_a_users_explagraphs_file_and_ask_a_row(tmp_path, capsys, monkeypatch):
+    """``toporag eval --data-file rows.tsv --split all`` writes one JSONL line per row with the issue's keys,
+    every answer one of the labels; ``toporag ask rows.tsv --record 1`` answers that row with a probability."""
+    from toporag_core.cli import main
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    tok = tiny_tokenizer()
+    tiny_llm(len(tok)).save_pretrained(tmp_path / "llm")
+    tok.save_pretrained(tmp_path / "llm")
+    torch.manual_seed(0)
+    cfg = TopoRAGConfig(cwn=CWNConfig(in_dim=256, hidden=16), projector_hidden=32, llm=str(tmp_path / "llm"),
+                        max_new_tokens=4)
+    TopoRAGModel(cfg, tiny_llm(len(tok)), tok).save(tmp_path / "ck", extra={"retrieval": {"method": "toporag"}})
+    rows = tmp_path / "rows.tsv"
+    rows.write_text("arg1\targ2\tlabel\tgraph\n"
+                    "Uniforms help.\tUniforms reduce bullying.\tsupport\t(uniforms; causes; equality)(equality; "
+                    "reduces; bullying)\n"
+                    "Guns are dangerous.\tGuns should be legal.\tcounter\t(guns; capable of; harm)(harm; not desires; "
+                    "legal)\n"
+                    "Cats are pets.\tCats need care.\tsupport\t(cats; is a; pets)(pets; desires; care)\n")
+    out = tmp_path / "pred.jsonl"
+    assert main(["eval", "--dataset", "expla_graphs", "--data-file", str(rows), "--split", "all", "--checkpoint",
+                 str(tmp_path / "ck"), "--device", "cpu", "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 3 and {"id", "qtype", "question", "gold", "answer", "correct", "clean", "seconds"} <= set(lines[0])
+    assert all(r["answer"] in ("support", "counter") for r in lines)
+    capsys.readouterr()
+    assert main(["ask", str(rows), "--record", "1", "--checkpoint", str(tmp_path / "ck"), "--device", "cpu",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["answer"] in ("support", "counter") and got["gold"] == "counter"
+    assert abs(sum(got["label_probs"].values()) - 1) < 1e-6 and got["probability"] == max(got["label_probs"].values())

@@ -156,7 +156,8 @@ class TopoRAGPipeline:
         if res.get("scores"):
             z = torch.tensor(list(res["scores"].values()), dtype=torch.float64).softmax(0).tolist()
             probs = dict(zip(res["scores"], z))
-        return {"answer": res["answer"], "label_probs": probs, "probability": res.get("probability"),
+        return {"answer": res["answer"], "label_probs": probs,
+                "probability": probs[res["answer"]] if probs else res.get("probability"),
                 "raw": res.get("raw"), "clean": res.get("clean"), "subcomplex": sub, "context": context,
                 "prompt": self.model.prompt_layout(context, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,

@@ -15,7 +15,11 @@ def register(subparsers) -> None:
                    help="no checkpoint: the frozen LLM reads the textualized subcomplex, no soft prompt")
     p.add_argument("--llm", default=None, help="override the LLM (local HF folder or hub id)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--split", default="test", choices=("train", "val", "test"))
+    p.add_argument("--split", default="test", choices=("train", "val", "test", "all"),
+                   help="'all': every example of the data (e.g. a user's own --data-file / --data-dir)")
+    p.add_argument("--data-file", default=None,
+                   help="a user's own data file, e.g. an ExplaGraphs-format TSV for --dataset expla_graphs "
+                        "(GQA scene graphs: --dataset scene_graphs --data-dir DIR)")
     p.add_argument("--limit", type=int, default=None, help="only the first N examples of the split")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
@@ -48,6 +52,12 @@ def run(args) -> int:
         if not meta["config"]["cwn"].get("use_cells2", True):
             base["use_cells2"] = False
     setting = prep_config_from_args(args, base)
+    if args.data_file is not None:
+        if args.data_dir is not None:
+            raise ValueError("give --data-file or --data-dir, not both")
+        if not Path(args.data_file).is_file():
+            raise FileNotFoundError(f"{args.data_file}: --data-file not found")
+        args.data_dir = args.data_file
     data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
     examples = data[args.split][: args.limit] if args.limit else data[args.split]
     if args.zero_shot:
@@ -64,6 +74,11 @@ def run(args) -> int:
         choices = ()  # empty: open generation for every row
     elif args.choices:
         choices = tuple(c.strip() for c in args.choices.split(",") if c.strip())
+    if choices is None and not model.config.answer_set:  # e.g. an older checkpoint: the task's closed set
+        from ..tasks import TASKS
+
+        task = TASKS.get(args.dataset)
+        choices = task.answer_set if task is not None and task.answer_set else None
     res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
                    resume=args.resume, choices=choices)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))

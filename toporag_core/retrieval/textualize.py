@@ -3,7 +3,9 @@
 Three sections, preserving the hierarchy of the complex: 0-cells (a nodes CSV),
 1-cells (an edges CSV with every original relation, G-Retriever's layout), and
 2-cells (each cycle written out in order, e.g. ``cup -[left of]-> plate -[on]-> table
-<-[under]- cup``: ``-[r]->`` when the relation points along the walk, ``<-[r]-`` against).
+<-[under]- cup``: ``-[r]->`` when the relation points along the walk, ``<-[r]-`` against, and
+``<-[s]-[r]->`` when a 1-cell holds relations in both directions, so every relation of the
+boundary is read). A 2-cell is named by its id in the complex (``c7``), as in the prize tables.
 """
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ def cycle_text(sub_or_cx, f: int) -> str:
         fwd, bwd = [], []
         for i in cx.edge_members(e).tolist():
             (fwd if int(g.edge_index[0, i]) == a else bwd).append(g.edge_text[i])
-        link = (f" -[{' / '.join(fwd)}]-> " if fwd else f" <-[{' / '.join(bwd)}]- ")
+        back = f"<-[{' / '.join(bwd)}]-" if bwd else ""
+        ahead = f"-[{' / '.join(fwd)}]->" if fwd else ""
+        link = f" {back}{ahead[1:] if back and ahead else ahead} "
         parts.append(link + g.node_text[b])
     return "".join(parts)
 
@@ -54,5 +58,5 @@ def textualize(sub: Subcomplex, include_cells2: bool = True) -> str:
             lines.append(f"{local[a]},{_csv_field(g.edge_text[i])},{local[a]}")
     if include_cells2 and sub.cells2.size:
         lines += ["", "2-cells (closed loops)"]
-        lines += [f"c{j}: {cycle_text(cx, f)}" for j, f in enumerate(sub.cells2.tolist())]
+        lines += [f"c{f}: {cycle_text(cx, f)}" for f in sub.cells2.tolist()]
     return "\n".join(lines)
