@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,10 +26,21 @@ import torch
 
 from .model import QABatch, TopoRAGConfig, TopoRAGModel, yes_no_choices
 from .nn import collate, subcomplex_tensors
-from .retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
+from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve, textualize
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
+
+
+@dataclass
+class DecodeJob:
+    """One retrieved subcomplex to answer: what :meth:`TopoRAGPipeline.decode` needs per row."""
+
+    sub: Subcomplex
+    ecx: EmbeddedComplex
+    question: str
+    context: str
+    choices: tuple[str, ...] | None = None  # a closed answer set (label scoring), or None (open answer)
 
 
 class TopoRAGPipeline:
@@ -106,6 +118,38 @@ class TopoRAGPipeline:
         support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
         return tuple(self.model.config.answer_set or ()) or yes_no_choices(question)
 
+    def decode(self, jobs: Sequence[DecodeJob], max_new_tokens: int | None = None
+               ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+        """The neural step for ``B`` retrieved subcomplexes at once: one cell-complex encoder pass
+        over the batch, then :meth:`TopoRAGModel.answer` (label scoring for rows with a closed answer
+        set, batched greedy decoding for the rest; left padding, so a row's answer does not depend
+        on its batch). Thread-safe (runs under :attr:`lock`); the core service batches requests here.
+
+        Returns ``([{"answer", "label_probs", "probability", "raw", "clean"}, ...], {"encode",
+        "generate", "batch_size"})``.
+        """
+        batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
+        with self._lock, torch.no_grad():
+            t0 = time.perf_counter()
+            soft = None
+            if self.model.config.use_graph:
+                batch.cells = collate([subcomplex_tensors(j.sub, j.ecx.emb, use_cells2=self.use_cells2) for j in jobs])
+                batch = batch.to(self.model.device)
+                soft = self.model.graph_tokens(batch.cells)
+            t1 = time.perf_counter()
+            rows = self.model.answer(batch, choices=[j.choices for j in jobs], soft=soft, max_new_tokens=max_new_tokens)
+            t2 = time.perf_counter()
+        out = []
+        for r in rows:
+            probs = None
+            if r.get("scores"):  # softmax over the candidates' log-likelihoods, in float64
+                z = torch.tensor(list(r["scores"].values()), dtype=torch.float64).softmax(0).tolist()
+                probs = dict(zip(r["scores"], z))
+            out.append({"answer": r["answer"], "label_probs": probs,
+                        "probability": probs[r["answer"]] if probs else r.get("probability"),
+                        "raw": r.get("raw"), "clean": r.get("clean")})
+        return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
+
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
                max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> dict[str, Any]:
         """Retrieve a subcomplex for ``question`` and answer it for its task.
@@ -141,26 +185,13 @@ class TopoRAGPipeline:
         sub = retrieve(ecx, query or question, setting=setting)
         context = textualize(sub, include_cells2=self.use_cells2)
         t2 = time.perf_counter()
-        batch = QABatch(cells=None, questions=[question], contexts=[context])
-        with self._lock, torch.no_grad():
-            soft = None
-            if self.model.config.use_graph:
-                batch.cells = collate([subcomplex_tensors(sub, ecx.emb, use_cells2=self.use_cells2)])
-                batch = batch.to(self.model.device)
-                soft = self.model.graph_tokens(batch.cells)
-            t3 = time.perf_counter()
-            cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
-            res = self.model.answer(batch, choices=[cands], soft=soft, max_new_tokens=max_new_tokens)[0]
-            t4 = time.perf_counter()
-        probs = None
-        if res.get("scores"):
-            z = torch.tensor(list(res["scores"].values()), dtype=torch.float64).softmax(0).tolist()
-            probs = dict(zip(res["scores"], z))
-        return {"answer": res["answer"], "label_probs": probs,
-                "probability": probs[res["answer"]] if probs else res.get("probability"),
+        cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
+        (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands)], max_new_tokens=max_new_tokens)
+        t4 = time.perf_counter()
+        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "raw": res.get("raw"), "clean": res.get("clean"), "subcomplex": sub, "context": context,
                 "prompt": self.model.prompt_layout(context, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
                 "params": sub.params,
-                "timings": {"prepare": t1 - t0, "retrieve": t2 - t1, "encode": t3 - t2, "generate": t4 - t3,
-                            "total": t4 - t0}}
+                "timings": {"prepare": t1 - t0, "retrieve": t2 - t1, "encode": times["encode"],
+                            "generate": times["generate"], "total": t4 - t0}}

@@ -11,7 +11,7 @@
 
       cells  = collate([subcomplex_tensors(sub_b, emb_b)]_b)        (B subcomplexes)
       soft   = model.graph_tokens(cells)                             (B, T, H)
-      texts  = model.generate(QABatch(cells, questions, contexts))   left padding, greedy
+      rows   = model.answer(QABatch(cells, questions, contexts))     label scoring / greedy, left padding
 
   The model pads on the left and counts positions over real tokens only, so a row of a batch
   sees exactly what it sees alone; greedy decoding then gives the same tokens up to float
@@ -26,14 +26,10 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
-import torch
 
-from ..model import QABatch
-from ..nn import collate, subcomplex_tensors
-from ..pipeline import TopoRAGPipeline
+from ..pipeline import DecodeJob, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
 from .protocol import RequestError, subcomplex_to_json
@@ -81,17 +77,6 @@ class GraphCache:
             return {"graphs": len(self.items), "nodes": sum(e.complex.num_nodes for e in self.items.values()),
                     "hits": self.hits, "misses": self.misses, "evictions": self.evictions,
                     "max_graphs": self.max_graphs, "max_nodes": self.max_nodes}
-
-
-@dataclass
-class AnswerJob:
-    """What the batcher's worker needs for one answer (retrieval already done)."""
-
-    sub: Any
-    ecx: EmbeddedComplex
-    question: str
-    context: str
-    max_new_tokens: int | None
 
 
 class CoreEngine:
@@ -191,29 +176,19 @@ class CoreEngine:
         sub = retrieve(ecx, query or question, setting=setting)
         context = textualize(sub, include_cells2=pipe.use_cells2)
         t2 = time.perf_counter()
-        job = AnswerJob(sub, ecx, question, context, max_new_tokens)
-        answer, info = self.batcher.submit(job, group=max_new_tokens, timeout=timeout)
+        job = (DecodeJob(sub, ecx, question, context, pipe.choices_for(question)), max_new_tokens)
+        res, info = self.batcher.submit(job, group=max_new_tokens, timeout=timeout)
         t3 = time.perf_counter()
         timings = {"retrieve": t2 - t1, "encode": info["encode"], "generate": info["generate"],
                    "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
-        return {"answer": answer, "subcomplex": subcomplex_to_json(sub), "context": context,
+        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
+                "subcomplex": subcomplex_to_json(sub), "context": context,
                 "prompt": pipe.model.prompt_layout(context, question), "cells": sub.cell_texts(pipe.use_cells2),
                 "method": setting.method, "setting": setting.to_dict(), "timings": timings,
                 "batch_size": info["batch_size"], **self.core_tag()}
 
-    def run_batch(self, jobs: list[AnswerJob]) -> list[tuple[str, dict[str, Any]]]:
-        """The neural part for ``B`` jobs of one ``max_new_tokens``: one encoder pass, one ``generate``."""
-        model, pipe = self.pipe.model, self.pipe
-        batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
-        with pipe.lock, torch.no_grad():
-            t0 = time.perf_counter()
-            soft = None
-            if model.config.use_graph:
-                batch.cells = collate([subcomplex_tensors(j.sub, j.ecx.emb, use_cells2=pipe.use_cells2) for j in jobs])
-                batch = batch.to(model.device)
-                soft = model.graph_tokens(batch.cells)
-            t1 = time.perf_counter()
-            texts = model.generate(batch, max_new_tokens=jobs[0].max_new_tokens, soft=soft)
-            t2 = time.perf_counter()
-        info = {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
-        return [(t, info) for t in texts]
+    def run_batch(self, jobs: list[tuple[DecodeJob, int | None]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """The neural part for ``B`` jobs of one ``max_new_tokens`` (the batcher groups by it):
+        :meth:`TopoRAGPipeline.decode` (one encoder pass, label scoring / one batched generation)."""
+        rows, info = self.pipe.decode([j for j, _ in jobs], max_new_tokens=jobs[0][1])
+        return [(r, info) for r in rows]
