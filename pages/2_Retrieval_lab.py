@@ -10,7 +10,7 @@ from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_html
+from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_view
 from toporag_core.studio.sweep import DEFAULT_C2_VALUES, sweep_c2, sweep_k
 from toporag_core.topo import build_topo_prompt
 
@@ -119,7 +119,7 @@ for col, (m, res) in zip(st.columns(len(results)), results.items()):
                         f"({res.timings.get('total', 0.0) * 1000:.1f} ms)")
             view = render_view(cx, sub=res, cap=cap, height_px=520 if compare else 580)
         st.caption(view.caption())
-        show_html(view.html, 540 if compare else 600)
+        show_view(view)
 
 tab_names = (["Node scores"] if node_results else []) + (["Prizes"] if subs else []) + \
     ["Context for the LLM", "Sweep: k and C2", "Timings"]

@@ -5,7 +5,7 @@ from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import ask, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_embedded, show_html
+from toporag_core.studio.resources import encoder_choice, get_embedded, show_view
 
 st.set_page_config(page_title="Ask", layout="wide")
 
@@ -97,7 +97,7 @@ for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
     with col:
         view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560)
         st.caption(view.caption())
-        show_html(view.html, 500 if compare else 580)
+        show_view(view)
 
 tab_cells, tab_context, tab_prompt, tab_time = st.tabs(["Retrieved cells", "Context", "Prompt layout", "Timings"])
 with tab_cells:

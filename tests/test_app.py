@@ -6,6 +6,7 @@ test drives the retrieval lab with the real default sentence encoder.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -167,12 +168,20 @@ def test_explore_picking_a_cell_highlights_its_cycle():
     cx = lift(samples.load_sample("scene"))
     f = int(np.argmax(cx.boundary_lengths()))
     at.sidebar.multiselect(key="explore_cells").set_value([f]).run()
-    texts = [t.value for t in at.text]
-    assert f"c{f}: {cycle_text(cx, f)}" in texts
+    texts = " ".join(t.value for t in at.markdown)
+    assert f"<code>c{f}</code>: {html.escape(cycle_text(cx, f))}" in texts
     page = iframes(at)[0]
     cells = json.loads(re.search(r"var TOPORAG_CELLS = (.*);\n", page).group(1))
     filled = [c for c in cells if c["stroke"]]
     assert [c["nodes"] for c in filled] == [cx.cell2_nodes(f).tolist()]
+    # issue 12 item 15: several picked 2-cells get one colour each, and the list shows the same colour
+    g = int(np.argmin(cx.boundary_lengths()))
+    at.sidebar.multiselect(key="explore_cells").set_value([f, g]).run()
+    cells = json.loads(re.search(r"var TOPORAG_CELLS = (.*);\n", iframes(at)[0]).group(1))
+    strokes = [c["stroke"] for c in cells if c["stroke"]]
+    assert len(strokes) == 2 and len(set(strokes)) == 2
+    texts = " ".join(t.value for t in at.markdown)
+    assert all(f"background:{s}" in texts for s in strokes)
 
 
 def test_explore_escapes_user_text():
@@ -378,3 +387,84 @@ def test_spring_layout_is_deterministic_and_pulls_neighbours_together():
     joined[cx.edges[:, 0], cx.edges[:, 1]] = joined[cx.edges[:, 1], cx.edges[:, 0]] = True
     off = ~joined & ~np.eye(cx.num_nodes, dtype=bool)
     assert d[joined].mean() < d[off].mean()
+
+
+# ====================================================================== Learn = retrieval (issue 12, items 1, 2, 4)
+def _embedded(key: str) -> tuple[EmbeddedComplex, str]:
+    g = samples.load_sample(key)
+    cx = lift(g)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    question = g.meta.get("question") or " ".join(g.node_text[:3])
+    return EmbeddedComplex(cx, embed_complex(cx, enc, show_progress=False), enc), question
+
+
+@pytest.mark.parametrize("key", samples.SAMPLE_KEYS)
+def test_learn_numbers_equal_retrieve_for_k_0_to_4_and_several_c2(key):
+    ecx, question = _embedded(key)
+    for k in range(5):
+        for c2 in (0.0, 0.5, 1.0, 2.5):
+            walk = learn.retrieval_walkthrough(ecx, question, k, k, k, c2, 0.5)
+            sub = retrieve(ecx, question, setting=RetrievalSetting.make("toporag", k=k, c2=c2, edge_cost=0.5))
+            p0, p1, p2 = sub.prizes
+            # the tables the page shows, indexed back by cell id
+            assert np.array_equal(walk.nodes.set_index("0-cell")["prize"].sort_index().to_numpy(), p0)
+            assert np.array_equal(walk.edges.set_index("1-cell")["prize"].sort_index().to_numpy(), p1)
+            assert np.allclose(walk.cells2.set_index("2-cell")["prize"].sort_index().to_numpy(), p2)
+            cand = walk.cells2.loc[walk.cells2["candidate"], "2-cell"].sort_values().tolist()
+            assert cand == sub.params["candidates2"]
+            assert sorted(walk.cells2.loc[walk.cells2["retrieved"], "2-cell"]) == sorted(sub.cells2.tolist())
+            # the ranks the tables show are the order the prizes were given in
+            top = walk.edges.head(min(k, ecx.complex.num_edges))
+            assert top["prize"].tolist() == list(range(k, k - len(top), -1))
+
+
+def test_learn_tie_break_is_the_retrievals_and_is_explained():
+    # four 1-cells with the same relation text tie on cosine; the endpoint cosines break the tie
+    g = TextualGraph.from_triples([("red cup", "near", "plate"), ("fork", "near", "knife"), ("red cup", "near", "red"),
+                                   ("knife", "near", "plate")], name="ties")
+    cx = lift(g)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    ecx = EmbeddedComplex(cx, embed_complex(cx, enc, show_progress=False), enc)
+    walk = learn.retrieval_walkthrough(ecx, "red cup", 2, 2, 2, 0.5, 0.5)
+    sub = retrieve(ecx, "red cup", setting=RetrievalSetting.make("toporag", k=2, c2=0.5))
+    s0, s1, _ = ecx.similarities("red cup")
+    assert np.unique(s1).size == 1  # a real tie
+    tb = s0[cx.edges].sum(1)
+    best = np.lexsort((-tb, -s1))[:2]
+    assert set(np.flatnonzero(sub.prizes[1]).tolist()) == set(best.tolist())
+    assert np.array_equal(walk.prizes.p1, sub.prizes[1])
+    assert walk.ties and "endpoints' cosines" in walk.ties[-1] and f"1-cell {best[0]} (prize 2)" in walk.ties[-1]
+
+
+def test_learn_formula_text_for_small_k():
+    assert learn.prize_sequence(0) == "" and learn.prize_sequence(1) == "1" and learn.prize_sequence(2) == "2, 1"
+    assert learn.prize_sequence(3) == "3, 2, 1" and learn.prize_sequence(6) == "6, 5, ..., 1"
+    at = app("pages/3_Learn.py").run()
+    for k, want, bad in ((0, "no 0-cell or 1-cell gets a prize", "prizes 0, -1"), (1, "get prize 1;", "prizes 1, 0"),
+                         (2, "get prizes 2, 1 (best first)", "prizes 2, 1, ...")):
+        at.slider(key="learn_k").set_value(k).run()
+        assert not at.exception
+        text = " ".join(m.value for m in at.markdown)
+        assert want in text and bad not in text
+
+
+def test_learn_page_prizes_are_the_retrievals_and_b1_graph_vs_complex():
+    at = app("pages/3_Learn.py").run()
+    at.slider(key="learn_k").set_value(3).run()
+    g = samples.load_sample("scene")
+    ecx, _ = _embedded("scene")
+    sub = retrieve(ecx, g.meta["question"], setting=RetrievalSetting.make("toporag", k=3, c2=0.5, edge_cost=0.5))
+    edges = next(d.value for d in at.dataframe if "endpoint cosine sum" in d.value.columns)
+    shown = dict(zip(edges["1-cell"], edges["prize"]))
+    assert {e: p for e, p in shown.items() if p} == {int(e): p for e, p in enumerate(sub.prizes[1]) if p}
+    cells = next(d.value for d in at.dataframe if "C2 x length" in d.value.columns)
+    assert np.allclose(cells.set_index("2-cell")["prize"].sort_index().to_numpy(), sub.prizes[2])
+    assert any("equal the prizes stored in the retrieval result: True" in c.value for c in at.caption)
+    cx = lift(g)
+    m = metrics(at)
+    assert m["b1 of the graph"] == str(cx.betti1) and m["b1 of the complex"] == str(cx.betti1_complex)
+    assert cx.betti1 > 0 and cx.betti1_complex == 0

@@ -51,6 +51,12 @@ def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> E
     return EmbeddedComplex(cx, _get_embeddings(graph_key, tree, seed, choice, cx), get_encoder(choice))
 
 
+def show_view(view) -> None:
+    """Show a :class:`~toporag_core.studio.graph_view.GraphView` in an iframe of its own
+    ``frame_height``, so no part of the view is ever cut off."""
+    show_html(view.html, view.frame_height)
+
+
 def show_html(page: str, height: int) -> None:
     """Embed a self-contained HTML page (the pyvis view) in an iframe.
 
