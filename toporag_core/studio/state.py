@@ -76,3 +76,27 @@ def current_graph(state: MutableMapping) -> TextualGraph:
 def tree_settings(state: MutableMapping) -> tuple[str, int]:
     """``(tree method, seed)`` chosen on the Home page (default ``bfs``, 0)."""
     return str(state.get(TREE) or "bfs"), int(state.get(SEED) or 0)
+
+
+KEPT = "_kept_widgets"
+
+
+def keep_widgets(state: MutableMapping, keys) -> None:
+    """Copy the values of widgets ``keys`` to a plain (non-widget) entry that survives leaving the page.
+
+    Streamlit forgets a widget's value when a run does not draw it (another page ran); the copy
+    lets :func:`restore_widgets` put it back when the page is shown again.
+    """
+    kept = dict(state.get(KEPT) or {})
+    for k in keys:
+        if k in state:
+            kept[k] = state[k]
+    state[KEPT] = kept
+
+
+def restore_widgets(state: MutableMapping, keys) -> None:
+    """Put kept values back for widgets ``keys`` that have no value (call before drawing them)."""
+    kept = state.get(KEPT) or {}
+    for k in keys:
+        if k not in state and k in kept:
+            state[k] = kept[k]
