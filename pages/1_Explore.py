@@ -3,6 +3,7 @@ import html
 
 import streamlit as st
 
+from toporag_core.studio import resources
 from toporag_core.studio import state
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.learn import lifting_steps
@@ -10,7 +11,7 @@ from toporag_core.studio.resources import get_complex, show_view
 
 st.set_page_config(page_title="Explore the complex", layout="wide")
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
 

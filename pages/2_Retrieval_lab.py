@@ -6,6 +6,7 @@ Next to the cell-complex methods, the two topology-aware node retrievers of Wang
 import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names, textualize
+from toporag_core.studio import resources
 from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
@@ -30,7 +31,7 @@ def cached_sweep_c2(_ecx, graph_key, tree, seed, question, setting, encoder):
 
 
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()

@@ -1,6 +1,7 @@
 """Learn: how does a graph become a cell complex, and how does TopoRAG retrieve from it?"""
 import streamlit as st
 
+from toporag_core.studio import resources
 from toporag_core.studio import learn, samples, state
 from toporag_core.studio.figures import incidence_heatmap
 from toporag_core.studio.graph_view import legend_html, render_view
@@ -8,7 +9,7 @@ from toporag_core.studio.resources import get_complex, get_embedded, show_view
 
 st.set_page_config(page_title="Learn", layout="wide")
 ss = st.session_state
-current = state.current_graph(ss)
+current = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 
 # ---------------------------------------------------------------- sidebar

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
+from toporag_core.studio import resources
 from toporag_core.studio import ask, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
@@ -10,7 +11,7 @@ from toporag_core.studio.resources import encoder_choice, get_embedded, show_vie
 st.set_page_config(page_title="Ask", layout="wide")
 
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 

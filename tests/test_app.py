@@ -468,3 +468,94 @@ def test_learn_page_prizes_are_the_retrievals_and_b1_graph_vs_complex():
     m = metrics(at)
     assert m["b1 of the graph"] == str(cx.betti1) and m["b1 of the complex"] == str(cx.betti1_complex)
     assert cx.betti1 > 0 and cx.betti1_complex == 0
+
+
+# ====================================================================== issue 12: loading (items 9-12)
+GQA_SCENES = {
+    "img1": {"width": 10, "height": 10, "objects": {
+        "1": {"name": "cup", "attributes": ["red"], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "on", "object": "2"}]},
+        "2": {"name": "table", "attributes": [], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "under", "object": "1"}]}}},
+    "img2": {"width": 10, "height": 10, "objects": {
+        "5": {"name": "dog", "attributes": ["brown"], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "near", "object": "6"}]},
+        "6": {"name": "ball", "attributes": ["blue"], "x": 0, "y": 0, "w": 1, "h": 1, "relations": []}}},
+}
+GQA_QUESTIONS = ("q_id,image_id,question,answer,full_answer\n"
+                 "q1,img1,What is on the table?,cup,The cup is on the table.\n"
+                 "q2,img2,What color is the ball?,blue,The ball is blue.\n"
+                 "q3,img2,What is near the ball?,dog,A dog is near the ball.\n")
+
+
+def test_gqa_upload_with_image_and_question_pickers():
+    from toporag_core.studio import uploads
+
+    data = json.dumps(GQA_SCENES).encode()
+    qs = (GQA_QUESTIONS.encode(), "questions.csv")
+    labels = uploads.upload_records(data, "val_sceneGraphs.json")
+    assert len(labels) == 2
+    assert uploads.upload_questions(data, "val_sceneGraphs.json", "auto", 1, qs) == ["What color is the ball?",
+                                                                                       "What is near the ball?"]
+    g = uploads.load_upload(data, "val_sceneGraphs.json", "auto", 1, qs, question=1)
+    assert g.meta["image_id"] == "img2" and g.meta["question"] == "What is near the ball?" and g.meta["answer"] == "dog"
+    assert "dog" in " ".join(g.node_text)
+    with pytest.raises(ValueError, match="no question 5"):
+        uploads.load_upload(data, "val_sceneGraphs.json", "auto", 1, qs, question=5)
+    assert uploads.upload_questions(data, "val_sceneGraphs.json", "auto", 0, None) == []
+    # through the page's loader: a bad questions.csv is one clear error and keeps the graph
+    ss: dict = {}
+    state.try_load(ss, lambda: samples.load_sample("kg"))
+    msg = state.try_load(ss, lambda: uploads.load_upload(data, "s.json", "auto", 0, (b"q_id,question\n", "q.csv")))
+    assert "missing column" in msg and ss[state.GRAPH].name == samples.sample("kg").title
+
+
+def test_multi_record_webqsp_upload_offers_every_record():
+    from toporag_core.studio import uploads
+
+    recs = [{"id": f"WebQTest-{i}", "question": f"question {i}?", "answers": [f"a{i}"],
+             "nodes": [f"m.{i}", f"a{i}"], "edges": [[f"m.{i}", "rel", f"a{i}"]]} for i in range(12)]
+    data = json.dumps(recs).encode()
+    labels = uploads.upload_records(data, "webqsp.json")
+    assert len(labels) == 12
+    for j in (0, 7, 11):
+        g = uploads.load_upload(data, "webqsp.json", "auto", j)
+        assert f"a{j}" in g.node_text and g.meta.get("question") == f"question {j}?"
+
+
+def test_reload_restores_builtin_and_benchmark_graphs_from_the_address(shared_data):
+    # Home loads a sample: the address names it
+    at = app().run()
+    at.selectbox(key="sample_pick").set_value("kg").run()
+    at.button(key="load_sample").click().run()
+    assert at.query_params.get("graph") in ("sample:kg", ["sample:kg"])
+    # a reload = a new session with that address
+    again = app()
+    again.query_params["graph"] = "sample:kg"
+    again.run()
+    assert not again.exception
+    assert again.session_state[state.GRAPH].name == samples.sample("kg").title
+    assert any("Restored" in i.value for i in again.info)
+    g = samples.graph_from_source("webqsp:" + str(samples.webqsp_records()[3].get("id", 3)))
+    assert g.meta["source"].startswith("webqsp:") and g.num_nodes > 0
+    # unknown or upload: a clear reset message
+    bad = app()
+    bad.query_params["graph"] = "webqsp:nope"
+    bad.run()
+    assert any("Could not restore" in i.value for i in bad.info)
+    fresh = app().run()
+    assert any("New session: started on the scene sample" in i.value for i in fresh.info)
+
+
+def test_first_embedding_reports_progress_in_batches():
+    from toporag_core.embed import embed_complex
+    from toporag_core.studio.resources import embed_with_progress
+
+    cx = lift(samples.load_sample("kg"))
+    calls = []
+    emb = embed_with_progress(cx, HashingEncoder(), lambda d, t: calls.append((d, t)), batch=7)
+    total = cx.graph.num_nodes + cx.graph.num_edges
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+    assert len(calls) == 1 + -(-total // 7) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    ref = embed_complex(cx, HashingEncoder())
+    assert np.allclose(emb.x0, ref.x0) and np.allclose(emb.x1, ref.x1) and np.allclose(emb.x2, ref.x2)
