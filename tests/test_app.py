@@ -559,3 +559,66 @@ def test_first_embedding_reports_progress_in_batches():
     assert len(calls) == 1 + -(-total // 7) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
     ref = embed_complex(cx, HashingEncoder())
     assert np.allclose(emb.x0, ref.x0) and np.allclose(emb.x1, ref.x1) and np.allclose(emb.x2, ref.x2)
+
+
+# ====================================================================== issue 12: pictures (items 13-15)
+def test_topology_bars_never_hide_the_mean_line_and_no_negative_zero():
+    import pandas as pd
+
+    from toporag_core.studio import topo_view
+
+    curve = pd.DataFrame({"hops": [1, 2], "label": ["1", "2"], "mean text similarity": [0.4, 0.2], "pairs": [50, 9]})
+    fig = topo_view.hop_curve_figure(curve)
+    bar, line = fig.data
+    assert bar.type == "bar" and line.type == "scatter"
+    assert fig.layout.yaxis2.overlaying == "y" and line.yaxis == "y2" and bar.yaxis == "y"  # line on the top axis
+    assert topo_view.format_r(-0.0001) == "0.000" and topo_view.format_r(-0.0004) == "0.000"
+    assert topo_view.format_r(-0.2) == "-0.200" and topo_view.format_r(float("nan")) == "n/a"
+
+
+def test_node_search_prefers_the_exact_match():
+    from toporag_core.studio import topo_view
+
+    g = TextualGraph.from_triples([("John F. Kennedy School, Harvard", "part of", "Harvard"),
+                                   ("John F. Kennedy", "studied at", "Harvard"),
+                                   ("Brother of John F. Kennedy", "x", "y")], name="jfk")
+    opts = topo_view.node_options(g, "john f. kennedy")
+    assert g.node_text[opts[0]] == "John F. Kennedy"
+    assert g.node_text[opts[1]] == "John F. Kennedy School, Harvard"
+
+
+def test_prize_table_dimension_column_and_context_labels():
+    from toporag_core.studio.figures import prize_table
+
+    ecx, q = _embedded("scene")
+    sub = retrieve(ecx, q, setting=RetrievalSetting.make("toporag", k=6, c2=0.1))
+    assert sub.cells2.size >= 2
+    t = prize_table(sub)
+    assert "dim" in t.columns and "rank" not in t.columns
+    ctx = textualize(sub)
+    for j, f in enumerate(sub.cells2.tolist()):
+        row = t[(t["dim"] == 2) & (t["cell"] == f)]
+        if len(row):
+            assert row["in context"].iloc[0] == f"c{j}" and f"c{j}: {cycle_text(ecx.complex, f)}" in ctx
+
+
+def test_views_fit_their_frames_and_label_what_matters_on_big_graphs():
+    from toporag_core.studio.graph_view import wrap_label
+
+    rng = np.random.default_rng(0)
+    big = TextualGraph.from_triples([(f"entity number {i}", "rel", f"entity number {j}")
+                                     for i, j in rng.integers(0, 400, size=(900, 2)) if i != j], name="big")
+    cx = lift(big)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    ecx = EmbeddedComplex(cx, embed_complex(cx, enc), enc)
+    sub = retrieve(ecx, "entity number 7", setting=RetrievalSetting.make("toporag", k=4))
+    view = graph_view.render_view(cx, sub=sub, cap=300, height_px=580)
+    assert view.frame_height >= view.height_px and "html, body {margin: 0" in view.html
+    labels = json.loads(re.search(r"var TOPORAG_LABELS = (.*);\n", view.html).group(1))
+    always = {lab["id"] for lab in labels if lab["always"]}
+    shown = set(view.nodes.tolist())
+    assert set(sub.nodes.tolist()) & shown <= always and always  # every retrieved node in view is labelled
+    assert wrap_label("a scene label that is long but not huge") == ["a scene label that is long", "but not huge"]
+    assert all("\u2026" not in "".join(lab["lines"]) for lab in labels)
