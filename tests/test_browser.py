@@ -135,9 +135,9 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 
     page.get_by_role("link", name="Explore").first.click()
     frame = _graph_frame(page)
-    labels = frame.evaluate("() => nodes.get().map(x => x.label)")
-    assert EVIL in labels  # shown as canvas text, exactly as typed
-    title = frame.evaluate("() => nodes.get().find(x => x.label.includes('alert')).title.textContent")
+    labels = frame.evaluate("() => TOPORAG_LABELS.map(l => [l.id, l.lines.join(' ')])")
+    evil_id = next(i for i, t in labels if t == EVIL)  # painted on the canvas, exactly as typed
+    title = frame.evaluate(f"() => nodes.get({evil_id}).title.textContent")
     assert EVIL in title  # the tooltip element shows the text, its HTML was escaped
     assert frame.evaluate("() => document.querySelectorAll('body script').length") >= 1
     page.wait_for_timeout(1500)
@@ -147,7 +147,7 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 def _check_views(pg) -> list:
     """Every vis-network frame: nothing clipped (the page fits its iframe) and the painted labels
     cover every node that matters, in full, without overlapping. Returns the drawn labels."""
-    pg.frame_locator("iframe").first.locator("canvas").first.wait_for()
+    pg.frame_locator("iframe").last.locator("canvas").first.wait_for()  # the last: earlier tabs are hidden
     pg.wait_for_timeout(1500)
     out = []
     for frame in pg.frames:
@@ -183,7 +183,7 @@ def test_learn_views_are_not_clipped_and_labels_do_not_overlap(server, page):
     assert _check_views(page)
     page.get_by_role("tab", name="3. One retrieval").click()
     page.get_by_text("Prize-collecting Steiner tree").wait_for()
-    page.get_by_text("b1 of the complex").first.wait_for()
+    page.get_by_text("b1 of the complex").first.wait_for(state="attached")  # in the (hidden) tab 2
     views = _check_views(page)
     assert any(len(v) >= 3 for v in views)
     # the explore view of the same graph, and the lab
@@ -217,7 +217,9 @@ def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
     page.get_by_text("Question (2 for this image)").wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Question (2 for this image)").click()
     page.get_by_role("option", name="What is near the ball?").click()
+    page.wait_for_timeout(1000)  # the rerun the pick triggers must finish before the click
     page.get_by_role("button", name="Load file").click()
+    page.get_by_text("Loaded val_sceneGraphs.json").wait_for()
     page.get_by_text("Question that comes with this graph").wait_for()
     assert page.get_by_text("What is near the ball?").count() >= 1
     assert page.dialogs == []

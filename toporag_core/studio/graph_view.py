@@ -318,7 +318,9 @@ def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict
     page = re.sub(r"<script[^>]*cdn\.jsdelivr\.net[^>]*>\s*</script>", "", page)
     head = _HEAD_SCRIPT % (_script_json(cells_payload), _script_json(labels_payload or []))
     # no page margins: the iframe of frame_height px shows the whole view
-    head += "<style>html, body {margin: 0; padding: 0; overflow: hidden;}</style>\n"
+    # (pyvis' template puts an empty <center><h1> heading above the view: hidden; the view fills the frame)
+    head += ("<style>html, body {margin: 0; padding: 0; overflow: hidden;} center {display: none;} "
+             ".card {margin: 0; border: 0;} #mynetwork {height: calc(100vh - 2px) !important;}</style>\n")
     page = page.replace("</head>", head + "</head>", 1)
     anchor = "network = new vis.Network(container, data, options);"
     if anchor not in page:  # a pyvis template change must fail loudly, not silently lose features
