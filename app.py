@@ -9,6 +9,7 @@ import streamlit as st
 
 from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
 from toporag_core.lift import TREE_METHODS
+from toporag_core.studio import resources
 from toporag_core.studio import samples, state, uploads
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
@@ -82,9 +83,16 @@ def home() -> None:
             record = st.selectbox(f"Record ({len(records)} in this file)", range(len(records)),
                                   format_func=records.__getitem__, key="upload_record")
         up_q = st.file_uploader("questions.csv for GQA scene graphs (optional)", type=["csv"], key="upload_questions")
+        qs = (up_q.getvalue(), up_q.name) if up_q is not None else None
+        q_pick = None
+        q_options = uploads.upload_questions(up.getvalue(), up.name, up_format, record, qs) if up is not None else []
+        if q_options:
+            q_pick = st.selectbox(f"Question ({len(q_options)} for this image)", range(len(q_options)),
+                                  format_func=q_options.__getitem__, key="upload_question")
+        elif qs is not None and up is not None:
+            st.caption("No question of questions.csv is about this image.")
         if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
-            qs = (up_q.getvalue(), up_q.name) if up_q is not None else None
-            state.try_load(ss, lambda: uploads.load_upload(up.getvalue(), up.name, up_format, record, qs),
+            state.try_load(ss, lambda: uploads.load_upload(up.getvalue(), up.name, up_format, record, qs, q_pick),
                            up.name if record is None else f"{up.name} [{records[record]}]")
         c1, c2 = st.columns(2)
         up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
@@ -110,7 +118,9 @@ def home() -> None:
         st.success(ss[state.MESSAGE])
 
     # ---------------------------------------------------------------- summary
-    graph = state.current_graph(ss)
+    graph = resources.current_graph(ss)
+    if ss.get(state.RESET):
+        st.info(ss[state.RESET], icon=":material/restart_alt:")
     tree, seed = state.tree_settings(ss)
     cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
     summary = cx.summary()

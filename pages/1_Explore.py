@@ -1,14 +1,17 @@
 """Explore: what are the 2-cells of this graph, and where do they sit?"""
+import html
+
 import streamlit as st
 
+from toporag_core.studio import resources
 from toporag_core.studio import state
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.learn import lifting_steps
-from toporag_core.studio.resources import get_complex, show_html
+from toporag_core.studio.resources import get_complex, show_view
 
 st.set_page_config(page_title="Explore the complex", layout="wide")
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
 
@@ -45,11 +48,15 @@ shaded = [f for f in range(cx.num_cells2) if f not in picked] if shade_all else 
 view = render_view(cx, focus_cells2=picked, shade_cells2=shaded, cap=cap)
 st.markdown(legend_html(retrieval=False), unsafe_allow_html=True)
 st.caption(view.caption() + " Hover a node or edge for its full text.")
-show_html(view.html, 580)
+show_view(view)
 if picked:
     st.markdown("**Picked 2-cells**")
     for f in picked:
-        st.text(f"c{f}: " + table.loc[f, "cycle"])
+        colour = view.cell_colours.get(int(f), "#999999")
+        # the chip is a static colour from the palette; the cycle text is escaped
+        st.markdown(f'<span style="display:inline-block;width:12px;height:12px;background:{colour};'
+                    f'border-radius:3px;margin-right:6px"></span><code>c{f}</code>: '
+                    + html.escape(str(table.loc[f, "cycle"])), unsafe_allow_html=True)
     off = sorted(set(picked) - set(view.cells2_filled))
     if off:
         st.warning(f"2-cells {off} reach outside the shown neighbourhood; raise the node cap to draw them.")

@@ -6,11 +6,12 @@ Next to the cell-complex methods, the two topology-aware node retrievers of Wang
 import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names, textualize
+from toporag_core.studio import resources
 from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_html
+from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_view
 from toporag_core.studio.sweep import DEFAULT_C2_VALUES, sweep_c2, sweep_k
 from toporag_core.topo import build_topo_prompt
 
@@ -30,7 +31,7 @@ def cached_sweep_c2(_ecx, graph_key, tree, seed, question, setting, encoder):
 
 
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
@@ -119,7 +120,7 @@ for col, (m, res) in zip(st.columns(len(results)), results.items()):
                         f"({res.timings.get('total', 0.0) * 1000:.1f} ms)")
             view = render_view(cx, sub=res, cap=cap, height_px=520 if compare else 580)
         st.caption(view.caption())
-        show_html(view.html, 540 if compare else 600)
+        show_view(view)
 
 tab_names = (["Node scores"] if node_results else []) + (["Prizes"] if subs else []) + \
     ["Context for the LLM", "Sweep: k and C2", "Timings"]

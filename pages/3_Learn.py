@@ -1,14 +1,15 @@
 """Learn: how does a graph become a cell complex, and how does TopoRAG retrieve from it?"""
 import streamlit as st
 
+from toporag_core.studio import resources
 from toporag_core.studio import learn, samples, state
 from toporag_core.studio.figures import incidence_heatmap
 from toporag_core.studio.graph_view import legend_html, render_view
-from toporag_core.studio.resources import get_complex, get_embedded, show_html
+from toporag_core.studio.resources import get_complex, get_embedded, show_view
 
 st.set_page_config(page_title="Learn", layout="wide")
 ss = st.session_state
-current = state.current_graph(ss)
+current = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 
 # ---------------------------------------------------------------- sidebar
@@ -59,7 +60,7 @@ with tab_lift:
                    f"`{row['cycle']}` ({row['boundary length']} edges): 2-cell c{f} is glued onto it. "
                    f"Earlier 2-cells are shaded.")
     st.markdown(legend_html(retrieval=False), unsafe_allow_html=True)
-    show_html(view.html, 500)
+    show_view(view)
     st.dataframe(steps, hide_index=True)
 
 # ---------------------------------------------------------------- 2. boundary maps
@@ -83,6 +84,17 @@ with tab_maps:
         f"{nums['b0']} = **{nums['b1']}** edges are left over. Each left-over edge closes one independent cycle, so "
         f"b1 = {nums['b1']}, and since one 2-cell is glued per left-over edge, **#2-cells = {nums['cells2']}**"
         + (f" ({nums['skipped']} long cycles skipped)." if nums["skipped"] else "."))
+    g1, c1 = st.columns(2)
+    g1.metric("b1 of the graph", nums["b1"], help="Independent cycles of the 1-skeleton: |E| - |V| + b0.")
+    c1.metric("b1 of the complex", nums["b1_complex"],
+              help="Cycles left unfilled after gluing the 2-cells: b1(graph) - #2-cells.")
+    st.markdown(
+        f"**Graph vs complex.** The *graph* has b1 = {nums['b1']} independent cycles. Gluing a 2-cell onto a cycle "
+        f"fills it (its boundary becomes the boundary of a disc, so it no longer counts as a hole): the *complex* "
+        f"has b1 = {nums['b1']} - {nums['cells2']} = **{nums['b1_complex']}**"
+        + (" - every cycle is filled." if nums["b1_complex"] == 0 else
+           f" - {nums['b1_complex']} long cycle(s) were left open.") +
+        " Same nodes and edges, different topology: that is what the lifting adds.")
 
 # ---------------------------------------------------------------- 3. one retrieval
 with tab_walk:
@@ -93,18 +105,25 @@ with tab_walk:
         st.stop()
     walk = learn.retrieval_walkthrough(ecx, question, k, k, k, c2, edge_cost)
     st.markdown(f"**1. Similarities and rank prizes.** Every cell is embedded ({ecx.encoder.name}); the question "
-                f"is compared by cosine. The top k = {k} 0-cells and 1-cells get prizes {k}, {k - 1}, ... 1; "
-                "all others get 0.")
+                f"is compared by cosine. {learn.rank_prize_text(k)} Equal cosines: 0-cells go to the lower id; "
+                "1-cells go to the one whose endpoints are closer to the question (higher *endpoint cosine sum*), "
+                "then to the lower id.")
     a, b = st.columns(2)
     a.dataframe(walk.nodes.head(max(k, 1) + 5), hide_index=True)
     b.dataframe(walk.edges.head(max(k, 1) + 5), hide_index=True)
+    for note in walk.ties:
+        st.info("Tie: " + note)
     st.markdown(f"**2. 2-cell prizes.** prize = (sum of its boundary node and edge prizes) - C2 x boundary length, "
-                f"with C2 = {c2:g}. The top k = {k} 2-cells with a positive prize become candidates.")
+                f"with C2 = {c2:g}. " + (f"The top k = {k} 2-cells with a positive prize become candidates."
+                                         if k else "With k = 0 no 2-cell becomes a candidate."))
     st.dataframe(walk.cells2, hide_index=True)
     sub = walk.sub
+    same = all(bool((a == b).all()) for a, b in zip(sub.prizes, (walk.prizes.p0, walk.prizes.p1, walk.prizes.p2)))
+    st.caption("These prizes come from `cell_prizes`, the function the retrieval itself calls; they equal the "
+               f"prizes stored in the retrieval result: {same}.")
     n, e, f = sub.counts
     st.markdown(f"**3. Prize-collecting Steiner tree.** pcst_fast picks one connected subcomplex that collects "
                 f"prizes at the least edge cost ({edge_cost:g} per edge, minus its prize); chosen 2-cells bring "
                 f"their whole boundary (closure). Result: **{n} 0-cells, {e} 1-cells, {f} 2-cells**.")
     st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
-    show_html(render_view(cx, sub=sub, cap=learn.MAX_TEACHING_NODES).html, 500)
+    show_view(render_view(cx, sub=sub, cap=learn.MAX_TEACHING_NODES))

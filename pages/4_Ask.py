@@ -2,15 +2,16 @@
 import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
+from toporag_core.studio import resources
 from toporag_core.studio import ask, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_embedded, show_html
+from toporag_core.studio.resources import encoder_choice, get_embedded, show_view
 
 st.set_page_config(page_title="Ask", layout="wide")
 
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 
@@ -18,13 +19,21 @@ key = ss[state.GRAPH_KEY]
 with st.sidebar:
     st.header("Model")
     options = ask.checkpoint_options()
+    # widget state is dropped when the page is left: restore the choice kept under a plain key,
+    # else default to the checkpoint trained on the graph's task
+    state.restore_widgets(ss, ("ask_checkpoint", "ask_checkpoint_dir", "ask_llm"))
+    if ss.get("ask_checkpoint") not in (*options, "folder"):
+        ss["ask_checkpoint"] = ask.default_checkpoint(options, graph)
     pick = st.selectbox("Checkpoint", [*options, "folder"], key="ask_checkpoint",
                         format_func=lambda v: options.get(v, "Another checkpoint folder ..."))
     checkpoint = st.text_input("Checkpoint folder", key="ask_checkpoint_dir").strip() if pick == "folder" else pick
-    llm = st.text_input("LLM", value=ask.default_llm(), key="ask_llm",
+    if "ask_llm" not in ss:
+        ss["ask_llm"] = ask.default_llm()
+    llm = st.text_input("LLM", key="ask_llm",
                         help=f"'{ask.PACKAGED_LLM}' = the packaged SmolLM2 (or the checkpoint's own LLM); or a "
                              "local Hugging Face folder / hub id already in the local cache (e.g. Llama-2-7B "
                              "on a GPU machine). It must have the hidden size the checkpoint was trained for.")
+    state.keep_widgets(ss, ("ask_checkpoint", "ask_checkpoint_dir", "ask_llm"))
 
 st.title("Ask")
 if not checkpoint:
@@ -37,6 +46,9 @@ except Exception as e:  # noqa: BLE001 - a bad folder / LLM id must leave the pa
     st.error(f"Could not load the model: {type(e).__name__}: {e}")
     st.stop()
 summary = ask.model_summary(pipe)
+mismatch = ask.task_warning(pipe.meta.get("dataset"), graph)
+if mismatch:
+    st.warning(mismatch)
 trained = pipe.default_setting()  # the checkpoint's training setting: the controls start from it
 METHODS = method_names("cells")
 
@@ -61,8 +73,12 @@ question = st.text_area("Question", value=graph.meta.get("question") or "", key=
 query = ask.retrieval_query(graph, question)
 if query:
     st.caption("Retrieval uses both arguments as its query, as in the ExplaGraphs training data.")
-if graph.meta.get("label"):
-    st.caption(f"Gold label of this benchmark row: **{graph.meta['label']}**")
+questions = [q for q in (graph.meta.get("questions") or []) if q.get("question")]
+if questions:
+    st.caption(f"This scene comes with {len(questions)} question(s) (pick one on Home); any of them, typed here, "
+               "is judged against its gold answer.")
+task = ask.task_of_graph(graph)
+gold = ask.gold_for(graph, question)
 inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
 if st.button("Ask", key="ask_go", type="primary"):
     try:
@@ -85,19 +101,43 @@ if last["inputs"] != inputs:
     st.info("The question or the controls changed since this answer: press **Ask** to answer again.")
 answers = last["answers"]
 
+asked = last["inputs"][5]
+gold = ask.gold_for(graph, asked)
 cols = st.columns(len(answers))
 for col, (m, a) in zip(cols, answers.items()):
     with col:
         n, e, f = a.subcomplex.counts
         st.markdown(f"**{method_label(m)}**: {n} 0-cells, {e} 1-cells, {f} 2-cells retrieved")
         with st.container(key=f"ask_answer_{m}"):
-            st.code(a.answer if a.answer else "(empty answer)", language=None)
+            st.code(a.answer if a.answer else "(empty answer)", language=None, wrap_lines=True)
+        if gold is not None:
+            right = ask.judge(task, a.answer, gold)
+            (st.success if right else st.error)(
+                f"{'Correct' if right else 'Wrong'} ({task or 'containment'} metric). Gold answer: "
+                f"{ask.gold_text(gold)}", icon=":material/check:" if right else ":material/close:")
+        else:
+            st.caption("No gold answer for this question (it is not the example's own question).")
+        if a.answer.strip():
+            st.caption("The answer text **occurs** in the retrieved context." if ask.answer_in_context(a.answer,
+                       a.context) else "The answer text does **not** occur in the retrieved context.")
+        if a.label_probs:
+            st.markdown("**Label probabilities** (closed answer set, scored by likelihood)")
+            st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
+                         column_config={"probability": st.column_config.ProgressColumn(
+                             "probability", min_value=0.0, max_value=1.0, format="%.3f")})
+        rep = ask.context_report(pipe, a, asked)
+        if rep.truncated:
+            st.warning(f"The context ({rep.model_cut.full_tokens} tokens) was cut to the model's input limit "
+                       f"({rep.model_cut.budget} tokens): the model's prefix cut {rep.model_cut.summary()} "
+                       f"(2-cells {rep.model_cut.dropped_cells2 or 'none'}). A prize-ordered cut to the same "
+                       f"budget would have {rep.by_prize.summary()} (2-cells {rep.by_prize.dropped_cells2 or 'none'})"
+                       ", keeping the highest-prize cells and the 2-cells.")
 st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
     with col:
         view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560)
         st.caption(view.caption())
-        show_html(view.html, 500 if compare else 580)
+        show_view(view)
 
 tab_cells, tab_context, tab_prompt, tab_time = st.tabs(["Retrieved cells", "Context", "Prompt layout", "Timings"])
 with tab_cells:

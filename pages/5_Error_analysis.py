@@ -10,7 +10,7 @@ from toporag_core.embed import default_cache_dir
 from toporag_core.lift import lift
 from toporag_core.studio import ask, errors
 from toporag_core.studio.graph_view import render_view
-from toporag_core.studio.resources import encoder_choice, show_html
+from toporag_core.studio.resources import encoder_choice, show_view
 
 st.set_page_config(page_title="Error analysis", layout="wide")
 ss = st.session_state
@@ -69,7 +69,7 @@ def drill(rec: dict, key: str) -> None:
         st.caption(f"The retrieved subcomplex, rebuilt from the cell texts stored in the file "
                    f"({graph.num_nodes} nodes, {graph.num_edges} edges, {len(rec['cells']['cells2'])} 2-cells, "
                    "filled). Roles and prizes are not stored in prediction files.")
-        show_html(view.html, 440)
+        show_view(view)
     with st.expander("Textualized context (what the LLM read)"):
         st.code(rec.get("context") or "(not stored)", language=None)
     a, b = st.columns(2)

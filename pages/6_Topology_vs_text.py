@@ -5,12 +5,13 @@ predicts text similarity, retrieving nodes by topology brings in relevant text.
 """
 import streamlit as st
 
+from toporag_core.studio import resources
 from toporag_core.studio import state, topo_view
 from toporag_core.studio.resources import encoder_choice, get_encoder
 
 st.set_page_config(page_title="Topology vs text", layout="wide")
 ss = st.session_state
-graph = state.current_graph(ss)
+graph = resources.current_graph(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
 n = graph.num_nodes

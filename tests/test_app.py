@@ -6,6 +6,7 @@ test drives the retrieval lab with the real default sentence encoder.
 from __future__ import annotations
 
 import csv
+import html
 import json
 import os
 import re
@@ -167,12 +168,20 @@ def test_explore_picking_a_cell_highlights_its_cycle():
     cx = lift(samples.load_sample("scene"))
     f = int(np.argmax(cx.boundary_lengths()))
     at.sidebar.multiselect(key="explore_cells").set_value([f]).run()
-    texts = [t.value for t in at.text]
-    assert f"c{f}: {cycle_text(cx, f)}" in texts
+    texts = " ".join(t.value for t in at.markdown)
+    assert f"<code>c{f}</code>: {html.escape(cycle_text(cx, f))}" in texts
     page = iframes(at)[0]
     cells = json.loads(re.search(r"var TOPORAG_CELLS = (.*);\n", page).group(1))
     filled = [c for c in cells if c["stroke"]]
     assert [c["nodes"] for c in filled] == [cx.cell2_nodes(f).tolist()]
+    # issue 12 item 15: several picked 2-cells get one colour each, and the list shows the same colour
+    g = int(np.argmin(cx.boundary_lengths()))
+    at.sidebar.multiselect(key="explore_cells").set_value([f, g]).run()
+    cells = json.loads(re.search(r"var TOPORAG_CELLS = (.*);\n", iframes(at)[0]).group(1))
+    strokes = [c["stroke"] for c in cells if c["stroke"]]
+    assert len(strokes) == 2 and len(set(strokes)) == 2
+    texts = " ".join(t.value for t in at.markdown)
+    assert all(f"background:{s}" in texts for s in strokes)
 
 
 def test_explore_escapes_user_text():
@@ -378,3 +387,238 @@ def test_spring_layout_is_deterministic_and_pulls_neighbours_together():
     joined[cx.edges[:, 0], cx.edges[:, 1]] = joined[cx.edges[:, 1], cx.edges[:, 0]] = True
     off = ~joined & ~np.eye(cx.num_nodes, dtype=bool)
     assert d[joined].mean() < d[off].mean()
+
+
+# ====================================================================== Learn = retrieval (issue 12, items 1, 2, 4)
+def _embedded(key: str) -> tuple[EmbeddedComplex, str]:
+    g = samples.load_sample(key)
+    cx = lift(g)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    question = g.meta.get("question") or " ".join(g.node_text[:3])
+    return EmbeddedComplex(cx, embed_complex(cx, enc, show_progress=False), enc), question
+
+
+@pytest.mark.parametrize("key", samples.SAMPLE_KEYS)
+def test_learn_numbers_equal_retrieve_for_k_0_to_4_and_several_c2(key):
+    ecx, question = _embedded(key)
+    for k in range(5):
+        for c2 in (0.0, 0.5, 1.0, 2.5):
+            walk = learn.retrieval_walkthrough(ecx, question, k, k, k, c2, 0.5)
+            sub = retrieve(ecx, question, setting=RetrievalSetting.make("toporag", k=k, c2=c2, edge_cost=0.5))
+            p0, p1, p2 = sub.prizes
+            # the tables the page shows, indexed back by cell id
+            assert np.array_equal(walk.nodes.set_index("0-cell")["prize"].sort_index().to_numpy(), p0)
+            assert np.array_equal(walk.edges.set_index("1-cell")["prize"].sort_index().to_numpy(), p1)
+            assert np.allclose(walk.cells2.set_index("2-cell")["prize"].sort_index().to_numpy(), p2)
+            cand = walk.cells2.loc[walk.cells2["candidate"], "2-cell"].sort_values().tolist()
+            assert cand == sub.params["candidates2"]
+            assert sorted(walk.cells2.loc[walk.cells2["retrieved"], "2-cell"]) == sorted(sub.cells2.tolist())
+            # the ranks the tables show are the order the prizes were given in
+            top = walk.edges.head(min(k, ecx.complex.num_edges))
+            assert top["prize"].tolist() == list(range(k, k - len(top), -1))
+
+
+def test_learn_tie_break_is_the_retrievals_and_is_explained():
+    # four 1-cells with the same relation text tie on cosine; the endpoint cosines break the tie
+    g = TextualGraph.from_triples([("red cup", "near", "plate"), ("fork", "near", "knife"), ("red cup", "near", "red"),
+                                   ("knife", "near", "plate")], name="ties")
+    cx = lift(g)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    ecx = EmbeddedComplex(cx, embed_complex(cx, enc, show_progress=False), enc)
+    walk = learn.retrieval_walkthrough(ecx, "red cup", 2, 2, 2, 0.5, 0.5)
+    sub = retrieve(ecx, "red cup", setting=RetrievalSetting.make("toporag", k=2, c2=0.5))
+    s0, s1, _ = ecx.similarities("red cup")
+    assert np.unique(s1).size == 1  # a real tie
+    tb = s0[cx.edges].sum(1)
+    best = np.lexsort((-tb, -s1))[:2]
+    assert set(np.flatnonzero(sub.prizes[1]).tolist()) == set(best.tolist())
+    assert np.array_equal(walk.prizes.p1, sub.prizes[1])
+    assert walk.ties and "endpoints' cosines" in walk.ties[-1] and f"1-cell {best[0]} (prize 2)" in walk.ties[-1]
+
+
+def test_learn_formula_text_for_small_k():
+    assert learn.prize_sequence(0) == "" and learn.prize_sequence(1) == "1" and learn.prize_sequence(2) == "2, 1"
+    assert learn.prize_sequence(3) == "3, 2, 1" and learn.prize_sequence(6) == "6, 5, ..., 1"
+    at = app("pages/3_Learn.py").run()
+    for k, want, bad in ((0, "no 0-cell or 1-cell gets a prize", "prizes 0, -1"), (1, "get prize 1;", "prizes 1, 0"),
+                         (2, "get prizes 2, 1 (best first)", "prizes 2, 1, ...")):
+        at.slider(key="learn_k").set_value(k).run()
+        assert not at.exception
+        text = " ".join(m.value for m in at.markdown)
+        assert want in text and bad not in text
+
+
+def test_learn_page_prizes_are_the_retrievals_and_b1_graph_vs_complex():
+    at = app("pages/3_Learn.py").run()
+    at.slider(key="learn_k").set_value(3).run()
+    g = samples.load_sample("scene")
+    ecx, _ = _embedded("scene")
+    sub = retrieve(ecx, g.meta["question"], setting=RetrievalSetting.make("toporag", k=3, c2=0.5, edge_cost=0.5))
+    edges = next(d.value for d in at.dataframe if "endpoint cosine sum" in d.value.columns)
+    shown = dict(zip(edges["1-cell"], edges["prize"]))
+    assert {e: p for e, p in shown.items() if p} == {int(e): p for e, p in enumerate(sub.prizes[1]) if p}
+    cells = next(d.value for d in at.dataframe if "C2 x length" in d.value.columns)
+    assert np.allclose(cells.set_index("2-cell")["prize"].sort_index().to_numpy(), sub.prizes[2])
+    assert any("equal the prizes stored in the retrieval result: True" in c.value for c in at.caption)
+    cx = lift(g)
+    m = metrics(at)
+    assert m["b1 of the graph"] == str(cx.betti1) and m["b1 of the complex"] == str(cx.betti1_complex)
+    assert cx.betti1 > 0 and cx.betti1_complex == 0
+
+
+# ====================================================================== issue 12: loading (items 9-12)
+GQA_SCENES = {
+    "img1": {"width": 10, "height": 10, "objects": {
+        "1": {"name": "cup", "attributes": ["red"], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "on", "object": "2"}]},
+        "2": {"name": "table", "attributes": [], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "under", "object": "1"}]}}},
+    "img2": {"width": 10, "height": 10, "objects": {
+        "5": {"name": "dog", "attributes": ["brown"], "x": 0, "y": 0, "w": 1, "h": 1,
+              "relations": [{"name": "near", "object": "6"}]},
+        "6": {"name": "ball", "attributes": ["blue"], "x": 0, "y": 0, "w": 1, "h": 1, "relations": []}}},
+}
+GQA_QUESTIONS = ("q_id,image_id,question,answer,full_answer\n"
+                 "q1,img1,What is on the table?,cup,The cup is on the table.\n"
+                 "q2,img2,What color is the ball?,blue,The ball is blue.\n"
+                 "q3,img2,What is near the ball?,dog,A dog is near the ball.\n")
+
+
+def test_gqa_upload_with_image_and_question_pickers():
+    from toporag_core.studio import uploads
+
+    data = json.dumps(GQA_SCENES).encode()
+    qs = (GQA_QUESTIONS.encode(), "questions.csv")
+    labels = uploads.upload_records(data, "val_sceneGraphs.json")
+    assert len(labels) == 2
+    assert uploads.upload_questions(data, "val_sceneGraphs.json", "auto", 1, qs) == ["What color is the ball?",
+                                                                                       "What is near the ball?"]
+    g = uploads.load_upload(data, "val_sceneGraphs.json", "auto", 1, qs, question=1)
+    assert g.meta["image_id"] == "img2" and g.meta["question"] == "What is near the ball?" and g.meta["answer"] == "dog"
+    assert "dog" in " ".join(g.node_text)
+    with pytest.raises(ValueError, match="no question 5"):
+        uploads.load_upload(data, "val_sceneGraphs.json", "auto", 1, qs, question=5)
+    assert uploads.upload_questions(data, "val_sceneGraphs.json", "auto", 0, None) == []
+    # through the page's loader: a bad questions.csv is one clear error and keeps the graph
+    ss: dict = {}
+    state.try_load(ss, lambda: samples.load_sample("kg"))
+    msg = state.try_load(ss, lambda: uploads.load_upload(data, "s.json", "auto", 0, (b"q_id,question\n", "q.csv")))
+    assert "missing column" in msg and ss[state.GRAPH].name == samples.sample("kg").title
+
+
+def test_multi_record_webqsp_upload_offers_every_record():
+    from toporag_core.studio import uploads
+
+    recs = [{"id": f"WebQTest-{i}", "question": f"question {i}?", "answers": [f"a{i}"],
+             "nodes": [f"m.{i}", f"a{i}"], "edges": [[f"m.{i}", "rel", f"a{i}"]]} for i in range(12)]
+    data = json.dumps(recs).encode()
+    labels = uploads.upload_records(data, "webqsp.json")
+    assert len(labels) == 12
+    for j in (0, 7, 11):
+        g = uploads.load_upload(data, "webqsp.json", "auto", j)
+        assert f"a{j}" in g.node_text and g.meta.get("question") == f"question {j}?"
+
+
+def test_reload_restores_builtin_and_benchmark_graphs_from_the_address(shared_data):
+    # Home loads a sample: the address names it
+    at = app().run()
+    at.selectbox(key="sample_pick").set_value("kg").run()
+    at.button(key="load_sample").click().run()
+    assert at.query_params.get("graph") in ("sample:kg", ["sample:kg"])
+    # a reload = a new session with that address
+    again = app()
+    again.query_params["graph"] = "sample:kg"
+    again.run()
+    assert not again.exception
+    assert again.session_state[state.GRAPH].name == samples.sample("kg").title
+    assert any("Restored" in i.value for i in again.info)
+    g = samples.graph_from_source("webqsp:" + str(samples.webqsp_records()[3].get("id", 3)))
+    assert g.meta["source"].startswith("webqsp:") and g.num_nodes > 0
+    # unknown or upload: a clear reset message
+    bad = app()
+    bad.query_params["graph"] = "webqsp:nope"
+    bad.run()
+    assert any("Could not restore" in i.value for i in bad.info)
+    fresh = app().run()
+    assert any("New session: started on the scene sample" in i.value for i in fresh.info)
+
+
+def test_first_embedding_reports_progress_in_batches():
+    from toporag_core.embed import embed_complex
+    from toporag_core.studio.resources import embed_with_progress
+
+    cx = lift(samples.load_sample("kg"))
+    calls = []
+    emb = embed_with_progress(cx, HashingEncoder(), lambda d, t: calls.append((d, t)), batch=7)
+    total = cx.graph.num_nodes + cx.graph.num_edges
+    assert calls[0] == (0, total) and calls[-1] == (total, total)
+    assert len(calls) == 1 + -(-total // 7) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    ref = embed_complex(cx, HashingEncoder())
+    assert np.allclose(emb.x0, ref.x0) and np.allclose(emb.x1, ref.x1) and np.allclose(emb.x2, ref.x2)
+
+
+# ====================================================================== issue 12: pictures (items 13-15)
+def test_topology_bars_never_hide_the_mean_line_and_no_negative_zero():
+    import pandas as pd
+
+    from toporag_core.studio import topo_view
+
+    curve = pd.DataFrame({"hops": [1, 2], "label": ["1", "2"], "mean text similarity": [0.4, 0.2], "pairs": [50, 9]})
+    fig = topo_view.hop_curve_figure(curve)
+    bar, line = fig.data
+    assert bar.type == "bar" and line.type == "scatter"
+    assert fig.layout.yaxis2.overlaying == "y" and line.yaxis == "y2" and bar.yaxis == "y"  # line on the top axis
+    assert topo_view.format_r(-0.0001) == "0.000" and topo_view.format_r(-0.0004) == "0.000"
+    assert topo_view.format_r(-0.2) == "-0.200" and topo_view.format_r(float("nan")) == "n/a"
+
+
+def test_node_search_prefers_the_exact_match():
+    from toporag_core.studio import topo_view
+
+    g = TextualGraph.from_triples([("John F. Kennedy School, Harvard", "part of", "Harvard"),
+                                   ("John F. Kennedy", "studied at", "Harvard"),
+                                   ("Brother of John F. Kennedy", "x", "y")], name="jfk")
+    opts = topo_view.node_options(g, "john f. kennedy")
+    assert g.node_text[opts[0]] == "John F. Kennedy"
+    assert g.node_text[opts[1]] == "John F. Kennedy School, Harvard"
+
+
+def test_prize_table_dimension_column_and_context_labels():
+    from toporag_core.studio.figures import prize_table
+
+    ecx, q = _embedded("scene")
+    sub = retrieve(ecx, q, setting=RetrievalSetting.make("toporag", k=6, c2=0.1))
+    assert sub.cells2.size >= 2
+    t = prize_table(sub)
+    assert "dim" in t.columns and "rank" not in t.columns
+    ctx = textualize(sub)
+    for j, f in enumerate(sub.cells2.tolist()):
+        row = t[(t["dim"] == 2) & (t["cell"] == f)]
+        if len(row):
+            assert row["in context"].iloc[0] == f"c{j}" and f"c{j}: {cycle_text(ecx.complex, f)}" in ctx
+
+
+def test_views_fit_their_frames_and_label_what_matters_on_big_graphs():
+    from toporag_core.studio.graph_view import wrap_label
+
+    rng = np.random.default_rng(0)
+    big = TextualGraph.from_triples([(f"entity number {i}", "rel", f"entity number {j}")
+                                     for i, j in rng.integers(0, 400, size=(900, 2)) if i != j], name="big")
+    cx = lift(big)
+    enc = HashingEncoder()
+    from toporag_core.embed import embed_complex
+
+    ecx = EmbeddedComplex(cx, embed_complex(cx, enc), enc)
+    sub = retrieve(ecx, "entity number 7", setting=RetrievalSetting.make("toporag", k=4))
+    view = graph_view.render_view(cx, sub=sub, cap=300, height_px=580)
+    assert view.frame_height >= view.height_px and "html, body {margin: 0" in view.html
+    labels = json.loads(re.search(r"var TOPORAG_LABELS = (.*);\n", view.html).group(1))
+    always = {lab["id"] for lab in labels if lab["always"]}
+    shown = set(view.nodes.tolist())
+    assert set(sub.nodes.tolist()) & shown <= always and always  # every retrieved node in view is labelled
+    assert wrap_label("a scene label that is long but not huge") == ["a scene label that is long", "but not huge"]
+    assert all("\u2026" not in "".join(lab["lines"]) for lab in labels)

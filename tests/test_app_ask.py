@@ -204,3 +204,162 @@ def test_settings_and_tables_from_a_checkpoint(tmp_path, pipe):
     assert list(layout["part"])[:2] == ["chat prefix", "soft prompt"] and "1 graph token" in layout["content"][1]
     cells = ask.cells_frame(out["toporag"].subcomplex)
     assert set(cells["role"]) <= {"terminal", "steiner", "closure"}
+
+
+# ====================================================================== issue 12: answers the user can judge
+def argument_page(monkeypatch=None) -> AppTest:
+    at = ask_page()
+    at.session_state[state.GRAPH] = samples.load_sample("argument")
+    at.session_state[state.GRAPH_KEY] = state.graph_fingerprint(at.session_state[state.GRAPH])
+    return at
+
+
+def test_ask_shows_gold_verdict_and_whether_the_answer_is_in_the_context(pipe):
+    g = samples.load_sample("argument")
+    at = argument_page()
+    at.run()
+    q = g.meta["question"]
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value(q)
+    at.button(key="ask_go").click()
+    at.run()
+    assert not at.exception
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    want = pipe.answer(ecx, q, pipe.default_setting(), query=ask.retrieval_query(g, q))
+    assert answer_codes(at) == [want["answer"]]
+    right = ask.judge("expla_graphs", want["answer"], "support")
+    box = (at.success if right else at.error)
+    assert any(f"Gold answer: {g.meta['label']}" in b.value and ("Correct" if right else "Wrong") in b.value
+               for b in box)
+    occurs = ask.answer_in_context(want["answer"], want["context"])
+    assert any(("**occurs**" if occurs else "does **not** occur") in c.value for c in at.caption)
+    # another question has no gold answer: no verdict
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("Who runs libraries?")
+    at.button(key="ask_go").click()
+    at.run()
+    assert not any("Gold answer" in b.value for b in [*at.success, *at.error])
+    assert any("No gold answer" in c.value for c in at.caption)
+
+
+def test_gold_judge_and_occurrence_rules():
+    g = TextualGraph.from_triples([("a", "r", "b")], name="w")
+    g.meta.update(question="Where?", answers=["Paris", "France"])
+    assert ask.gold_for(g, " Where? ") == ["Paris", "France"] and ask.gold_for(g, "When?") is None
+    assert ask.judge("webqsp", "It is in paris.", ["Paris"]) and not ask.judge("webqsp", "Lyon", ["Paris"])
+    assert ask.judge(None, "the answer is red", "Red") and not ask.judge(None, "blue", "red")
+    s = TextualGraph.from_triples([("cup", "on", "table")], name="s")
+    s.meta.update(image_id="1", questions=[{"question": "What is on the table?", "answer": "cup"},
+                                           {"question": "Is the cup red?", "answer": "no"}])
+    assert ask.gold_for(s, "Is the cup red?") == "no"
+    assert ask.answer_in_context("red cup", "node_attr\nthe Red  Cup!\n") and not ask.answer_in_context("cu", "cup")
+
+
+def test_ask_shows_label_probabilities_when_the_pipeline_returns_them(monkeypatch):
+    real = TopoRAGPipeline.answer
+
+    def with_probs(self, *a, **kw):
+        out = real(self, *a, **kw)
+        out["label_probs"] = {"counter": 0.25, "support": 0.75}
+        return out
+
+    monkeypatch.setattr(TopoRAGPipeline, "answer", with_probs)
+    at = ask_question(ask_page(), QUESTION)
+    assert not at.exception
+    probs = next(d.value for d in at.dataframe if list(d.value.columns) == ["label", "probability"])
+    assert probs["label"].tolist() == ["support", "counter"] and probs["probability"].tolist() == [0.75, 0.25]
+    assert any("Label probabilities" in m.value for m in at.markdown)
+
+
+def test_ask_without_label_probabilities_shows_none():
+    at = ask_question(ask_page(), QUESTION)
+    assert not any("Label probabilities" in m.value for m in at.markdown)
+
+
+def test_checkpoint_task_warning_and_default(tmp_path, monkeypatch):
+    web = build_tiny_checkpoint(tmp_path / "web", dataset="webqsp")
+    expla = build_tiny_checkpoint(tmp_path / "expla", dataset="expla_graphs")
+    assert ask.checkpoint_task(str(web)) == "webqsp" and ask.checkpoint_task(ask.NO_CHECKPOINT) is None
+    options = {str(expla): "E", str(web): "W", ask.NO_CHECKPOINT: "none"}
+    wg = TextualGraph.from_triples([("jfk", "born in", "brookline")], name="w")
+    wg.meta.update(question="Where was JFK born?", answers=["Brookline"])
+    monkeypatch.delenv("TOPORAG_CHECKPOINT")
+    assert ask.default_checkpoint(options, wg) == str(web)
+    assert ask.default_checkpoint(options, samples.load_sample("argument")) == str(expla)
+    assert ask.task_warning("expla_graphs", wg) and "webqsp" in ask.task_warning("expla_graphs", wg)
+    assert ask.task_warning("webqsp", wg) is None and ask.task_warning("expla_graphs", samples.load_sample("scene")) \
+        is None
+    # the page: an ExplaGraphs checkpoint on a WebQSP graph warns
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(expla))
+    at = ask_page()
+    at.session_state[state.GRAPH] = wg
+    at.session_state[state.GRAPH_KEY] = state.graph_fingerprint(wg)
+    at.run()
+    assert not at.exception
+    assert any("trained on **expla_graphs**" in w.value and "**webqsp**" in w.value for w in at.warning)
+
+
+def test_checkpoint_choice_survives_leaving_the_page(tmp_path, checkpoint):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/4_Ask.py").run()
+    at.sidebar.selectbox(key="ask_checkpoint").set_value("folder").run()
+    at.sidebar.text_input(key="ask_checkpoint_dir").set_value(str(checkpoint)).run()
+    at.switch_page("pages/1_Explore.py").run()
+    assert "ask_checkpoint" not in at.session_state or at.session_state["ask_checkpoint"] == "folder"
+    at.switch_page("pages/4_Ask.py").run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="ask_checkpoint").value == "folder"
+    assert at.sidebar.text_input(key="ask_checkpoint_dir").value == str(checkpoint)
+
+
+def test_answers_wrap():
+    at = ask_question(ask_page(), QUESTION)
+    assert at.code[0].proto.wrap_lines
+
+
+def test_context_cut_by_prize_keeps_2_cells_and_reports_what_was_dropped(pipe):
+    from toporag_core.retrieval.budget import fit_context, prefix_cut
+
+    g = samples.load_sample("scene")
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    out = pipe.answer(ecx, QUESTION, RetrievalSetting.make("toporag", k=6, c2=0.1))
+    sub = out["subcomplex"]
+    assert sub.cells2.size >= 1
+    tok = pipe.model.tokenizer
+
+    def count(t):
+        return len(tok(t, add_special_tokens=False)["input_ids"])
+
+    full = count(out["context"])
+    lines = out["context"].split("\n")
+    section = lines.index("2-cells (closed loops)")
+    # room for the headers, the 2-cells and a few tokens more: a prefix cut would lose every 2-cell
+    headers = ["node_id,node_attr", "", "src,edge_attr,dst", ""]
+    budget = sum(count(t) + 1 for t in headers + lines[section:]) + 8
+    assert budget < full
+    fit = fit_context(sub, budget, count)
+    assert fit.truncated and fit.tokens <= budget
+    assert not fit.dropped_cells2  # 2-cells are kept first
+    kept = tok.decode(tok(out["context"], add_special_tokens=False)["input_ids"][:budget])
+    assert prefix_cut(sub, kept, budget, full).dropped_cells2  # a prefix cut to the same budget loses 2-cells
+    lines = set(out["context"].split("\n"))
+    assert set(fit.text.split("\n")) <= lines  # a subset of textualize's own lines
+    kept_nodes = [n for n in sub.nodes.tolist() if n not in fit.dropped_nodes]
+    p0 = sub.prizes[0]
+    if fit.dropped_nodes and kept_nodes:
+        assert max(p0[fit.dropped_nodes]) <= max(p0[kept_nodes])
+    assert fit_context(sub, 10 ** 6, count).text == out["context"]
+
+
+def test_ask_reports_a_truncated_context(checkpoint):
+    at = ask_page()
+    at.run()
+    pipe_app = ask.get_pipeline(str(checkpoint), at.sidebar.text_input(key="ask_llm").value, "hashing")
+    old = pipe_app.model.config.max_input_tokens
+    pipe_app.model.config.max_input_tokens = 60
+    try:
+        ask_question(at, QUESTION)
+        assert not at.exception
+        assert any("was cut to the model's input limit" in w.value and "prize-ordered cut" in w.value
+                   for w in at.warning)
+    finally:
+        pipe_app.model.config.max_input_tokens = old

@@ -135,10 +135,91 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 
     page.get_by_role("link", name="Explore").first.click()
     frame = _graph_frame(page)
-    labels = frame.evaluate("() => nodes.get().map(x => x.label)")
-    assert EVIL in labels  # shown as canvas text, exactly as typed
-    title = frame.evaluate("() => nodes.get().find(x => x.label.includes('alert')).title.textContent")
+    labels = frame.evaluate("() => TOPORAG_LABELS.map(l => [l.id, l.lines.join(' ')])")
+    evil_id = next(i for i, t in labels if t == EVIL)  # painted on the canvas, exactly as typed
+    title = frame.evaluate(f"() => nodes.get({evil_id}).title.textContent")
     assert EVIL in title  # the tooltip element shows the text, its HTML was escaped
     assert frame.evaluate("() => document.querySelectorAll('body script').length") >= 1
     page.wait_for_timeout(1500)
     assert page.dialogs == []  # no alert ever ran
+
+
+def _check_views(pg) -> list:
+    """Every vis-network frame: nothing clipped (the page fits its iframe) and the painted labels
+    cover every node that matters, in full, without overlapping. Returns the drawn labels."""
+    pg.frame_locator("iframe").last.locator("canvas").first.wait_for()  # the last: earlier tabs are hidden
+    pg.wait_for_timeout(1500)
+    out = []
+    for frame in pg.frames:
+        if frame == pg.main_frame or not frame.evaluate("() => typeof network !== 'undefined' && !!network"):
+            continue
+        fits = frame.evaluate("() => { const r = document.getElementById('mynetwork').getBoundingClientRect();"
+                              " return [r.bottom, window.innerHeight, document.documentElement.scrollHeight]; }")
+        bottom, inner, scroll = fits
+        if inner == 0:  # a view in a hidden tab
+            continue
+        assert bottom <= inner + 0.5 and scroll <= inner + 0.5, f"view clipped: {fits}"
+        drawn = frame.evaluate("() => window.TOPORAG_DRAWN")
+        wanted = frame.evaluate("() => TOPORAG_LABELS.filter(l => l.always).map(l => [l.id, l.lines.join(' ')])")
+        got = {d["id"]: d["text"] for d in drawn}
+        for i, text in wanted:
+            assert got.get(i) == text and "\u2026" not in text
+        boxes = [d["box"] for d in drawn]
+        for a in range(len(boxes)):
+            for b in range(a + 1, len(boxes)):
+                p, q = boxes[a], boxes[b]
+                w = min(p[2], q[2]) - max(p[0], q[0])
+                h = min(p[3], q[3]) - max(p[1], q[1])
+                assert not (w > 0.5 and h > 0.5), f"labels overlap: {drawn[a]['text']!r} / {drawn[b]['text']!r}"
+        out.append(drawn)
+    return out
+
+
+def test_learn_views_are_not_clipped_and_labels_do_not_overlap(server, page):
+    page.goto(server)
+    page.get_by_text("Current graph:").wait_for()
+    page.get_by_role("link", name="Learn").first.click()
+    page.get_by_text("Learn: cell-complex retrieval, step by step").wait_for()
+    assert _check_views(page)
+    page.get_by_role("tab", name="3. One retrieval").click()
+    page.get_by_text("Prize-collecting Steiner tree").wait_for()
+    page.get_by_text("b1 of the complex").first.wait_for(state="attached")  # in the (hidden) tab 2
+    views = _check_views(page)
+    assert any(len(v) >= 3 for v in views)
+    # the explore view of the same graph, and the lab
+    page.get_by_role("link", name="Explore").first.click()
+    page.get_by_text("Explore the complex").first.wait_for()
+    _check_views(page)
+    page.get_by_role("link", name="Retrieval lab").first.click()
+    page.locator("textarea[aria-label='Question']").wait_for()
+    _check_views(page)
+
+
+def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
+    import json
+
+    from .test_app import GQA_QUESTIONS, GQA_SCENES
+
+    scenes = tmp_path / "val_sceneGraphs.json"
+    scenes.write_text(json.dumps(GQA_SCENES))
+    qcsv = tmp_path / "questions.csv"
+    qcsv.write_text(GQA_QUESTIONS)
+    page.goto(server)
+    page.get_by_text("Current graph:").wait_for()
+    page.get_by_role("tab", name="Upload").click()
+    page.get_by_test_id("stFileUploader").filter(has_text="Graph file").locator("input[type=file]") \
+        .set_input_files(str(scenes))
+    page.get_by_text("Record (2 in this file)").wait_for()
+    page.get_by_test_id("stSelectbox").filter(has_text="Record (2 in this file)").click()
+    page.get_by_role("option").nth(1).click()
+    page.get_by_test_id("stFileUploader").filter(has_text="questions.csv").locator("input[type=file]") \
+        .set_input_files(str(qcsv))
+    page.get_by_text("Question (2 for this image)").wait_for()
+    page.get_by_test_id("stSelectbox").filter(has_text="Question (2 for this image)").click()
+    page.get_by_role("option", name="What is near the ball?").click()
+    page.wait_for_timeout(1000)  # the rerun the pick triggers must finish before the click
+    page.get_by_role("button", name="Load file").click()
+    page.get_by_text("Loaded val_sceneGraphs.json").wait_for()
+    page.get_by_text("Question that comes with this graph").wait_for()
+    assert page.get_by_text("What is near the ball?").count() >= 1
+    assert page.dialogs == []

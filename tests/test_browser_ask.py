@@ -72,6 +72,11 @@ def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
             answer = pg.locator(".st-key-ask_answer_toporag code")
             answer.wait_for()
             assert " ".join(answer.inner_text().split()) == " ".join(want.answer.split())
+            # issue 12 item 7: the answer box wraps (no horizontal scrolling, nothing cut off)
+            pre = pg.locator(".st-key-ask_answer_toporag pre").first
+            assert pre.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+            assert answer.evaluate("e => getComputedStyle(e).whiteSpace").startswith("pre-wrap") or \
+                answer.evaluate("e => getComputedStyle(e.parentElement).whiteSpace").startswith("pre-wrap")
             n, m, f = want.subcomplex.counts
             pg.get_by_text(f"{n} 0-cells, {m} 1-cells, {f} 2-cells retrieved").wait_for()
             pg.screenshot(path=str(tmp_path / "ask.png"))

@@ -25,11 +25,17 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from .pcst import solve_pcst
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
+
+
+def rank_order(sim: np.ndarray, tiebreak: np.ndarray | None = None) -> np.ndarray:
+    """``(n,)`` indices of ``sim`` best first: higher ``sim``, then higher ``tiebreak``, then lower index."""
+    return np.lexsort((-tiebreak, -sim)) if tiebreak is not None else np.argsort(-sim, kind="stable")
 
 
 def rank_prizes(sim: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> np.ndarray:
@@ -41,7 +47,7 @@ def rank_prizes(sim: np.ndarray, k: int, tiebreak: np.ndarray | None = None) -> 
     p = np.zeros(sim.shape[0], dtype=np.float64)
     k = int(max(0, min(k, sim.shape[0])))
     if k:
-        top = (np.lexsort((-tiebreak, -sim)) if tiebreak is not None else np.argsort(-sim, kind="stable"))[:k]
+        top = rank_order(sim, tiebreak)[:k]
         p[top] = np.arange(k, 0, -1, dtype=np.float64)
     return p
 
@@ -65,6 +71,41 @@ def candidate_cells2(p2: np.ndarray, k2: int) -> np.ndarray:
     return order[:k2]
 
 
+@dataclass
+class CellPrizes:
+    """Every prize of one TopoRAG retrieval (step 1 and 2 of the module docstring).
+
+    ``p0 (N,)``, ``p1 (M,)``, ``p2 (F,)`` float64 prizes; ``candidates (<= k2,)`` the 2-cells that
+    enter the Steiner tree; ``edge_tiebreak (M,)`` the sum of the endpoint cosines that orders
+    1-cells with equal cosine (``None`` without 1-cells).
+    """
+
+    p0: np.ndarray
+    p1: np.ndarray
+    p2: np.ndarray
+    candidates: np.ndarray
+    edge_tiebreak: np.ndarray | None
+
+
+def edge_tiebreak(cx, s0: np.ndarray) -> np.ndarray | None:
+    """``(M,)`` ``s0[u] + s0[v]`` of each 1-cell ``(u, v)``: orders 1-cells whose own cosine ties."""
+    return s0[cx.edges].sum(1) if cx.num_edges else None
+
+
+def cell_prizes(ecx_or_cx, s0: np.ndarray, s1: np.ndarray, k0: int, k1: int, k2: int, c2: float) -> CellPrizes:
+    """The prizes :func:`retrieve_subcomplex` uses, from the cosines ``s0 (N,)``, ``s1 (M,)``.
+
+    THE one prize computation: the retrieval and the Learn page both call it. 1-cells often
+    tie (every "left of" edge has the same relation text): ties go to the 1-cells whose
+    endpoints are closer to the question (:func:`edge_tiebreak`), then to the lower id.
+    """
+    cx = getattr(ecx_or_cx, "complex", ecx_or_cx)
+    tb = edge_tiebreak(cx, s0)
+    p0, p1 = rank_prizes(s0, k0), rank_prizes(s1, k1, tiebreak=tb)
+    p2 = cell2_prizes(cx, p0, p1, c2)
+    return CellPrizes(p0, p1, p2, candidate_cells2(p2, k2), tb)
+
+
 def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3,
                         k2: int = 3, c2: float = 0.5, edge_cost: float = 0.5) -> Subcomplex:
     """Retrieve one connected subcomplex for ``question`` (Algorithm 3 of TopoRAG).
@@ -85,11 +126,8 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     t0 = time.perf_counter()
     s0, s1, s2 = ecx.similarities(question)
     t1 = time.perf_counter()
-    # 1-cells often tie (every "left of" edge has the same relation text): ties go to the
-    # 1-cells whose endpoints are closer to the question
-    p0, p1 = rank_prizes(s0, k0), rank_prizes(s1, k1, tiebreak=s0[cx.edges].sum(1) if cx.num_edges else None)
-    p2_all = cell2_prizes(cx, p0, p1, c2)
-    cand = candidate_cells2(p2_all, k2)
+    prz = cell_prizes(cx, s0, s1, k0, k1, k2, c2)
+    p0, p1, p2_all, cand = prz.p0, prz.p1, prz.p2, prz.candidates
     # The stored 2-cell prize is the formula's value for every 2-cell (for display);
     # only candidates enter the Steiner tree.
     n = cx.num_nodes

@@ -7,12 +7,23 @@
   ``(checkpoint, llm, encoder)`` per server process (``st.cache_resource``). The pipeline is
   thread-safe (its neural part runs under a lock), so every browser session shares it.
 * :func:`ask` - one question, one or more retrieval methods, on an already embedded graph.
+* Judging an answer: :func:`gold_for` (the example's gold answer, when the loaded graph has
+  one for this question), :func:`judge` (the task's own metric), :func:`answer_in_context`
+  (does the answer text occur in the retrieved context), ``Answer.label_probs`` (the
+  pipeline's label likelihoods for a closed answer set, when it returns them).
+* Checkpoint vs graph: :func:`checkpoint_task` (the ``dataset`` a checkpoint was trained on,
+  read from its ``config.json`` without loading it), :func:`task_warning`,
+  :func:`default_checkpoint` (the option trained on the graph's task).
+* Context budget: :func:`context_report` - whether the model cut the context to its input
+  limit, what that dropped, and what a prize-ordered cut
+  (:func:`~toporag_core.retrieval.budget.fit_context`) would keep instead.
 * Tables for the page: retrieved cells, timings, the prompt layout.
 """
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,7 +32,10 @@ import streamlit as st
 
 from ..pipeline import REPO_ROOT, TopoRAGPipeline
 from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
+from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
+from ..retrieval.budget import ContextFit, fit_context, prefix_cut
+from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 
 CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
 COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
@@ -99,6 +113,7 @@ class Answer:
     context: str
     prompt: dict[str, Any]
     timings: dict[str, float]
+    label_probs: dict[str, float] | None = field(default=None)
 
 
 def retrieval_query(graph, question: str) -> str | None:
@@ -123,8 +138,116 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
             continue
         r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
-                               prompt=r["prompt"], timings=r["timings"])
+                               prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"))
     return out
+
+
+# ----------------------------------------------------------------------------- judging an answer
+def gold_for(graph, question: str) -> Any | None:
+    """The gold answer of the loaded example for ``question``: the ExplaGraphs ``label``, the
+    WebQSP ``answers`` or a GQA question's ``answer`` - only when ``question`` is the example's
+    own question (or one of a scene's attached questions); ``None`` otherwise."""
+    m = graph.meta
+    asked = " ".join(str(question).split())
+    for row in m.get("questions") or []:
+        if " ".join(str(row.get("question", "")).split()) == asked:
+            return row.get("answer")
+    if asked != " ".join(str(m.get("question", "")).split()):
+        return None
+    for key in ("label", "answers", "answer"):
+        if m.get(key) not in (None, "", []):
+            return m[key]
+    return None
+
+
+def judge(task: str | None, answer: str, gold: Any) -> bool:
+    """Whether ``answer`` is right by the task's own metric (any gold answer contained, normalised,
+    for a task without one)."""
+    if task in METRICS:
+        return bool(is_correct(task, answer, gold))
+    golds = gold if isinstance(gold, list) else [gold]
+    return any(normalize(g) and normalize(g) in normalize(answer) for g in golds)
+
+
+def answer_in_context(answer: str, context: str) -> bool:
+    """Whether the (normalised) answer text occurs in the (normalised) context as whole words."""
+    a, c = normalize(answer), normalize(context)
+    return bool(a) and f" {a} " in f" {c} "
+
+
+def gold_text(gold: Any) -> str:
+    return " | ".join(str(g) for g in gold) if isinstance(gold, list) else str(gold)
+
+
+def label_probs_frame(probs: dict[str, float]) -> pd.DataFrame:
+    """``label, probability`` rows, most likely first."""
+    rows = sorted(((str(k), float(v)) for k, v in probs.items()), key=lambda t: -t[1])
+    return pd.DataFrame(rows, columns=["label", "probability"])
+
+
+# ----------------------------------------------------------------------------- checkpoint vs graph
+def checkpoint_task(checkpoint: str) -> str | None:
+    """The ``dataset`` a checkpoint folder was trained on (``config.json``), ``None`` for the frozen
+    LLM or an unreadable folder."""
+    if checkpoint == NO_CHECKPOINT:
+        return None
+    try:
+        meta = json.loads((Path(checkpoint).expanduser() / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    ds = meta.get("dataset") if isinstance(meta, dict) else None
+    return str(ds) if ds else None
+
+
+def default_checkpoint(options: dict[str, str], graph) -> str:
+    """``TOPORAG_CHECKPOINT`` when set (an explicit choice), else the first option trained on the
+    graph's task, else the first option."""
+    env = os.environ.get("TOPORAG_CHECKPOINT", "").strip()
+    if env and env in options:
+        return env
+    task = task_of_graph(graph)
+    for value in options:
+        if task is not None and checkpoint_task(value) == task:
+            return value
+    return next(iter(options))
+
+
+def task_warning(trained_on: str | None, graph) -> str | None:
+    """A warning when the checkpoint was trained on another task than the loaded graph's."""
+    task = task_of_graph(graph)
+    if not trained_on or task is None or trained_on == task:
+        return None
+    return (f"This checkpoint was trained on **{trained_on}**, but the loaded graph is a **{task}** example: "
+            f"its answers follow {trained_on}'s answer format (e.g. a stance label), not this question. "
+            f"Pick the {task} checkpoint if there is one.")
+
+
+# ----------------------------------------------------------------------------- context budget
+@dataclass
+class ContextReport:
+    """How the context met the model's input limit."""
+
+    truncated: bool
+    model_cut: ContextFit      # what the model's prefix cut kept / dropped
+    by_prize: ContextFit       # what a prize-ordered cut to the same budget keeps / drops
+
+
+def context_report(pipe: TopoRAGPipeline, a: Answer, question: str) -> ContextReport:
+    """Whether ``a``'s context was cut to the model's input limit, and what was dropped."""
+    model = pipe.model
+    kept_ids, _ = model.context_ids(a.context, question)
+    tok = model.tokenizer
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    full = count(a.context)
+    budget = len(kept_ids)
+    truncated = budget < full
+    cut = prefix_cut(a.subcomplex, tok.decode(kept_ids), budget, full) if truncated else \
+        ContextFit(a.context, full, full, budget)
+    return ContextReport(truncated, cut, fit_context(a.subcomplex, budget, count))
+
 
 
 # ----------------------------------------------------------------------------- tables

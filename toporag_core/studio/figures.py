@@ -29,7 +29,9 @@ def boundary_length_histogram(cx: CellComplex) -> go.Figure:
 
 
 def prize_table(sub, top: int = 10) -> pd.DataFrame:
-    """Non-zero prizes of each rank (up to ``top`` per rank), with the cell's text and whether it was retrieved."""
+    """Non-zero prizes of each dimension (up to ``top`` per dimension), with the cell's text, whether it was
+    retrieved and, for a retrieved 2-cell, its label in the LLM context (``c0``, ``c1``, ... in retrieval order,
+    as :func:`~toporag_core.retrieval.textualize` numbers them)."""
     from ..retrieval import cycle_text
 
     cx = sub.complex
@@ -45,6 +47,7 @@ def prize_table(sub, top: int = 10) -> pd.DataFrame:
         else:  # 2-cell prizes can be negative; show the best ones (those are the interesting ones)
             order = order[:top]
         chosen_set = set(chosen.tolist())
+        in_context = {int(f): f"c{j}" for j, f in enumerate(sub.cells2.tolist())} if rank == 2 else {}
         for c in order[:top].tolist():
             if rank == 0:
                 text = g.node_text[c]
@@ -52,21 +55,23 @@ def prize_table(sub, top: int = 10) -> pd.DataFrame:
                 text = "; ".join(f"{h} -[{r}]-> {t}" for h, r, t in cx.edge_relations(c))
             else:
                 text = cycle_text(cx, c)
-            rows.append({"rank": rank, "cell": c, "prize": float(prizes[c]), "retrieved": c in chosen_set,
-                         "text": text})
-    return pd.DataFrame(rows, columns=["rank", "cell", "prize", "retrieved", "text"])
+            rows.append({"dim": rank, "cell": c, "prize": float(prizes[c]), "retrieved": c in chosen_set,
+                         "in context": in_context.get(c, ""), "text": text})
+    return pd.DataFrame(rows, columns=["dim", "cell", "prize", "retrieved", "in context", "text"])
 
 
 def prize_chart(table: pd.DataFrame) -> go.Figure:
     """Horizontal bars of the prizes in :func:`prize_table`, one panel (row) per rank."""
     names = ("0-cells", "1-cells", "2-cells")
-    sizes = [max(1, int((table["rank"] == r).sum())) for r in range(3)]
+    sizes = [max(1, int((table["dim"] == r).sum())) for r in range(3)]
     fig = make_subplots(rows=3, cols=1, subplot_titles=names, vertical_spacing=0.14,
                         row_heights=[s / sum(sizes) for s in sizes])
     for rank, name in enumerate(names):
-        part = table[table["rank"] == rank].iloc[::-1]
+        part = table[table["dim"] == rank].iloc[::-1]
         labels = [(t if len(t) <= 60 else t[:59] + "\u2026") for t in part["text"]]
-        labels = [f"{lab} [{c}]" for lab, c in zip(labels, part["cell"])]  # keep bars distinct
+        # keep bars distinct; a retrieved 2-cell also shows its context label (c0, c1, ...)
+        labels = [f"{lab} [{c}{' = ' + ctx if ctx else ''}]" for lab, c, ctx in
+                  zip(labels, part["cell"], part["in context"])]
         fig.add_trace(go.Bar(x=part["prize"], y=labels, orientation="h", name=name, hovertext=part["text"],
                              marker_color=[RANK_COLOURS[name] if r else "#c7c7c7" for r in part["retrieved"]]),
                       row=rank + 1, col=1)
@@ -78,8 +83,8 @@ def prize_chart(table: pd.DataFrame) -> go.Figure:
 
 def sweep_chart(df: pd.DataFrame, x: str, title: str) -> go.Figure:
     """Cells per dimension (lines) against the swept parameter ``x``."""
-    long = df.melt(id_vars=[x], value_vars=["0-cells", "1-cells", "2-cells"], var_name="rank", value_name="cells")
-    fig = px.line(long, x=x, y="cells", color="rank", markers=True, color_discrete_map=RANK_COLOURS, title=title)
+    long = df.melt(id_vars=[x], value_vars=["0-cells", "1-cells", "2-cells"], var_name="dimension", value_name="cells")
+    fig = px.line(long, x=x, y="cells", color="dimension", markers=True, color_discrete_map=RANK_COLOURS, title=title)
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10))
     return fig
 

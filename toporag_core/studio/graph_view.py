@@ -9,6 +9,20 @@ What it draws:
 * With a retrieval result, cells are coloured by role: terminal, Steiner connector,
   boundary closure; retrieved 2-cells filled, candidate 2-cells that were not chosen shaded.
 
+Labels: the nodes that matter (retrieval terminals and every retrieved node, the picked
+2-cells' boundaries, marked nodes) are labelled on *every* graph size by a painter that
+draws after vis-network at a constant on-screen size (vis hides its own labels once a big
+view is zoomed out to fit). On small views (at most :data:`PAINT_ALL_NODES` nodes) every
+node is painted the same way. Labels are never cut with "..." (long texts wrap onto lines;
+only a text longer than :data:`LABEL_LINES` lines ends in an ellipsis), and they never overlap:
+each label tries below / above / right / left of its node and takes the first free place;
+a label of a node that matters that finds none is drawn where it overlaps least, any
+other label is left to its tooltip. The painter publishes what it drew as
+``window.TOPORAG_DRAWN`` (text and box), which the browser test checks.
+
+The view's height is ``height_px``; :attr:`GraphView.frame_height` is the iframe height
+that shows all of it (the page has no margins), so no view is clipped.
+
 Big graphs are never sent whole: :func:`neighbourhood` keeps at most ``cap`` nodes, grown
 ring by ring from the cells of interest, and :class:`GraphView` reports what was cut.
 
@@ -35,8 +49,14 @@ NODE_DEFAULT, NODE_MUTED, NODE_FOCUS = "#9ecae9", "#d9d9d9", "#59a14f"
 EDGE_TREE, EDGE_CHORD, EDGE_MUTED = "#7f7f7f", "#b07aa1", "#dddddd"
 CELL_FILL, CELL_STROKE = "rgba(89, 161, 79, 0.28)", "rgba(89, 161, 79, 0.95)"
 CELL_SHADE = "rgba(176, 122, 161, 0.13)"
+# distinct fills for several picked 2-cells (the first is the usual green)
+CELL_PALETTE = ("89, 161, 79", "78, 121, 167", "242, 142, 43", "176, 122, 161", "225, 87, 89", "118, 183, 178",
+                "237, 201, 72", "156, 117, 95")
 DEFAULT_CAP = 150
-LABEL_CHARS = 28
+LABEL_CHARS = 28   # characters per label line
+LABEL_LINES = 4    # lines per painted label
+PAINT_ALL_NODES = 60
+FRAME_MARGIN = 8   # px between the view's height and its iframe's (border, rounding)
 
 
 def _adjacency(cx: CellComplex) -> sp.csr_matrix:
@@ -123,6 +143,14 @@ class GraphView:
     total_nodes: int
     cap: int
     html: str = field(repr=False, default="")
+    height_px: int = 560
+    labelled: list[int] = field(default_factory=list)  # nodes whose label is always painted
+    cell_colours: dict[int, str] = field(default_factory=dict)  # filled 2-cell -> its stroke colour
+
+    @property
+    def frame_height(self) -> int:
+        """Height of an iframe that shows the whole view (the page itself has no margins)."""
+        return int(self.height_px) + FRAME_MARGIN
 
     @property
     def capped(self) -> bool:
@@ -138,6 +166,18 @@ class GraphView:
 def _short(text: str, n: int = LABEL_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "\u2026"
+
+
+def wrap_label(text: str, width: int = LABEL_CHARS, lines: int = LABEL_LINES) -> list[str]:
+    """``text`` on lines of at most ``width`` characters (breaking at spaces; a longer word is
+    split); more than ``lines`` lines end in an ellipsis. Nothing short is ever cut."""
+    import textwrap
+
+    out = textwrap.wrap(" ".join(text.split()), width=width, break_long_words=True) or [""]
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][: width - 1] + "\u2026"
+    return out
 
 
 def _script_json(obj) -> str:
@@ -183,6 +223,53 @@ def _edge_title(cx: CellComplex, e: int, extra: str) -> str:
 
 _HEAD_SCRIPT = """<script type="text/javascript">
 var TOPORAG_CELLS = %s;
+var TOPORAG_LABELS = %s;
+window.TOPORAG_DRAWN = [];
+function toporagOverlap(a, b) {
+  var w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]), h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
+  return (w > 0 && h > 0) ? w * h : 0;
+}
+function toporagLabels(network, ctx) {
+  // Constant on-screen size: canvas units = pixels / scale.
+  var scale = network.getScale(), fs = 12 / scale, lh = fs * 1.25, pad = 2 / scale;
+  var pos = network.getPositions(TOPORAG_LABELS.map(function (l) { return l.id; }));
+  var placed = [], drawn = [];
+  ctx.save();
+  ctx.font = fs + "px Arial, sans-serif";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  TOPORAG_LABELS.forEach(function (lab) {
+    var p = pos[lab.id];
+    if (!p) { return; }
+    var w = 0;
+    lab.lines.forEach(function (t) { w = Math.max(w, ctx.measureText(t).width); });
+    w += 2 * pad;
+    var h = lab.lines.length * lh + pad, r = lab.r + pad;
+    var tops = [[p.x - w / 2, p.y + r], [p.x - w / 2, p.y - r - h], [p.x + r, p.y - h / 2], [p.x - r - w, p.y - h / 2],
+                [p.x - w / 2, p.y + r + h], [p.x - w / 2, p.y - r - 2 * h]];
+    var best = null, bestCost = Infinity;
+    for (var i = 0; i < tops.length; i++) {
+      var box = [tops[i][0], tops[i][1], tops[i][0] + w, tops[i][1] + h], cost = 0;
+      placed.forEach(function (q) { cost += toporagOverlap(box, q); });
+      if (cost < bestCost) { best = box; bestCost = cost; }
+      if (cost === 0) { break; }
+    }
+    if (bestCost > 0 && !lab.always) { return; }
+    placed.push(best);
+    ctx.lineWidth = 3 / scale;
+    ctx.strokeStyle = "rgba(255,255,255,0.92)";
+    ctx.fillStyle = lab.always ? "#111111" : "#333333";
+    lab.lines.forEach(function (t, j) {
+      var x = (best[0] + best[2]) / 2, y = best[1] + pad + j * lh;
+      ctx.strokeText(t, x, y);
+      ctx.fillText(t, x, y);
+    });
+    var tl = network.canvasToDOM({x: best[0], y: best[1]}), br = network.canvasToDOM({x: best[2], y: best[3]});
+    drawn.push({id: lab.id, text: lab.lines.join(" "), always: lab.always, box: [tl.x, tl.y, br.x, br.y]});
+  });
+  ctx.restore();
+  window.TOPORAG_DRAWN = drawn;
+}
 function toporagPrepare(nodes, edges) {
   // Titles arrive as escaped HTML strings; vis-network shows strings as plain text, so turn
   // them into elements to get line breaks and bold headings (the user text inside is escaped).
@@ -217,18 +304,24 @@ function toporagDecorate(network) {
       if (cell.stroke) { ctx.lineWidth = cell.width; ctx.strokeStyle = cell.stroke; ctx.stroke(); }
     });
   });
+  network.on("afterDrawing", function (ctx) { toporagLabels(network, ctx); });
 }
 </script>
 """
 
 
-def _finish_html(page: str, cells_payload: list[dict]) -> str:
+def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict] | None = None) -> str:
     """Make pyvis' page offline and wire the 2-cell painter and the HTML tooltips in."""
     # pyvis' template always links bootstrap from a CDN; nothing is reachable offline, and
     # the view does not use it.
     page = re.sub(r"<link[^>]*cdn\.jsdelivr\.net[^>]*/>", "", page)
     page = re.sub(r"<script[^>]*cdn\.jsdelivr\.net[^>]*>\s*</script>", "", page)
-    page = page.replace("</head>", _HEAD_SCRIPT % _script_json(cells_payload) + "</head>", 1)
+    head = _HEAD_SCRIPT % (_script_json(cells_payload), _script_json(labels_payload or []))
+    # no page margins: the iframe of frame_height px shows the whole view
+    # (pyvis' template puts an empty <center><h1> heading above the view: hidden; the view fills the frame)
+    head += ("<style>html, body {margin: 0; padding: 0; overflow: hidden;} center {display: none;} "
+             ".card {margin: 0; border: 0;} #mynetwork {height: calc(100vh - 2px) !important;}</style>\n")
+    page = page.replace("</head>", head + "</head>", 1)
     anchor = "network = new vis.Network(container, data, options);"
     if anchor not in page:  # a pyvis template change must fail loudly, not silently lose features
         raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
@@ -296,6 +389,19 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     local = np.full(n, -1, dtype=np.int64)
     local[shown] = np.arange(shown.size)
     xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
+    # nodes whose label is always painted, in priority order (terminals first)
+    important: list[int] = []
+    if sub is not None:
+        important += [int(i) for i in sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()],
+                                                           kind="stable")].tolist()]
+    if marks is not None:
+        important += [int(i) for i in marks]
+    for f in focus_cells2:
+        important += cx.cell2_nodes(f).tolist()
+    important = [i for i in dict.fromkeys(important) if in_view[i]]
+    important_set = set(important)
+    paint_all = shown.size <= PAINT_ALL_NODES
+    painted = important + ([i for i in shown.tolist() if i not in important_set] if paint_all else [])
     for i in shown.tolist():
         role = node_role.get(i)
         extra = ""
@@ -311,7 +417,9 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         size = (17 if role == "terminal" or i in focus_nodes or mark
                 else (13 if role else (9 if sub is not None or marks is not None else 11)))
         x, y = xy[local[i]].tolist()
-        net.add_node(i, label=_short(cx.graph.node_text[i]), title=_safe_title(_node_title(cx, i, html.escape(extra))),
+        # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
+        label = " " if (i in important_set or paint_all) else "\n".join(wrap_label(cx.graph.node_text[i]))
+        net.add_node(i, label=label, title=_safe_title(_node_title(cx, i, html.escape(extra))),
                      color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
     for e in eids.tolist():
         a, b = cx.edges[e].tolist()
@@ -335,24 +443,34 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
                               width=width, dashes=not tree, font={"size": 10, "color": "#555555", "strokeWidth": 0},
                               label=_short(" / ".join(cx.graph.edge_text[i] for i in cx.edge_members(e)), 20)).options)
 
+    sizes = {n["id"]: n["size"] for n in net.nodes}
+    labels_payload = [{"id": i, "lines": wrap_label(cx.graph.node_text[i]), "r": sizes.get(i, 10),
+                       "always": i in important_set} for i in painted]
     filled = list(focus_cells2)
     shaded = list(shade_cells2)
     if sub is not None:
         filled += sub.cells2.tolist()
         chosen = set(sub.cells2.tolist())
         shaded += [f for f in sub.params.get("candidates2", []) if f not in chosen]
-    payload, kept_f, kept_o = [], [], []
-    for f, is_filled in [(f, True) for f in filled] + [(f, False) for f in shaded]:
+    payload, kept_f, kept_o, colours = [], [], [], {}
+    picked = list(dict.fromkeys(focus_cells2))
+    many = len(picked) > 1
+    for f, is_filled in [(f, True) for f in dict.fromkeys(filled)] + [(f, False) for f in shaded]:
         ids = cx.cell2_nodes(f)
         if not in_view[ids].all():  # a face with a vertex off screen would be drawn wrong
             continue
         (kept_f if is_filled else kept_o).append(int(f))
-        # other cells are only shaded: an outline would sit exactly on their edges
-        payload.append({"nodes": ids.tolist(), "fill": CELL_FILL if is_filled else CELL_SHADE,
-                        "stroke": CELL_STROKE if is_filled else None, "width": 2.5})
-    page = _finish_html(net.generate_html(notebook=False), payload)
+        fill, stroke = CELL_SHADE, None  # other cells are only shaded: an outline would sit on their edges
+        if is_filled:
+            # several picked / retrieved 2-cells: one colour each, so they can be told apart
+            rgb = CELL_PALETTE[picked.index(f) % len(CELL_PALETTE)] if many and f in picked else CELL_PALETTE[0]
+            fill, stroke = f"rgba({rgb}, 0.28)", f"rgba({rgb}, 0.95)"
+            colours[int(f)] = stroke
+        payload.append({"nodes": ids.tolist(), "fill": fill, "stroke": stroke, "width": 2.5})
+    page = _finish_html(net.generate_html(notebook=False), payload, labels_payload)
     return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
-                     total_nodes=n, cap=cap, html=page)
+                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
+                     cell_colours=colours)
 
 
 def legend_html(retrieval: bool) -> str:

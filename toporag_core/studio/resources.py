@@ -5,6 +5,11 @@
 * One lifted complex and one embedded complex per ``(graph fingerprint, tree method,
   seed, encoder)``: a slider never re-lifts or re-encodes; only the retrieval runs again.
 
+* The first embedding of a graph shows a real progress bar in the page (batches of texts
+  encoded / total, :func:`embed_with_progress`); embedded complexes are kept in a small
+  process-wide LRU (:data:`EMBED_CACHE_SIZE`) rather than ``st.cache_resource``, whose replay of
+  elements drawn inside a cached function would redraw the bar on every later hit.
+
 ``TOPORAG_ENCODER`` picks the encoder, as everywhere (:func:`toporag_core.embed.get_encoder`,
 the one factory): unset = the packaged all-MiniLM-L6-v2; ``hashing`` = the model-free
 :class:`~toporag_core.embed.HashingEncoder` (fast tests); anything else = a local
@@ -12,6 +17,11 @@ SentenceTransformer folder or model name.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+import numpy as np
 import streamlit as st
 
 from ..complex import CellComplex
@@ -39,9 +49,61 @@ def get_complex(graph_key: str, tree: str, seed: int, _graph: TextualGraph) -> C
     return lift(_graph, tree=tree, seed=seed)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Embedding every cell (once per graph) ...")
-def _get_embeddings(graph_key: str, tree: str, seed: int, choice: str, _cx: CellComplex) -> CellEmbeddings:
-    return embed_complex(_cx, get_encoder(choice), show_progress=False)
+EMBED_CACHE_SIZE = 8
+EMBED_BATCH = 256
+_EMBEDDINGS: OrderedDict = OrderedDict()
+_EMBED_LOCK = threading.Lock()
+
+
+class _BatchedEncoder:
+    """Encodes in batches of ``batch`` texts and reports ``on_progress(done, total)`` after each."""
+
+    def __init__(self, inner, on_progress: Callable[[int, int], None], batch: int):
+        self.inner, self.on_progress, self.batch = inner, on_progress, max(1, int(batch))
+        self.dim, self.name = inner.dim, inner.name
+
+    def encode(self, texts, show_progress: bool = False) -> np.ndarray:
+        total = len(texts)
+        parts = []
+        self.on_progress(0, total)
+        for start in range(0, total, self.batch):
+            parts.append(np.asarray(self.inner.encode(list(texts[start:start + self.batch])), np.float32))
+            self.on_progress(min(start + self.batch, total), total)
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
+
+
+def embed_with_progress(cx: CellComplex, encoder, on_progress: Callable[[int, int], None] | None = None,
+                        batch: int = EMBED_BATCH) -> CellEmbeddings:
+    """:func:`~toporag_core.embed.embed_complex` with the texts encoded in batches and
+    ``on_progress(texts done, total)`` called after each batch (same vectors as one call)."""
+    return embed_complex(cx, _BatchedEncoder(encoder, on_progress or (lambda d, t: None), batch), show_progress=False)
+
+
+def _progress_bar():
+    bar = st.progress(0.0, text="Embedding every cell (once per graph) ...")
+
+    def update(done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0,
+                     text=f"Embedding every cell (once per graph): {done:,} of {total:,} texts")
+    return bar, update
+
+
+def _get_embeddings(graph_key: str, tree: str, seed: int, choice: str, cx: CellComplex) -> CellEmbeddings:
+    key = (graph_key, tree, seed, choice)
+    with _EMBED_LOCK:
+        if key in _EMBEDDINGS:
+            _EMBEDDINGS.move_to_end(key)
+            return _EMBEDDINGS[key]
+    bar, update = _progress_bar()
+    try:
+        emb = embed_with_progress(cx, get_encoder(choice), update)
+    finally:
+        bar.empty()
+    with _EMBED_LOCK:
+        _EMBEDDINGS[key] = emb
+        while len(_EMBEDDINGS) > EMBED_CACHE_SIZE:
+            _EMBEDDINGS.popitem(last=False)
+    return emb
 
 
 def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> EmbeddedComplex:
@@ -49,6 +111,27 @@ def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> E
     choice = encoder_choice()
     cx = get_complex(graph_key, tree, seed, graph)
     return EmbeddedComplex(cx, _get_embeddings(graph_key, tree, seed, choice, cx), get_encoder(choice))
+
+
+def current_graph(ss) -> TextualGraph:
+    """The session's graph (:func:`.state.current_graph`), restored from the address's ``?graph=``
+    on a new session; the address is then kept in step with the graph (built-in and benchmark
+    graphs are named there, so a reload finds them; an upload removes the name)."""
+    from . import samples, state
+
+    graph = state.current_graph(ss, st.query_params.get("graph"))
+    src = samples.restorable_source(graph)
+    if src and st.query_params.get("graph") != src:
+        st.query_params["graph"] = src
+    elif not src and "graph" in st.query_params:
+        del st.query_params["graph"]
+    return graph
+
+
+def show_view(view) -> None:
+    """Show a :class:`~toporag_core.studio.graph_view.GraphView` in an iframe of its own
+    ``frame_height``, so no part of the view is ever cut off."""
+    show_html(view.html, view.frame_height)
 
 
 def show_html(page: str, height: int) -> None:

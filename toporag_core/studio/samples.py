@@ -137,3 +137,28 @@ def webqsp_graph(rec: dict[str, Any], index: int) -> TextualGraph:
     g.meta["source"] = f"webqsp:{rec.get('id', index)}"
     g.name = g.name or f"WebQSP {rec.get('id', index)}"
     return g
+
+
+# ------------------------------------------------------------------ graphs named by a source string
+def graph_from_source(source: str) -> TextualGraph:
+    """The graph a ``meta["source"]`` string names: ``sample:<key>``, ``explagraphs:<row id>`` or
+    ``webqsp:<record id>`` (what the app keeps in the page address so a reload finds it again).
+    ``ValueError`` naming the source when it cannot be found here."""
+    kind, _, ident = str(source).partition(":")
+    if kind == "sample":
+        return load_sample(ident)
+    if kind == "explagraphs":
+        for row in explagraphs_rows():
+            if str(row.get("id")) == ident:
+                return explagraphs_graph(row)
+    elif kind == "webqsp":
+        for j, rec in enumerate(webqsp_records()):
+            if str(rec.get("id", j)) == ident:
+                return webqsp_graph(rec, j)
+    raise ValueError(f"graph {source!r} is not available on this machine")
+
+
+def restorable_source(graph: TextualGraph) -> str | None:
+    """The graph's ``source`` when :func:`graph_from_source` can load it again, else ``None`` (uploads)."""
+    src = str(graph.meta.get("source") or "")
+    return src if src.partition(":")[0] in ("sample", "explagraphs", "webqsp") else None

@@ -14,6 +14,7 @@ import numpy as np
 from ..graph import GraphFormatError, TextualGraph
 
 GRAPH, GRAPH_KEY, ERROR, TREE, SEED, MESSAGE = "graph", "graph_key", "load_error", "tree", "tree_seed", "load_message"
+RESET = "reset_note"
 DEFAULT_SAMPLE = "scene"
 
 
@@ -35,6 +36,7 @@ def set_graph(state: MutableMapping, graph: TextualGraph, label: str | None = No
     state[GRAPH] = graph
     state[GRAPH_KEY] = graph_fingerprint(graph)
     state[ERROR] = None
+    state[RESET] = None
     state[MESSAGE] = f"Loaded {label or graph.name or 'graph'}: {graph.num_nodes} nodes, {graph.num_edges} edges."
 
 
@@ -63,16 +65,53 @@ def try_load(state: MutableMapping, loader: Callable[[], TextualGraph], label: s
     return msg
 
 
-def current_graph(state: MutableMapping) -> TextualGraph:
-    """The loaded graph; the scene sample when nothing has been loaded yet (so every page works)."""
+def current_graph(state: MutableMapping, source: str | None = None) -> TextualGraph:
+    """The loaded graph. A new session (a reload) first tries ``source`` (the page address names
+    built-in and benchmark graphs, see :func:`.samples.graph_from_source`), else starts on the
+    scene sample and records in ``state["reset_note"]`` why, so the page can say so."""
     if state.get(GRAPH) is None:
-        from .samples import load_sample
+        from .samples import graph_from_source, load_sample
 
+        note = ("New session: started on the scene sample. Built-in and benchmark graphs survive a page "
+                "reload (through the address); uploaded and pasted graphs do not.")
+        if source:
+            try:
+                set_graph(state, graph_from_source(source))
+                state[MESSAGE] = None
+                state[RESET] = f"Restored {state[GRAPH].name or source} from the page address ({source})."
+                return state[GRAPH]
+            except (ValueError, OSError) as e:
+                note = f"Could not restore {source!r} from the page address ({e}); started on the scene sample."
         set_graph(state, load_sample(DEFAULT_SAMPLE))
         state[MESSAGE] = None
+        state[RESET] = note
     return state[GRAPH]
 
 
 def tree_settings(state: MutableMapping) -> tuple[str, int]:
     """``(tree method, seed)`` chosen on the Home page (default ``bfs``, 0)."""
     return str(state.get(TREE) or "bfs"), int(state.get(SEED) or 0)
+
+
+KEPT = "_kept_widgets"
+
+
+def keep_widgets(state: MutableMapping, keys) -> None:
+    """Copy the values of widgets ``keys`` to a plain (non-widget) entry that survives leaving the page.
+
+    Streamlit forgets a widget's value when a run does not draw it (another page ran); the copy
+    lets :func:`restore_widgets` put it back when the page is shown again.
+    """
+    kept = dict(state.get(KEPT) or {})
+    for k in keys:
+        if k in state:
+            kept[k] = state[k]
+    state[KEPT] = kept
+
+
+def restore_widgets(state: MutableMapping, keys) -> None:
+    """Put kept values back for widgets ``keys`` that have no value (call before drawing them)."""
+    kept = state.get(KEPT) or {}
+    for k in keys:
+        if k not in state and k in kept:
+            state[k] = kept[k]

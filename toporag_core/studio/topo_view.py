@@ -68,6 +68,10 @@ def node_options(graph: TextualGraph, query: str = "", limit: int = MAX_OPTIONS)
     if not q:
         return list(range(min(graph.num_nodes, limit)))
     hits = [i for i, t in enumerate(graph.node_text) if q in t.casefold()]
+    # exact matches first, then texts that start with the query, then the rest (each in id order)
+    texts = graph.node_text
+    hits.sort(key=lambda i: (" ".join(texts[i].split()).casefold() != " ".join(q.split()),
+                             not texts[i].casefold().startswith(q)))
     if q.isdigit() and int(q) < graph.num_nodes:
         hits = [int(q)] + [i for i in hits if i != int(q)]
     return hits[:limit]
@@ -220,7 +224,11 @@ def correlation_frame(results: dict[str, dict]) -> pd.DataFrame:
 
 
 def format_r(r: float) -> str:
-    return "n/a" if not np.isfinite(r) else f"{r:+.3f}"
+    """``r`` to three decimals with its sign; a value that rounds to zero is ``0.000`` (never ``-0.000``)."""
+    if not np.isfinite(r):
+        return "n/a"
+    r = round(float(r), 3)
+    return "0.000" if r == 0 else f"{r:+.3f}"
 
 
 def hop_curve_figure(curve: pd.DataFrame) -> go.Figure:
@@ -229,13 +237,16 @@ def hop_curve_figure(curve: pd.DataFrame) -> go.Figure:
     if curve.empty:
         fig.add_annotation(text="no node pairs", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
     else:
-        fig.add_trace(go.Bar(x=curve["label"], y=curve["pairs"], name="pairs", marker_color="#d9d9d9", yaxis="y2"))
+        # the line sits on the overlaying axis (y2), which plotly draws above the bars on y: the
+        # bars can never hide it
+        fig.add_trace(go.Bar(x=curve["label"], y=curve["pairs"], name="pairs", marker_color="rgba(160,160,160,0.45)",
+                             yaxis="y"))
         fig.add_trace(go.Scatter(x=curve["label"], y=curve["mean text similarity"], mode="lines+markers",
-                                 name="mean text similarity", line=dict(color="#4e79a7", width=3)))
+                                 name="mean text similarity", line=dict(color="#4e79a7", width=3), yaxis="y2"))
     fig.update_layout(title="Text similarity against hop distance", height=360, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(title="shortest-path distance (hops)", type="category"),
-                      yaxis=dict(title="mean cosine of node texts"),
-                      yaxis2=dict(title="pairs", overlaying="y", side="right", showgrid=False),
+                      yaxis=dict(title="pairs", side="right", showgrid=False),
+                      yaxis2=dict(title="mean cosine of node texts", overlaying="y", side="left"),
                       legend=dict(orientation="h", y=-0.25))
     return fig
 

@@ -1,0 +1,156 @@
+"""Fit a textualized subcomplex into a token budget, keeping what matters most.
+
+:func:`~toporag_core.retrieval.textualize.textualize` writes every retrieved cell; an LLM
+with an input limit then sees only a prefix of it, and a prefix cut drops the 2-cells
+section first (it comes last) and keeps whatever nodes happen to come first. This module
+cuts by *prize* instead:
+
+1. every retrieved 2-cell (best prize first): its line writes the whole closed loop, so it
+   reads on its own;
+2. the retrieved 0- and 1-cells by prize (best first; a 1-cell brings the node lines of its
+   endpoints, since its line refers to them by local id);
+3. the remaining retrieved 0- and 1-cells (Steiner connectors and boundary closure, prize 0)
+   in their textualize order.
+
+Units are added greedily in that order while the token count stays within ``budget``; a unit
+that does not fit is skipped (a later, smaller one may still fit). The kept lines are then
+written in textualize's own order with textualize's own local ids and 2-cell labels, so the
+text is exactly a subset of the lines of :func:`textualize` (nothing is re-written).
+
+Token counts: ``count(text) -> int`` (the LLM tokenizer's length without special tokens).
+Each line is counted once (plus one for its newline); the final text is re-counted and, if
+the tokenizer merged differently, the lowest-priority units are dropped until it fits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .result import Subcomplex
+from .textualize import textualize
+
+
+@dataclass
+class ContextFit:
+    """A context cut to a token budget, and what was dropped (cell ids of the complex)."""
+
+    text: str
+    tokens: int
+    full_tokens: int
+    budget: int
+    dropped_nodes: list[int] = field(default_factory=list)
+    dropped_edges: list[int] = field(default_factory=list)
+    dropped_cells2: list[int] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.dropped_nodes or self.dropped_edges or self.dropped_cells2)
+
+    def summary(self) -> str:
+        """``"dropped 3 0-cells, 1 1-cell, 0 2-cells"`` (or ``"nothing dropped"``)."""
+        if not self.truncated:
+            return "nothing dropped"
+        parts = [(len(self.dropped_nodes), "0-cell"), (len(self.dropped_edges), "1-cell"),
+                 (len(self.dropped_cells2), "2-cell")]
+        return "dropped " + ", ".join(f"{n} {w}{'' if n == 1 else 's'}" for n, w in parts)
+
+
+def _line_layout(sub: Subcomplex) -> tuple[list[str], dict]:
+    """The lines of ``textualize(sub)`` and which cell each belongs to."""
+    lines = textualize(sub).split("\n")
+    cx = sub.complex
+    nodes, edges, cells2 = sub.nodes.tolist(), sub.edges.tolist(), sub.cells2.tolist()
+    owner: dict = {}
+    i = 1  # "node_id,node_attr"
+    for n in nodes:
+        owner[i] = ("n", n)
+        i += 1
+    i += 2  # "", "src,edge_attr,dst"
+    for e in edges:
+        for _ in cx.edge_members(e).tolist():
+            owner[i] = ("e", e)
+            i += 1
+    # self-loop lines follow (they belong to their node), then the 2-cells section
+    local = set(nodes)
+    g = cx.graph
+    for s in cx.self_loops.tolist():
+        a = int(g.edge_index[0, s])
+        if a in local:
+            owner[i] = ("n", a)
+            i += 1
+    if cells2:
+        i += 2  # "", "2-cells (closed loops)"
+        for f in cells2:
+            owner[i] = ("f", f)
+            i += 1
+    return lines, owner
+
+
+def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int]) -> ContextFit:
+    """The textualized ``sub`` cut to ``budget`` tokens by prize (see the module docstring)."""
+    lines, owner = _line_layout(sub)
+    full = "\n".join(lines)
+    full_tokens = int(count(full))
+    budget = int(max(0, budget))
+    if full_tokens <= budget:
+        return ContextFit(full, full_tokens, full_tokens, budget)
+    cx = sub.complex
+    p0, p1, p2 = sub.prizes
+    by_cell: dict = {}
+    for i, c in owner.items():
+        by_cell.setdefault(c, []).append(i)
+    # priority units: each a list of cells (a 1-cell brings its endpoints)
+    cells2 = sub.cells2
+    units: list[list[tuple]] = [[("f", int(f))] for f in cells2[np.argsort(-p2[cells2], kind="stable")].tolist()] \
+        if cells2.size and p2.size else [[("f", int(f))] for f in cells2.tolist()]
+    pr = [(float(p0[n]), 0, j, ("n", int(n))) for j, n in enumerate(sub.nodes.tolist())]
+    pr += [(float(p1[e]), 1, j, ("e", int(e))) for j, e in enumerate(sub.edges.tolist())]
+    prized = sorted([t for t in pr if t[0] > 0], key=lambda t: (-t[0], t[1], t[2]))
+    rest = [t for t in pr if t[0] <= 0]
+    for _, _, _, c in prized + rest:
+        if c[0] == "e":
+            u, v = cx.edges[c[1]].tolist()
+            units.append([("n", u), ("n", v), c])
+        else:
+            units.append([c])
+    header = [i for i in range(len(lines)) if i not in owner]
+    line_cost = [int(count(t)) + 1 for t in lines]
+    used = sum(line_cost[i] for i in header)
+    kept: set = set()
+    order: list[tuple] = []
+    for unit in units:
+        new = [c for c in unit if c not in kept]
+        cost = sum(line_cost[i] for c in new for i in by_cell.get(c, []))
+        if new and used + cost <= budget:
+            kept.update(new)
+            order.extend(new)
+            used += cost
+
+    def build(keep: set) -> str:
+        return "\n".join(t for i, t in enumerate(lines) if i not in owner or owner[i] in keep)
+
+    text = build(kept)
+    tokens = int(count(text))
+    while tokens > budget and order:  # the tokenizer merged across lines differently: drop the least important
+        kept.discard(order.pop())
+        text = build(kept)
+        tokens = int(count(text))
+    return ContextFit(text, tokens, full_tokens, budget,
+                      dropped_nodes=[int(n) for n in sub.nodes.tolist() if ("n", n) not in kept],
+                      dropped_edges=[int(e) for e in sub.edges.tolist() if ("e", e) not in kept],
+                      dropped_cells2=[int(f) for f in sub.cells2.tolist() if ("f", f) not in kept])
+
+
+def prefix_cut(sub: Subcomplex, kept_text: str, kept_tokens: int, full_tokens: int) -> ContextFit:
+    """What a *prefix* cut of ``textualize(sub)`` to ``kept_text`` dropped (how a model that simply
+    truncates its input ids loses cells): a cell is dropped when none of its lines survives whole."""
+    lines, owner = _line_layout(sub)
+    n_whole = len(kept_text.split("\n")) - (0 if "\n".join(lines).startswith(kept_text + "\n") or
+                                            kept_text == "\n".join(lines) else 1)
+    surviving = {owner[i] for i in range(min(n_whole, len(lines))) if i in owner}
+    return ContextFit(kept_text, int(kept_tokens), int(full_tokens), int(kept_tokens),
+                      dropped_nodes=[int(n) for n in sub.nodes.tolist() if ("n", n) not in surviving],
+                      dropped_edges=[int(e) for e in sub.edges.tolist() if ("e", e) not in surviving],
+                      dropped_cells2=[int(f) for f in sub.cells2.tolist() if ("f", f) not in surviving])
