@@ -3,10 +3,10 @@ import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import resources
-from toporag_core.studio import ask, state
+from toporag_core.studio import ask, core, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_embedded, show_view
+from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, show_view
 
 st.set_page_config(page_title="Ask", layout="wide")
 
@@ -39,17 +39,29 @@ st.title("Ask")
 if not checkpoint:
     st.info("Type the path of a checkpoint folder (config.json + model.safetensors) in the sidebar.")
     st.stop()
+pipe = remote = None
 try:
-    with st.spinner("Loading the model (once per server; later questions reuse it) ..."):
-        pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
-except Exception as e:  # noqa: BLE001 - a bad folder / LLM id must leave the page usable
+    remote = core.remote_client()  # $TOPORAG_CORE_URL: answer on a remote core (e.g. a GPU machine)
+    if remote is not None:
+        rmodel = core.remote_model(remote)
+        summary, trained, dataset, default_max_new = (rmodel.summary(), rmodel.default_setting, rmodel.dataset,
+                                                      rmodel.max_new_tokens)
+        st.caption(rmodel.status.caption())
+    else:
+        with st.spinner("Loading the model (once per server; later questions reuse it) ..."):
+            pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
+        summary, trained, dataset = ask.model_summary(pipe), pipe.default_setting(), pipe.meta.get("dataset")
+        default_max_new = int(pipe.model.config.max_new_tokens)
+except core.CoreError as e:  # the remote core is down, slow or refused: say so, keep the page
+    st.error(f"The core at {core.core_url()} cannot answer: {e}")
+    st.stop()
+except Exception as e:  # noqa: BLE001 - a bad folder / LLM id / URL must leave the page usable
     st.error(f"Could not load the model: {type(e).__name__}: {e}")
     st.stop()
-summary = ask.model_summary(pipe)
-mismatch = ask.task_warning(pipe.meta.get("dataset"), graph)
+mismatch = ask.task_warning(dataset, graph)
 if mismatch:
     st.warning(mismatch)
-trained = pipe.default_setting()  # the checkpoint's training setting: the controls start from it
+# trained: the checkpoint's training setting; the controls start from it
 METHODS = method_names("cells")
 
 # ---------------------------------------------------------------- sidebar: retrieval (the lab's controls)
@@ -64,11 +76,12 @@ with st.sidebar:
     methods = [method, other] if compare else [method]
     st.caption("The controls start from the setting the checkpoint was trained with.")
     settings = setting_controls(methods, "ask", base=trained)
-    max_new = st.slider("Max new tokens", 1, 128, int(pipe.model.config.max_new_tokens), key="ask_max_new")
+    max_new = st.slider("Max new tokens", 1, 128, default_max_new, key="ask_max_new")
     cap = st.slider("Node cap of the view", 30, 500, DEFAULT_CAP, step=10, key="ask_cap")
 
 st.caption(f"{graph.name or 'unnamed graph'} ({graph.num_nodes} nodes, {graph.num_edges} edges; load another "
-           f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}, LLM {summary['LLM']}.")
+           f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}"
+           + (f", LLM {summary['LLM']}." if "LLM" in summary else f", remote core {summary.get('core')}."))
 question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"ask_question_{key}", height=90)
 query = ask.retrieval_query(graph, question)
 if query:
@@ -82,14 +95,21 @@ gold = ask.gold_for(graph, question)
 inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
 if st.button("Ask", key="ask_go", type="primary"):
     try:
-        ecx = get_embedded(key, tree, seed, graph)
         answers = {}
         with st.status("Answering ...", expanded=False) as status:
-            for m in methods:
-                status.update(label=f"Retrieving with {method_label(m)} and generating ...")
-                answers.update(ask.ask(pipe, ecx, question, [settings[m]], max_new_tokens=max_new, query=query))
+            if remote is not None:  # the core lifts/embeds on its side; subcomplexes come back on our complex
+                cx = get_complex(key, tree, seed, graph)
+                answers = core.ask_via_core(remote, graph, cx, question, [settings[m] for m in methods], tree=tree,
+                                            seed=seed, max_new_tokens=max_new, query=query)
+            else:
+                ecx = get_embedded(key, tree, seed, graph)
+                for m in methods:
+                    status.update(label=f"Retrieving with {method_label(m)} and generating ...")
+                    answers.update(ask.ask(pipe, ecx, question, [settings[m]], max_new_tokens=max_new, query=query))
             status.update(label="Answered", state="complete")
         ss["ask_last"] = {"inputs": inputs, "answers": answers}
+    except core.CoreError as e:
+        st.error(f"The core could not answer: {e}")
     except ValueError as e:
         st.warning(str(e))
 
@@ -125,8 +145,10 @@ for col, (m, a) in zip(cols, answers.items()):
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
                          column_config={"probability": st.column_config.ProgressColumn(
                              "probability", min_value=0.0, max_value=1.0, format="%.3f")})
-        rep = ask.context_report(pipe, a, asked)
-        if rep.truncated:
+        rep = ask.context_report(pipe, a, asked) if pipe is not None else None  # the remote core reports below
+        if rep is None and a.prompt.get("context_truncated"):
+            st.warning("The remote core cut the context to its model's input limit (see the Prompt layout tab).")
+        if rep is not None and rep.truncated:
             st.warning(f"The context ({rep.model_cut.full_tokens} tokens) was cut to the model's input limit "
                        f"({rep.model_cut.budget} tokens): the model's prefix cut {rep.model_cut.summary()} "
                        f"(2-cells {rep.model_cut.dropped_cells2 or 'none'}). A prize-ordered cut to the same "

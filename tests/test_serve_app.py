@@ -121,3 +121,41 @@ def test_remote_ask_and_retrieve_equal_in_process(server, ref):
         assert client.graphs_sent == 1
     st_in = core.core_status(None, ref)
     assert st_in.mode == core.IN_PROCESS and st_in.device == "cpu" and st_in.ok
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ask_page_answer(monkeypatch, url: str, checkpoint: Path, tmp_path) -> tuple[AppTest, float]:
+    """The real Ask page with ``TOPORAG_CORE_URL`` set: ask the scene sample's own question."""
+    monkeypatch.setenv(core.URL_ENV, url)
+    monkeypatch.setenv(core.TIMEOUT_ENV, "30")
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+    t0 = time.perf_counter()
+    at = AppTest.from_file(str(ROOT / "pages" / "4_Ask.py"), default_timeout=120).run()
+    if not at.error:
+        at.text_area(key=f"ask_question_{at.session_state['graph_key']}").set_value(QUESTION)
+        at.button(key="ask_go").click()
+        at.run()
+    return at, time.perf_counter() - t0
+
+
+def test_ask_page_answers_on_the_remote_core_like_in_process(monkeypatch, server, ref, checkpoint, tmp_path):
+    at, _ = ask_page_answer(monkeypatch, server.url, checkpoint, tmp_path)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("remote core" in c.value for c in at.caption)
+    graph = samples.load_sample("scene")
+    want = ref.answer(EmbeddedComplex.from_graph(graph, HashingEncoder()), QUESTION, ref.default_setting())
+    assert any(c.value == (want["answer"] or "(empty answer)") for c in at.code), [c.value for c in at.code]
+
+
+def test_ask_page_with_the_core_stopped_shows_an_error_not_a_hang(monkeypatch, checkpoint, tmp_path):
+    pipe = TopoRAGPipeline.load(checkpoint, device="cpu", encoder=HashingEncoder())
+    srv = start_background(load_engine(ServeConfig(port=0), pipe=pipe))
+    url = srv.url
+    srv.stop()
+    at, seconds = ask_page_answer(monkeypatch, url, checkpoint, tmp_path)
+    assert not at.exception and at.error and url in at.error[0].value
+    assert seconds < 30

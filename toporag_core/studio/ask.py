@@ -125,6 +125,20 @@ def retrieval_query(graph, question: str) -> str | None:
     return None
 
 
+def answer_choices(pipe: TopoRAGPipeline, graph, question: str) -> tuple[str, ...] | None:
+    """The closed answer set to score: the pipeline's (checkpoint answer set, yes/no questions), else
+    the task's when the question is the example's own (an ExplaGraphs row asked its benchmark
+    question: exactly one of support / counter, even with an older checkpoint or the frozen LLM)."""
+    from ..tasks import TASKS, task_of_graph
+
+    choices = pipe.choices_for(question)
+    name = task_of_graph(graph)
+    own = " ".join(str(graph.meta.get("question", "")).split()) == " ".join(question.split())
+    if choices is None and name is not None and own and TASKS[name].answer_set:
+        choices = TASKS[name].answer_set
+    return choices
+
+
 def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Sequence[RetrievalSetting],
         max_new_tokens: int | None = None, query: str | None = None) -> dict[str, Answer]:
     """Answer ``question`` once per retrieval setting (``{method: Answer}``, in the given order);
@@ -132,11 +146,12 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
     if not isinstance(question, str) or not question.strip():
         raise ValueError("type a question first")
     check_compatible(pipe, ecx)
+    choices = answer_choices(pipe, ecx.complex.graph, question)
     out = {}
     for s in settings:
         if s.method in out:
             continue
-        r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query)
+        r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"))
     return out

@@ -110,6 +110,29 @@ def show_core(client: CoreClient | None, pipe=None) -> CoreStatus:
     return status
 
 
+@dataclass
+class RemoteModel:
+    """What the Ask page needs of a remote core's model (from its ``/v1/info``)."""
+
+    status: CoreStatus
+    default_setting: RetrievalSetting
+    max_new_tokens: int
+    dataset: str | None
+
+    def summary(self) -> dict[str, str]:
+        return {"core": self.status.where, "checkpoint": str(self.status.checkpoint or "none (frozen LLM)"),
+                "device": f"{self.status.device} ({self.status.dtype})", "trained on": str(self.dataset or "-")}
+
+
+def remote_model(client: CoreClient) -> RemoteModel:
+    """The remote core's status, trained retrieval setting and defaults; :class:`CoreError` when it is down."""
+    info = client.info()
+    status = CoreStatus("remote", f"{client.url} ({info.get('core')})", str(info.get("device")),
+                        str(info.get("dtype")), info.get("checkpoint"))
+    return RemoteModel(status, RetrievalSetting.from_dict(info.get("default_setting")),
+                       int(info.get("max_new_tokens") or 32), info.get("dataset"))
+
+
 def answered_by(reply: dict[str, Any], client: CoreClient) -> str:
     return f"remote core {client.url} ({reply.get('core')}) on {reply.get('device')} ({reply.get('dtype')})"
 
@@ -127,7 +150,8 @@ def ask_via_core(client: CoreClient, graph, cx, question: str, settings: Sequenc
         r = client.answer(graph, question, s, query=query, max_new_tokens=max_new_tokens, tree=tree, seed=seed)
         timings = {**r["timings"], "answered_by": answered_by(r, client)}
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=client.subcomplex(r, cx),
-                               context=r["context"], prompt=r["prompt"], timings=timings)
+                               context=r["context"], prompt=r["prompt"], timings=timings,
+                               label_probs=r.get("label_probs"))
     return out
 
 
