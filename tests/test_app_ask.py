@@ -224,8 +224,10 @@ def test_ask_shows_gold_verdict_and_whether_the_answer_is_in_the_context(pipe):
     at.run()
     assert not at.exception
     ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
-    want = pipe.answer(ecx, q, pipe.default_setting(), query=ask.retrieval_query(g, q))
-    assert answer_codes(at) == [want["answer"]]
+    choices = ask.answer_choices(pipe, g, q)
+    assert choices == ("support", "counter")  # the row's own question: the task's closed answer set is scored
+    want = pipe.answer(ecx, q, pipe.default_setting(), query=ask.retrieval_query(g, q), choices=choices)
+    assert answer_codes(at) == [want["answer"]] and want["answer"] in choices
     right = ask.judge("expla_graphs", want["answer"], "support")
     box = (at.success if right else at.error)
     assert any(f"Gold answer: {g.meta['label']}" in b.value and ("Correct" if right else "Wrong") in b.value
