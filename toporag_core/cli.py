@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "data", "topo")
+COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "data", "topo", "docgraph")
 
 
 def build_parser() -> argparse.ArgumentParser:

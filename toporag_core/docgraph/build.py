@@ -330,3 +330,32 @@ def build_from_folder(folder: str | os.PathLike, encoder, config: BuildConfig | 
     config = config or BuildConfig()
     articles, skipped = read_folder(folder, config.max_paragraph_chars)
     return build_docgraph(articles, encoder, config, name=Path(folder).name or "documents"), skipped
+
+
+def docgraph_to_textual_graph(graph: DocGraph, result=None, name: str | None = None):
+    """The document graph as a :class:`~toporag_core.graph.TextualGraph` (so Explore and the
+    Retrieval lab, i.e. TopoRAG and its baselines, run on the same documents).
+
+    Nodes: the root, titles, section headings (``title / heading``), paragraphs and sentences;
+    edges: ``has section`` / ``has paragraph`` / ``has sentence`` tree edges and ``similar``
+    semantic edges. With a traversal ``result``, its grafted edges are added as ``grafted``.
+    ``meta`` keeps the level, article and existence weight of every node / edge.
+    """
+    from ..graph import TextualGraph
+
+    rel = {DOCUMENT: "has document", SECTION: "has section", PARAGRAPH: "has paragraph", SENTENCE: "has sentence"}
+    node_text = []
+    for i, t in enumerate(graph.text):
+        lv = int(graph.level[i])
+        node_text.append(f"{graph.titles[graph.doc[i]]} / {t}" if lv == SECTION else t or graph.name)
+    ei = [graph.edges]
+    etext = [rel[int(graph.level[v])] if k == TREE else "similar" for k, v in zip(graph.edge_kind, graph.edges[1])]
+    if result is not None:
+        for g in result.grafts():
+            ei.append(np.array([[g["onto"][0]], [g["node"][0]]], dtype=np.int64))
+            etext.append("grafted")
+    return TextualGraph(node_text=node_text, edge_index=np.concatenate(ei, axis=1), edge_text=etext,
+                        node_ids=[f"{LEVELS[int(lv)][0]}{i}" for i, lv in enumerate(graph.level)],
+                        name=name or f"document graph: {graph.name}",
+                        meta={"source": "docgraph", "level": graph.level.tolist(), "doc": graph.doc.tolist(),
+                              "p": graph.p.tolist()})
