@@ -154,8 +154,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
         if (Path(args.source) / "graph.json").is_file():
             g.save(args.source)
     human = [f"path: {' -> '.join('+'.join(g.text[i][:30] for i in p) for p in res.path[1:])}",
-             f"fusions: {len(res.fusions())}, grafts: {len(res.grafts())}, FGW calls: {res.fgw_calls} "
-             f"(values {[round(e.value, 4) for e in res.evaluations]} vs epsilon {cfg.epsilon})",
+             (f"fusions: {len(res.fusions())}, grafts: {len(res.grafts())}, FGW calls: {res.fgw_calls} "
+              f"(values {[round(e.value, 4) for e in res.evaluations]} vs epsilon {cfg.epsilon})"),
              f"time: {1000 * res.timings['total']:.1f} ms", "", res.context]
     emit(out, args.json, "\n".join(human))
     return 0
@@ -176,8 +176,7 @@ def run_eval(args: argparse.Namespace) -> int:
         summary.update({k: v for k, v in llm_scores(rows, recs, answerer).items() if not k.endswith("examples")})
     if args.out:
         with open(args.out, "w") as f:
-            for row in rows:
-                f.write(json.dumps(row.__dict__, ensure_ascii=False) + "\n")
+            f.writelines(json.dumps(row.__dict__, ensure_ascii=False) + "\n" for row in rows)
     emit(summary, args.json, "\n".join(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}"
                                        for k, v in summary.items()))
     return 0

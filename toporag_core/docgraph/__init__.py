@@ -10,6 +10,20 @@ from .build import LEVELS, Article, BuildConfig, DocGraph, build_docgraph, build
 from .fgw import FGWConfig, GraphState, fgw_between, structure_matrix
 from .traverse import TraversalConfig, TraversalResult, Traverser, traverse
 
-__all__ = ["LEVELS", "Article", "BuildConfig", "DocGraph", "build_docgraph", "build_from_folder", "parse_text",
-           "FGWConfig", "GraphState", "fgw_between", "structure_matrix", "TraversalConfig", "TraversalResult",
-           "Traverser", "traverse"]
+__all__ = [
+           "LEVELS",
+           "Article",
+           "BuildConfig",
+           "DocGraph",
+           "FGWConfig",
+           "GraphState",
+           "TraversalConfig",
+           "TraversalResult",
+           "Traverser",
+           "build_docgraph",
+           "build_from_folder",
+           "fgw_between",
+           "parse_text",
+           "structure_matrix",
+           "traverse",
+]

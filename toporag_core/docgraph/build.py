@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -240,7 +241,7 @@ class DocGraph:
         return folder
 
     @classmethod
-    def load(cls, folder: str | os.PathLike) -> "DocGraph":
+    def load(cls, folder: str | os.PathLike) -> DocGraph:
         from safetensors.numpy import load_file
 
         folder = Path(folder)

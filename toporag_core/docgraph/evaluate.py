@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

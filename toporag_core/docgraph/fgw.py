@@ -108,7 +108,7 @@ class GraphState:
         return self.size / self.size.sum()
 
     @classmethod
-    def from_graph(cls, g: DocGraph) -> "GraphState":
+    def from_graph(cls, g: DocGraph) -> GraphState:
         n = g.num_nodes
         return cls(assign=np.arange(n), x=np.asarray(g.x, np.float32), size=np.ones(n), level=g.level.copy(),
                    text=list(g.text), content=list(g.content), edges=g.edges.copy(), edge_kind=g.edge_kind.copy(),
@@ -200,7 +200,7 @@ def fgw(c: np.ndarray, d1: np.ndarray, d2: np.ndarray, mu: np.ndarray, nu: np.nd
     if feature_weight >= 1.0:  # the feature-only limit: an exact OT problem
         t = ot.emd(mu, nu, c)
         return float(np.sum(c * t)), t
-    val, log = ot.gromov.fused_gromov_wasserstein2(
+    _, log = ot.gromov.fused_gromov_wasserstein2(
         c, d1, d2, mu, nu, loss_fun="square_loss", alpha=1.0 - feature_weight, G0=t0, log=True,
         max_iter=max_iter, tol_rel=1e-9, tol_abs=1e-12)
     t = np.asarray(log["T"], np.float64)

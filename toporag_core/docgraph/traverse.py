@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -178,6 +180,29 @@ def _semantic_candidates(state: GraphState, nxt: int, exclude: np.ndarray) -> np
     order = np.lexsort((cand, -cw))
     _, first = np.unique(cand[order], return_index=True)
     return cand[order][np.sort(first)]
+
+
+def _fuse_prefix(state: GraphState, order: list[int], encoder, how: str, m: int) -> tuple[GraphState, np.ndarray]:
+    return fuse(state, order[:m], encoder, how)
+
+
+def _graft_prefix(state: GraphState, parent: int, nodes: list[int], weights: list[float], m: int) -> GraphState:
+    return graft(state, parent, nodes[:m], weights[:m])
+
+
+def _prefix_search(k: int, lo: int, make: Callable[[int], Any], check: Callable[[int, Any], tuple[bool, Any]],
+                   method: str) -> tuple[int, dict[int, tuple[Any, Any]]]:
+    """:func:`largest_feasible_prefix` over candidates ``make(m)`` judged by ``check(m, candidate)``;
+    returns the size and every ``(candidate, FGW result)`` tried, by size."""
+    tried: dict[int, tuple[Any, Any]] = {}
+
+    def feasible(m: int) -> bool:
+        cand = make(m)
+        ok, res = check(m, cand)
+        tried[m] = (cand, res)
+        return ok
+
+    return largest_feasible_prefix(k, feasible, lo=lo, method=method), tried
 
 
 def largest_feasible_prefix(k: int, feasible: Callable[[int], bool], lo: int = 0,
@@ -331,7 +356,8 @@ class Traverser:
         fgw_time = 0.0
         deform = cfg.epsilon > 0
 
-        def check(depth: int, op: str, size: int, cand: GraphState) -> tuple[bool, FGWResult]:
+        def check(depth: int, op: str, size: int, cand: Any) -> tuple[bool, FGWResult]:
+            cand = cand[0] if isinstance(cand, tuple) else cand
             nonlocal fgw_time
             d2, _ = structure_matrix(cand, cfg.fgw, scale)
             res = fgw_between(base, d1, cand, d2, cfg.fgw)
@@ -355,20 +381,12 @@ class Traverser:
                         weights=w.round(6).tolist(), threshold=thr, kept=kept, fused=[], graft_candidates=[],
                         grafted=[], graft_weights=[], next=[], before=state, u=u)
             # -- fusion: largest prefix of the kept children within the budget
-            tried: dict[int, tuple[GraphState, np.ndarray, FGWResult]] = {}
-
-            def fuse_ok(msize: int) -> bool:
-                cand, remap = fuse(state, [int(kids[i]) for i in kept[:msize]], self.encoder, cfg.fuse_embedding)
-                ok, res = check(depth, "fuse", msize, cand)
-                tried[msize] = (cand, remap, res)
-                return ok
-
-            msize = 1
+            msize, tried = 1, {}
             if deform and len(kept) > 1:
-                msize = largest_feasible_prefix(len(kept), fuse_ok, lo=1, method=cfg.search)
+                make = partial(_fuse_prefix, state, [int(kids[i]) for i in kept], self.encoder, cfg.fuse_embedding)
+                msize, tried = _prefix_search(len(kept), 1, make, partial(check, depth, "fuse"), cfg.search)
             if msize >= 2:
-                state, remap, accepted = tried[msize] if msize in tried else (*fuse(
-                    state, [int(kids[i]) for i in kept[:msize]], self.encoder, cfg.fuse_embedding), accepted)
+                (state, remap), accepted = tried[msize]
                 step.fused = kept[:msize]
                 nxt = int(remap[kids[kept[0]]])
                 others = np.unique(remap[np.delete(kids, kept[:msize])])
@@ -396,15 +414,8 @@ class Traverser:
                 base_p = gs if cfg.graft_base is None else np.full(gs.shape, float(cfg.graft_base))
                 gw = np.clip(base_p + cfg.graft_gain * (gs - cfg.graft_center), 0.0, 1.0)
                 step.graft_candidates = [[int(v) for v in state.members[c]] for c in gk]
-                tried_g: dict[int, tuple[GraphState, FGWResult]] = {}
-
-                def graft_ok(gsize: int) -> bool:
-                    cand = graft(state, nxt, gk[:gsize].tolist(), gw[:gsize].tolist())
-                    ok, res = check(depth, "graft", gsize, cand)
-                    tried_g[gsize] = (cand, res)
-                    return ok
-
-                n_graft = largest_feasible_prefix(int(gk.size), graft_ok, lo=0, method=cfg.search)
+                make_g = partial(_graft_prefix, state, nxt, gk.tolist(), gw.tolist())
+                n_graft, tried_g = _prefix_search(int(gk.size), 0, make_g, partial(check, depth, "graft"), cfg.search)
                 if n_graft:
                     state, accepted = tried_g[n_graft]
                     step.grafted = step.graft_candidates[:n_graft]
