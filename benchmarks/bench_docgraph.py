@@ -22,12 +22,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from toporag_core.docgraph import FGWConfig, GraphState, TraversalConfig, Traverser, build_docgraph  # noqa: E402
-from toporag_core.docgraph.evaluate import LLMAnswerer, evaluate_records, llm_scores, summarize  # noqa: E402
-from toporag_core.docgraph.fgw import fgw_between, structure_matrix  # noqa: E402
-from toporag_core.docgraph.generate import generate, record_articles  # noqa: E402
-from toporag_core.docgraph.traverse import fuse, prefix_curve  # noqa: E402
-from toporag_core.embed import get_encoder, single_thread_blas  # noqa: E402
+from toporag_core.docgraph import FGWConfig, GraphState, TraversalConfig, Traverser, build_docgraph
+from toporag_core.docgraph.evaluate import LLMAnswerer, evaluate_records, llm_scores, summarize
+from toporag_core.docgraph.fgw import fgw_between, structure_matrix
+from toporag_core.docgraph.generate import generate, record_articles
+from toporag_core.docgraph.traverse import fuse, prefix_curve
+from toporag_core.embed import get_encoder, single_thread_blas
 
 SOURCE_EM = {"RAG": 0.24, "ToG-2.0": 0.34, "KURISU-G2": 0.39}  # HotpotQA, Llama3-8B (source paper)
 
@@ -95,7 +95,7 @@ def main() -> None:
                  "dense_answer_in_ctx"], by_type))
     if answerer is not None:
         k = min(args.llm_n, args.n)
-        default = all_rows[list(variants)[0]][:k]
+        default = all_rows[next(iter(variants))][:k]
         t = time.perf_counter()
         sc = llm_scores(default, recs[:k], answerer)
         print(f"\n**Answers with SmolLM2-135M-Instruct** ({k} questions, greedy, {time.perf_counter() - t:.0f} s; "

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
-from toporag_core.docgraph import TraversalConfig, Traverser, build_docgraph  # noqa: E402
-from toporag_core.docgraph.generate import generate, record_articles  # noqa: E402
-from toporag_core.embed import HashingEncoder  # noqa: E402
-from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.studio import state  # noqa: E402
+from toporag_core.docgraph import TraversalConfig, Traverser, build_docgraph
+from toporag_core.docgraph.generate import generate, record_articles
+from toporag_core.embed import HashingEncoder
+from toporag_core.graph import TextualGraph
+from toporag_core.studio import state
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "8_Document_graph.py")
 
