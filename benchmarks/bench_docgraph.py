@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from toporag_core.docgraph import FGWConfig, GraphState, TraversalConfig, Traverser, build_docgraph
+from toporag_core.docgraph import BuildConfig, FGWConfig, GraphState, TraversalConfig, Traverser, build_docgraph
 from toporag_core.docgraph.evaluate import LLMAnswerer, evaluate_records, llm_scores, summarize
 from toporag_core.docgraph.fgw import fgw_between, structure_matrix
 from toporag_core.docgraph.generate import generate, record_articles
@@ -59,18 +59,21 @@ def main() -> None:
     for r in recs:  # embed every text once (cache), so timings below are with cached embeddings
         build_docgraph(record_articles(r), enc)
     print(f"embedded {args.n} graphs in {time.perf_counter() - t0:.1f} s\n")
-    variants = {
-        "default (eps 0.05, semantic grafts)": TraversalConfig(),
-        "literal grafts (tree grandchildren only)": TraversalConfig(graft_semantic=False),
-        "uniform node mass": TraversalConfig(fgw=FGWConfig(node_mass="uniform")),
-        "structure from embeddings only": TraversalConfig(fgw=FGWConfig(structure="embedding")),
-        "keep_ratio 0.6": TraversalConfig(keep_ratio=0.6),
-        "epsilon 0 (greedy path)": TraversalConfig(epsilon=0.0),
+    theta5 = BuildConfig(sim_threshold=0.5)
+    variants = {  # name -> (traversal settings, graph settings)
+        "default (eps 0.05, semantic grafts)": (TraversalConfig(), None),
+        "literal grafts (tree grandchildren only)": (TraversalConfig(graft_semantic=False), None),
+        "uniform node mass": (TraversalConfig(fgw=FGWConfig(node_mass="uniform")), None),
+        "structure from embeddings only": (TraversalConfig(fgw=FGWConfig(structure="embedding")), None),
+        "keep_ratio 0.6": (TraversalConfig(keep_ratio=0.6), None),
+        "theta 0.5": (TraversalConfig(), theta5),
+        "theta 0.5, keep_ratio 0.6": (TraversalConfig(keep_ratio=0.6), theta5),
+        "epsilon 0 (greedy path)": (TraversalConfig(epsilon=0.0), None),
     }
     rows, all_rows = [], {}
     with single_thread_blas():
-        for name, cfg in variants.items():
-            rr = evaluate_records(recs, enc, cfg, tokenizer=tok)
+        for name, (cfg, bcfg) in variants.items():
+            rr = evaluate_records(recs, enc, cfg, bcfg, tokenizer=tok)
             all_rows[name] = rr
             s = summarize(rr)
             rows.append([name, s["questions"], s["mean_nodes"], s["tokens"], s["recall_both"], s["dense_recall_both"],
@@ -83,7 +86,7 @@ def main() -> None:
                  "answer_in_ctx", "dense_answer_in_ctx", "median_ms", "fgw_calls", "calls<=bound", "fusions",
                  "grafts"], rows))
     by_type = []
-    for name in list(variants)[:2]:
+    for name in [*list(variants)[:2], "theta 0.5, keep_ratio 0.6"]:
         for t in ("bridge", "comparison"):
             rr = [r for r in all_rows[name] if r.type == t]
             by_type.append([name, t, len(rr), float(np.mean([r.recall_both for r in rr])),

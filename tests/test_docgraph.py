@@ -381,3 +381,22 @@ def test_cli_end_to_end_and_bad_input(tmp_path, capsys, monkeypatch):
     (docs / "a.md").write_text("")
     assert main(["docgraph", "build", str(docs), "--out", str(tmp_path / "g3")]) == 2
     assert "no usable document" in capsys.readouterr().err
+
+
+def test_question_clustering_by_pairwise_fgw(data, enc):
+    from toporag_core.docgraph.cluster import cluster_questions
+
+    recs, _ = data
+    g = build_docgraph(record_articles(recs[1]), enc)
+    tr = Traverser(g, enc, TraversalConfig(epsilon=0.05))
+    t5 = g.titles[5]
+    qs = [recs[1]["question"], recs[1]["question"] + " Please.", f"Tell me about {t5} history.",
+          f"{t5} history founded"]
+    results = [tr.run(q) for q in qs]
+    labels, d = cluster_questions(results, 2)
+    assert np.allclose(d, d.T) and np.all(np.diag(d) == 0) and np.all(d >= -1e-12)
+    same = results[0].fusions() == results[1].fusions() and [x["node"] for x in results[0].grafts()] == [
+        x["node"] for x in results[1].grafts()]
+    assert same and d[0, 1] <= 1e-12 and labels[0] == labels[1]  # one deformation, distance 0
+    assert results[3].fusions() and d[3, :3].min() > 10 * d[:3, :3].max()  # the only fusion stands apart
+    assert labels[3] != labels[0]

@@ -22,6 +22,10 @@ From the root, for ``depth = 1 .. max_depth`` at the current node ``u``:
    ``clip(p0 + graft_gain * (s_g - graft_center), 0, 1)`` with ``p0 = s_g`` by default
    (``graft_base`` sets a constant ``p0``); the source's eta and tau here are
    ``graft_gain`` (0.5) and ``graft_center`` (0.5), distinct from ``keep_ratio``.
+   With ``graft_semantic=True`` (default) the remaining candidate slots go to "far" nodes:
+   nodes of other articles joined by a semantic edge to a child of the next node, at that
+   child's level, best edge cosine first, not filtered by the question (a bridge article is
+   by nature unlike the question). ``graft_semantic=False`` is the literal reading.
 
 So a question costs at most ``max_depth * 2 * ceil(log2(k + 1))`` FGW calls, ``k`` the most
 candidates at one step. ``epsilon = 0`` means no deformation at all (no FGW call): the plain
