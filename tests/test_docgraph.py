@@ -400,3 +400,28 @@ def test_question_clustering_by_pairwise_fgw(data, enc):
     assert same and d[0, 1] <= 1e-12 and labels[0] == labels[1]  # one deformation, distance 0
     assert results[3].fusions() and d[3, :3].min() > 10 * d[:3, :3].max()  # the only fusion stands apart
     assert labels[3] != labels[0]
+
+
+def test_literal_grafts_come_from_tree_grandchildren_and_far_grafts_from_other_articles(data, enc):
+    recs, _ = data
+    far = 0
+    for r in recs[:6]:
+        g = build_docgraph(record_articles(r), enc)
+        for semantic in (False, True):
+            res = Traverser(g, enc, TraversalConfig(epsilon=0.05, graft_semantic=semantic)).run(r["question"])
+            for s in res.steps:
+                kids = {i for c in s.children for i in c}
+                for node in s.grafted:
+                    parent_is_child = int(g.parent[node[0]]) in kids
+                    if not semantic:
+                        assert parent_is_child
+                    far += semantic and not parent_is_child
+    assert far > 0
+
+
+def test_fuse_by_mean_embedding(graph):
+    base = GraphState.from_graph(graph)
+    kids = graph.children(0)[:3].tolist()
+    fused, remap = fuse(base, kids, None, how="mean")
+    v = graph.x[kids].astype(np.float64).sum(0)
+    assert np.allclose(fused.x[int(remap[kids[0]])], v / np.linalg.norm(v), atol=1e-6)
