@@ -425,3 +425,25 @@ def test_fuse_by_mean_embedding(graph):
     fused, remap = fuse(base, kids, None, how="mean")
     v = graph.x[kids].astype(np.float64).sum(0)
     assert np.allclose(fused.x[int(remap[kids[0]])], v / np.linalg.norm(v), atol=1e-6)
+
+
+def test_context_expands_leaf_sections_and_names_orphans(graph):
+    from toporag_core.docgraph.build import SECTION
+    from toporag_core.docgraph.traverse import context_nodes, render_context
+
+    sec = int(np.flatnonzero(graph.level == SECTION)[3])
+    para = int(graph.children(sec)[0])
+    sents = graph.children(para)
+    title = graph.titles[int(graph.doc[sec])]
+    # a section alone (grafted, nothing below selected) brings its paragraphs, titled
+    shown = context_nodes(graph, np.array([sec]))
+    assert set(shown.tolist()) == {sec, *graph.children(sec).tolist()}
+    ctx = render_context(graph, np.array([sec]))
+    assert ctx.splitlines()[0] == f"## {title}: {graph.text[sec]}" and graph.text[para] in ctx
+    # with its document selected too, the heading is plain; a sentence under a shown paragraph is not repeated
+    doc = int(graph.parent[sec])
+    ctx2 = render_context(graph, np.array([doc, sec, para, int(sents[0])]))
+    assert ctx2.splitlines()[:2] == [f"# {title}", f"## {graph.text[sec]}"]
+    assert ctx2.count(graph.text[int(sents[0])]) == 1
+    # an orphan sentence is prefixed with its article's title
+    assert render_context(graph, sents[:1]) == f"{title}: {graph.text[int(sents[0])]}"

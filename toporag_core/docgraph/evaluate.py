@@ -3,7 +3,7 @@
 Per question (one graph per HotpotQA-distractor record):
 
 * **recall of both gold articles**: both gold titles have a paragraph or sentence in the
-  context (a title alone does not count);
+  context (a title or heading alone does not count);
 * **answer in context**: the normalised answer string occurs in the normalised context;
 * **EM / F1** of an LLM's answer (HotpotQA's normalisation: lower case, no punctuation, no
   articles; token F1), when an LLM is given;
@@ -28,7 +28,7 @@ import numpy as np
 from ..metrics import normalize
 from .build import PARAGRAPH, SENTENCE, BuildConfig, DocGraph, build_docgraph
 from .generate import gold_titles, record_articles
-from .traverse import TraversalConfig, Traverser
+from .traverse import TraversalConfig, Traverser, context_nodes
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -100,7 +100,7 @@ class LLMAnswerer:
         if llm is None:
             from ..llm import load_llm
 
-            llm, tokenizer = load_llm(None, device="cpu")
+            llm, tokenizer = load_llm(None, device="auto")
         self.tokenizer = tokenizer
         self.instruction = instruction
         self.model = TopoRAGModel(TopoRAGConfig(use_graph=False, max_new_tokens=max_new_tokens,
@@ -161,7 +161,7 @@ def evaluate_records(records: list[dict], encoder, config: TraversalConfig | Non
         kmax = max([s.candidates for s in res.steps] or [1])
         rows.append(QuestionRow(
             id=str(r.get("_id", k)), type=str(r.get("type", "")), nodes=g.num_nodes, tokens=budget,
-            recall_both=gold <= articles_of(g, res.selected), answer_in_context=answer_in(res.context, r["answer"]),
+            recall_both=gold <= articles_of(g, context_nodes(g, res.selected)), answer_in_context=answer_in(res.context, r["answer"]),
             dense_tokens=count_tokens(dctx, tokenizer), dense_recall_both=gold <= articles_of(g, dsel),
             dense_answer_in_context=answer_in(dctx, r["answer"]), ms=ms, fgw_calls=res.fgw_calls,
             fgw_bound=fgw_call_bound(cfg.max_depth, kmax), fusions=len(res.fusions()), grafts=len(res.grafts()),
