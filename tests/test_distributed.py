@@ -107,3 +107,54 @@ def test_merge_command(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["accuracy"] == 0.5
     assert [json.loads(x)["id"] for x in (tmp_path / "p.jsonl").read_text().splitlines()] == ["x", "y"]
+
+
+def test_torchrun_runs_toporag_train_with_two_processes_and_eval_shards_merge(tmp_path):
+    """The commands README gives: `torchrun --nproc_per_node=2 -m toporag_core.cli train ...` writes one
+    checkpoint; `toporag eval --shard i/n` twice plus the merge equals one unsharded evaluation."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from toporag_core.testing import tiny_llm, tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    tiny_llm(len(tok)).save_pretrained(tmp_path / "llm")
+    tok.save_pretrained(tmp_path / "llm")
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["arg1\targ2\tlabel\tgraph"]
+    for i in range(20):
+        lab = "support" if i % 2 else "counter"
+        rows.append(f"Claim {i} holds.\tReason {i}.\t{lab}\t(thing{i}; causes; effect{i})(effect{i}; "
+                    f"{'desires' if i % 2 else 'not desires'}; goal{i % 3})")
+    (data / "expla_graphs_train_dev.tsv").write_text("\n".join(rows) + "\n")
+    env = {**os.environ, "TOPORAG_ENCODER": "hashing", "TOPORAG_CACHE": str(tmp_path / "cache"),
+           "OMP_NUM_THREADS": "1"}
+    common = ["--dataset", "expla_graphs", "--data-dir", str(data)]
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                          "-m", "toporag_core.cli", "train", *common, "--llm", str(tmp_path / "llm"),
+                          "--hidden", "16", "--projector-hidden", "32", "--batch-size", "4", "--max-steps", "3",
+                          "--eval-every", "3", "--bucket", "1", "--device", "cpu", "--out", str(tmp_path / "run")],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "run" / "best" / "config.json").is_file()
+    log = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert sum("val_loss" in r for r in log) == 1  # rank 0 alone writes the log
+    ev = [sys.executable, "-m", "toporag_core.cli", "eval", *common, "--split", "test", "--checkpoint",
+          str(tmp_path / "run" / "best"), "--device", "cpu"]
+    full = tmp_path / "full.jsonl"
+    assert subprocess.run([*ev, "--out", str(full)], env=env, capture_output=True, timeout=300).returncode == 0
+    for i in range(2):
+        r = subprocess.run([*ev, "--out", str(tmp_path / "p.jsonl"), "--shard", f"{i}/2"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+    merged = tmp_path / "merged.jsonl"
+    parts = sorted(str(p) for p in tmp_path.glob("p.shard-*"))
+    assert len(parts) == 2
+    assert subprocess.run([sys.executable, "-m", "toporag_core.distributed", "merge", str(merged), *parts],
+                          env=env, capture_output=True, timeout=120).returncode == 0
+    key = lambda r: (r["id"], r["answer"], r["correct"])  # noqa: E731
+    want = sorted(key(json.loads(x)) for x in full.read_text().splitlines())
+    assert sorted(key(json.loads(x)) for x in merged.read_text().splitlines()) == want and len(want) == 4

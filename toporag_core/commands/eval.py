@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
     p.add_argument("--resume", action="store_true", help="skip ids already in --out")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="evaluate shard I of N (examples I, I+N, ...) into OUT.shard-I-of-N.jsonl; join the shards "
+                        "with `python -m toporag_core.distributed merge OUT OUT.shard-*`")
     p.add_argument("--choices", default=None,
                    help="closed answer set to score by likelihood, comma-separated (default: the checkpoint's "
                         "answer set; 'none' forces open generation)")
@@ -79,8 +82,17 @@ def run(args) -> int:
 
         task = TASKS.get(args.dataset)
         choices = task.answer_set if task is not None and task.answer_set else None
-    res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
-                   resume=args.resume, choices=choices)
+    if args.shard:
+        from ..distributed import evaluate_shard, parse_shard
+
+        if not args.out:
+            raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
+        i, n = parse_shard(args.shard)
+        res = evaluate_shard(model, examples, args.dataset, args.out, i, n, batch_size=args.batch_size,
+                             method=method, resume=args.resume, choices=choices)
+    else:
+        res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
+                       resume=args.resume, choices=choices)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']}")
     return 0

@@ -90,17 +90,25 @@ def run(args) -> int:
     from ..tasks.prep import prepare_dataset
     from ..train import KVStore, TrainConfig, kv_store_key, seed_everything, train
 
+    from .. import distributed
+
     if args.threads:
         torch.set_num_threads(args.threads)
+    env = distributed.init_distributed()  # under torchrun: DDP (gloo on CPU, NCCL on GPUs); else one process
+    device = distributed.device_for(env) if env.world > 1 else args.device
     setting = prep_config_from_args(args)
     out = Path(args.out or f"runs/{args.dataset}-{setting.key()}-{args.encoder}-{args.mode}")
-    data = prepare_dataset(args.dataset, setting, data_dir=args.data_dir)
+    if env.world > 1 and not env.main:
+        torch.distributed.barrier()  # rank 0 prepares (and caches) the data first
+    data = prepare_dataset(args.dataset, setting, data_dir=args.data_dir, show_progress=env.main)
+    if env.world > 1 and env.main:
+        torch.distributed.barrier()
     train_set = data["train"][: args.max_train] if args.max_train else data["train"]
     val_set = data["val"][: args.max_eval] if args.max_eval else data["val"]
     if not train_set or not val_set:
         raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
     seed_everything(args.seed)
-    llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
+    llm, tok = load_llm(args.llm, device=device, dtype=args.dtype)
     dim = train_set[0].tensors.dim
     answers = sorted({e.answer.strip() for e in train_set})
     if args.answer_set == "auto":
@@ -130,7 +138,17 @@ def run(args) -> int:
                      kv_store_key(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}"))
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
-    summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv)
+    if env.world > 1:
+        if kv is not None or tcfg.grad_accum > 1 or tcfg.bucket > 1:
+            raise ValueError("several processes (torchrun) train without the KV cache, gradient accumulation or "
+                             "length buckets: pass --no-kv-cache --grad-accum 1 --bucket 1")
+        summary = distributed.train_distributed(model, train_set, val_set, tcfg, out, resume=args.resume,
+                                                extra_meta=meta, env=env)
+        distributed.shutdown()
+        if not env.main:
+            return 0
+    else:
+        summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv)
     print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_val_accuracy",
                                               "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s")
                       if k in summary}))
