@@ -326,7 +326,8 @@ def build_docgraph(articles: Sequence[Article], encoder, config: BuildConfig | N
                     encoder_name=getattr(encoder, "name", ""), config=config, name=name, meta=dict(meta or {}))
 
 
-def build_from_folder(folder: str | os.PathLike, encoder, config: BuildConfig | None = None) -> tuple[DocGraph, list[str]]:
+def build_from_folder(folder: str | os.PathLike, encoder,
+                      config: BuildConfig | None = None) -> tuple[DocGraph, list[str]]:
     """A graph from every readable text file of ``folder``; returns ``(graph, skipped-file messages)``."""
     config = config or BuildConfig()
     articles, skipped = read_folder(folder, config.max_paragraph_chars)

@@ -9,7 +9,8 @@ z-scored over the candidates: ``z_e = (r_e - mean r) / std r`` (all zero when ``
 Actions ``a (E_c,)`` (the source's eta, delta, gamma are ``z_margin``, ``z_cut``,
 ``neg_share`` here, to keep them apart from the traversal's symbols):
 
-* positive pool ``P = {e : z_e + z_margin > 0}``: ``a_e = (1 - neg_share) R softmax_P(max(0, z_e + z_margin) / temp_pos)``;
+* positive pool ``P = {e : z_e + z_margin > 0}``:
+  ``a_e = (1 - neg_share) R softmax_P(max(0, z_e + z_margin) / temp_pos)``;
 * negative pool ``N = {e : z_e < -z_cut}``: ``a_e = -neg_share R softmax_N(-z_e / temp_neg)``;
 * so ``sum_P a = (1 - neg_share) R`` and ``sum_N a = -neg_share R`` whenever the pool is not
   empty (the pools are disjoint when ``z_cut >= z_margin``; otherwise an edge in both keeps

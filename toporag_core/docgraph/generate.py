@@ -62,7 +62,8 @@ PHRASES = {
     "country": ("{s} is a city in {v}.", "{s} lies in the country of {v}.", "{s} belongs to {v}."),
     "river": ("{s} stands on the {v} river.", "The {v} river flows through {s_low}.", "{s} was built along the {v}."),
     "founded": ("{s} was founded in {v}.", "{s} dates back to {v}.", "The founding of {s_low} took place in {v}."),
-    "population": ("{s} has a population of {v}.", "About {v} people live in {s_low}.", "{s} is home to {v} inhabitants."),
+    "population": ("{s} has a population of {v}.", "About {v} people live in {s_low}.",
+                   "{s} is home to {v} inhabitants."),
     "founder": ("{s} was founded by {v}.", "{v} established {s_low}.", "The founder of {s_low} was {v}."),
     "hq": ("{s} has its headquarters in {v}.", "{s} is based in {v}.", "The head office of {s_low} is in {v}."),
     "industry": ("{s} is active in {v}.", "{s} makes its money in {v}.", "The main business of {s_low} is {v}."),
@@ -119,7 +120,8 @@ def make_world(n_cities: int = 40, n_persons: int = 90, n_orgs: int = 40, seed: 
                                     rng.choice(np.arange(12, 900), n_cities, False) * 1000 + 500)]
     orgs_names = [f"{nm} {rng.choice(ORG_KINDS)}" for nm in _names(rng, n_orgs, 1, used)]
     org_years = rng.choice(np.arange(1780, 2000), n_orgs, False)
-    persons = [{"name": nm, "type": "person", "gender": str(rng.choice(("f", "m"))), "born_in": cities[int(rng.integers(n_cities))]["name"],
+    persons = [{"name": nm, "type": "person", "gender": str(rng.choice(("f", "m"))),
+                "born_in": cities[int(rng.integers(n_cities))]["name"],
                 "birth_year": int(y), "occupation": str(rng.choice(OCCUPATIONS)),
                 "employer": orgs_names[int(rng.integers(n_orgs))]}
                for nm, y in zip(_names(rng, n_persons, 2, used), rng.choice(np.arange(1800, 1990), n_persons, False))]
