@@ -12,8 +12,9 @@ def register(sub) -> None:
     add_graph_args(p)
     p.add_argument("--question", "-q", default=None, help="the question (node methods: or --target NODE)")
     add_method_args(p)
-    p.add_argument("--encoder", type=encoder_option, default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder "
-                                                  "(default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
+    p.add_argument("--encoder", type=encoder_option, default=None,
+                   help="'default' (all-MiniLM-L6-v2), 'hashing', 'hashing-<dim>', 'onnx', 'onnx-int8', or a model "
+                        "folder (default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
     p.add_argument("--context", action="store_true", help="also print the textualized context")
     p.set_defaults(func=run)
 
