@@ -41,6 +41,8 @@ def check_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> str | None:
     """Why ``text`` cannot be a cell text (too long, a lone surrogate), or ``None``."""
     if len(text) > max_chars:
         return f"text is {len(text)} characters, over the limit max_text_chars={max_chars}"
+    if "\x00" in text:
+        return f"text contains a NUL character (at character {text.index(chr(0)) + 1})"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -76,8 +78,9 @@ def _check_texts(texts: list[str], kind: str) -> None:
         return
     longest = max(map(len, texts))
     try:
-        "\x00".join(texts).encode("utf-8")
-        ok = longest <= MAX_TEXT_CHARS
+        joined = "\x01".join(texts)
+        joined.encode("utf-8")
+        ok = longest <= MAX_TEXT_CHARS and "\x00" not in joined
     except UnicodeEncodeError:
         ok = False
     if not ok:

@@ -28,6 +28,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.question and not (nodes and setting.params.get("target")):
         raise ValueError("--question is required" + (" (or --target NODE)" if nodes else ""))
     graph = load_from_args(args)
+    if graph.num_nodes == 0:  # loaders reject this already; a plug-in format might not
+        from ..graph import GraphFormatError
+
+        raise GraphFormatError("cannot retrieve from an empty graph (no nodes)", file=args.path)
     warn(graph.meta.get("warnings"))
     t0 = time.perf_counter()
     if nodes:  # node methods need no cell embeddings, and the encoder only to read a question

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
 from .formats import GraphFormat, Source, register_format
-from .text import CsvRecords, Limits, bytes_chunks, check_path, file_chunks, iter_byte_lines, iter_lines, \
+from .text import CsvRecords, Limits, near_match, bytes_chunks, check_path, file_chunks, iter_byte_lines, iter_lines, \
     require_columns, row_cell, text_field
 
 
@@ -110,8 +110,13 @@ def _csv_pair_paths(path: Path, nodes_path: str | os.PathLike | None) -> tuple[P
 
 def _pair_role(first_line: str) -> str | None:
     """``"nodes"``/``"edges"`` if a CSV header line is G-Retriever's nodes.csv/edges.csv header."""
-    cols = {c.strip().lower() for c in first_line.split(",")}
-    return "nodes" if {"node_id", "node_attr"} <= cols else "edges" if {"src", "edge_attr", "dst"} <= cols else None
+    cols = [c.strip().lower() for c in first_line.split(",")]
+    for role, names in (("nodes", ("node_id", "node_attr")), ("edges", ("src", "edge_attr", "dst"))):
+        exact = [n in cols for n in names]
+        # every column there, or misspelt (then loading says which column it expected: "did you mean")
+        if any(exact) and all(e or near_match(n, cols) for n, e in zip(names, exact)):
+            return role
+    return None
 
 
 def _sniff_csv_pair(path: Path) -> str | None:

@@ -194,7 +194,7 @@ class CsvRecords:
         self.file, self.delimiter, self.max_chars = file, delimiter, max_chars
         self.columns: Sequence[str] | None = None
         self._tape = _Tape(lines)
-        if csv.field_size_limit() < max_chars + 1:
+        if csv.field_size_limit() != max_chars + 1:
             csv.field_size_limit(max_chars + 1)  # a longer cell is diagnosed below, as in every format
         self._reader = csv.reader(self._tape, delimiter=delimiter, strict=True)
 
@@ -222,11 +222,10 @@ class CsvRecords:
     def _diagnose(self, raw: str, start: int, reason: str) -> GraphFormatError:
         """Re-read one malformed record character by character: where does it go wrong?"""
         d, line, fld, state, qline, i, n = self.delimiter, start, 0, 0, start, 0, len(raw)
-        size = 0
+        stop = re.compile("[" + re.escape(d) + "\n]")
         while i < n:  # states: 0 field start, 1 unquoted, 2 quoted, 3 after a closing quote
             c = raw[i]
             if state == 0:
-                size = 0
                 if c == '"':
                     state, qline = 2, line
                 elif c == d:
@@ -235,20 +234,26 @@ class CsvRecords:
                     line += 1
                 elif c != "\r":
                     state = 1
-            elif state == 1:
-                if c == d:
+            elif state == 1:  # jump to the field's end
+                m = stop.search(raw, i)
+                if m is None:
+                    break
+                i = m.start()
+                if raw[i] == d:
                     fld, state = fld + 1, 0
-                elif c == "\n":
+                else:
                     line, state = line + 1, 0
-            elif state == 2:
-                if c == '"':
-                    if i + 1 < n and raw[i + 1] == '"':
-                        i += 1
-                    else:
-                        state = 3
-                elif c == "\n":
-                    line += 1
-                size += 1
+            elif state == 2:  # jump to the next quote (a long quoted field is one find, not a loop)
+                j = raw.find('"', i)
+                j = n if j < 0 else j
+                line += raw.count("\n", i, j)
+                i = j
+                if i >= n:
+                    break
+                if i + 1 < n and raw[i + 1] == '"':
+                    i += 1
+                else:
+                    state = 3
             else:
                 if c == d:
                     fld, state = fld + 1, 0
