@@ -16,10 +16,7 @@ Three parts (``--only reject|backends|resume``; default all), each a Markdown ta
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 import tempfile

@@ -5,7 +5,6 @@ chunked resumable embedding with progress, and the always-valid ``--json`` prope
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import time
 import tracemalloc
