@@ -155,7 +155,7 @@ def scene(tmp_path):
     (["--k", "-1"], "--k"), (["--method", "topk-triples", "--k", "-3"], "--k"), (["--c2", "nan"], "--c2"),
     (["--method", "g-retriever", "--edge-cost", "nan"], "--edge-cost"), (["--encoder", "hashing-0"], "--encoder"),
     (["--seed", "-1"], "--seed"), (["--k0", "inf"], "--k0"), (["--c2", "1e999"], "--c2"),
-    (["--max-cycle-len", "0"], "--max-cycle-len"), (["--k", "2.5"], "--k"),
+    (["--max-cycle-len", "-1"], "--max-cycle-len"), (["--k", "2.5"], "--k"),
     (["--method", "proximity", "--target", "cup", "--k", "0"], "--k"),
 ])
 def test_bad_options_one_line_naming_option(scene, capsys, argv, option):
@@ -232,7 +232,7 @@ def test_cache_corruption_detected_on_open(tmp_path, capsys):
     texts = [f"text {i} " * 20 for i in range(3000)]
     ref = enc.encode(texts)
     _corrupt_middle(enc.path)
-    CachedEncoder._checked.discard(str(enc.path))  # a new process
+    CachedEncoder.checked_paths.discard(str(enc.path))  # a new process
     enc2 = CachedEncoder(HashingEncoder(64), tmp_path)
     err = capsys.readouterr().err
     assert enc2.notices and "damaged" in enc2.notices[0] and err.count("damaged") == 1 and str(enc2.path) in err

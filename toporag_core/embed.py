@@ -241,7 +241,7 @@ class CachedEncoder:
     :attr:`notices`). Nothing is lost but cached vectors, which are recomputed.
     """
 
-    _checked: set[str] = set()  # cache files already quick_checked in this process
+    checked_paths: set[str] = set()  # cache files already quick_checked in this process (shared)
 
     def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
                  progress_threshold: int = 2000, chunk_size: int = 2048,
@@ -260,10 +260,10 @@ class CachedEncoder:
         self._mem: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
         try:
-            self._init_db(check=str(self.path) not in CachedEncoder._checked)
+            self._init_db(check=str(self.path) not in CachedEncoder.checked_paths)
         except sqlite3.DatabaseError as e:
             self._heal(e)
-        CachedEncoder._checked.add(str(self.path))
+        CachedEncoder.checked_paths.add(str(self.path))
 
     def _init_db(self, check: bool = True) -> None:
         with self._connect() as con:

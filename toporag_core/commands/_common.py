@@ -60,8 +60,8 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, help="row / record / image to take from a multi-record file (index or id)")
     p.add_argument("--tree", default="bfs", choices=("bfs", "dfs", "random"), help="spanning tree method")
     p.add_argument("--seed", type=int_option(0, 2**32 - 1), default=0, help="seed of the random spanning tree (>= 0)")
-    p.add_argument("--max-cycle-len", type=int_option(3), default=None,
-                   help="no 2-cell on longer fundamental cycles (>= 3: the shortest cycle of a simple graph)")
+    p.add_argument("--max-cycle-len", type=int_option(0), default=None,
+                   help="no 2-cell on longer fundamental cycles (>= 0; below 3 means no 2-cells)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
