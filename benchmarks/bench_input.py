@@ -26,10 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from _common import ROOT, SHARED
-from toporag_core.retrieval.report import format_table
 
 ORT_PATH = os.environ.get("TOPORAG_ORT_PATH", "")  # a --target folder holding onnxruntime, if not in the venv
 MB = 1 << 20
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    """A Markdown table of ``rows`` (lists of cells) under ``headers``."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
 # --------------------------------------------------------------------------- reject: peak memory
@@ -188,7 +193,7 @@ def bench_backends(n_texts: int) -> None:
 _RESUME_CHILD = """
 import os, signal, sys
 from toporag_core.embed import CachedEncoder, get_encoder
-texts = [f"resume text number {i} about item {i % 97}" for i in range({n})]
+texts = ["resume text number %d about item %d" % (i, i % 97) for i in range({n})]
 def cb(done, total, eta):
     if {kill} and done >= total // 2:
         os.kill(os.getpid(), signal.SIGKILL)
