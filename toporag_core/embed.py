@@ -217,8 +217,9 @@ def format_progress(done: int, total: int, eta: float) -> str:
 
 def stderr_progress(done: int, total: int, eta: float) -> None:
     """A :data:`ProgressCallback` writing one updating line to stderr (the CLI's)."""
-    end = "\n" if done >= total else ""
-    sys.stderr.write("\r" + format_progress(done, total, eta) + end)
+    tty = sys.stderr.isatty()  # a terminal: one line rewritten in place; a log: one line per chunk
+    end = "\n" if done >= total or not tty else ""
+    sys.stderr.write(("\r" if tty else "") + format_progress(done, total, eta) + end)
     sys.stderr.flush()
 
 
