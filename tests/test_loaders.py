@@ -389,3 +389,20 @@ def test_big_csv_same_from_path_bytes_and_text(tmp_path):
         assert g.node_text == a.node_text and g.edge_text == a.edge_text
         assert np.array_equal(g.edge_index, a.edge_index)
     assert a.num_edges == 6000
+
+
+def test_streamed_json_list_matches_json_loads():
+    """``stream_json_list`` over pieces of any size gives json.loads' items, and its errors' line and column."""
+    from toporag_core.io.text import stream_json_list
+
+    text = '[ ["a", "r", "b"],\n {"head": "ü", "relation": 1.5e3, "tail": [1, {"x": null}]}, "s\\"x", 123 ,\n true ]'
+    for size in (1, 2, 3, 5, 8, 1000):
+        pieces = [text[i:i + size] for i in range(0, len(text), size)]
+        assert list(stream_json_list(pieces, "f")) == json.loads(text)
+    assert stream_json_list(['{"a": 1}'], "f") is None
+    for bad, where in (('[["a", "r", "b"],\n ["c" "r"]]', "line 2: invalid JSON at column 7: Expecting ','"),
+                       ('[1,\n2, NaN]', "line 2: invalid JSON at column 4: NaN"), ('[1, 2', "line 1: invalid JSON"),
+                       ('[1] x', "line 1: invalid JSON at column 5: Extra data")):
+        for size in (1, 4, 100):
+            with pytest.raises(GraphFormatError, match=where):
+                list(stream_json_list([bad[i:i + size] for i in range(0, len(bad), size)], "f"))

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
 from .formats import GraphFormat, Source, register_format
-from .text import CsvRecords, Limits, near_match, bytes_chunks, check_path, file_chunks, iter_byte_lines, iter_lines, \
-    require_columns, row_cell, text_field
+from .text import HEAD_BYTES, CsvRecords, Limits, bytes_chunks, check_path, file_chunks, iter_byte_lines, iter_lines, \
+    near_match, require_columns, row_cell, text_field
 
 
 def _header(reader: CsvRecords, file: str, required: tuple[str, ...]):
@@ -122,7 +122,7 @@ def _pair_role(first_line: str) -> str | None:
 def _sniff_csv_pair(path: Path) -> str | None:
     try:
         with open(path, encoding="utf-8-sig", errors="replace") as f:
-            return _pair_role(f.readline())
+            return _pair_role(f.readline(HEAD_BYTES))  # bounded: a one-line 200 MB JSON is not a header
     except OSError:
         return None
 

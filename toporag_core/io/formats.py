@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..graph import GraphFormatError, TextualGraph
-from .text import HEAD_BYTES, Limits, bytes_chunks, decode, file_chunks, iter_byte_lines, iter_lines, looks_like_json, \
-    parse_json, read_file
+from .text import HEAD_BYTES, Limits, bytes_chunks, decode, file_chunks, iter_byte_lines, iter_lines, \
+    iter_text_chunks, looks_like_json, parse_json, read_file
 
 
 class Source:
@@ -65,6 +65,13 @@ class Source:
             return iter_lines(self._text)
         chunks = bytes_chunks(self.data) if self.data is not None else file_chunks(self.path)
         return iter_byte_lines(chunks, self.file)
+
+    def pieces(self):
+        """The input's text in pieces (about 1 MiB each), decoded as it is read; never the whole text at once."""
+        if self._text is not None:
+            return iter((self._text,))
+        chunks = bytes_chunks(self.data) if self.data is not None else file_chunks(self.path)
+        return iter_text_chunks(chunks, self.file)
 
     @cached_property
     def json(self) -> Any:

@@ -378,6 +378,120 @@ def iter_json_list(text: str, file: str) -> Iterator[Any] | None:
     return items()
 
 
+def iter_text_chunks(chunks: Iterable[bytes], file: str) -> Iterator[str]:
+    """Decoded text pieces of a UTF-8 byte stream (BOM dropped), not split into lines; bad bytes name offset+line."""
+    dec = codecs.getincrementaldecoder("utf-8-sig")("strict")
+    offset, lines_before = 0, 0
+    for chunk in chunks:
+        try:
+            text = dec.decode(chunk)
+        except UnicodeDecodeError as e:
+            raise GraphFormatError(f"not UTF-8: byte 0x{chunk[e.start]:02x} at byte offset {offset + e.start}",
+                                   file=file, line=lines_before + chunk.count(b"\n", 0, e.start) + 1) from None
+        offset += len(chunk)
+        lines_before += chunk.count(b"\n")
+        if text:
+            yield text
+    try:
+        tail = dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise GraphFormatError(f"not UTF-8: truncated multi-byte character at byte offset {offset}",
+                               file=file, line=lines_before + 1) from None
+    if tail:
+        yield tail
+
+
+_WS = re.compile(r"\s*")
+
+
+def stream_json_list(pieces: Iterable[str], file: str) -> Iterator[Any] | None:
+    """The items of a top-level JSON list read from text ``pieces`` (e.g. :func:`iter_text_chunks`), one at a time:
+    memory is one piece plus one item, never the whole text. ``None`` when the input is not a list.
+    Errors name the line and column as :func:`parse_json` does (``NaN``/``Infinity`` included)."""
+    it = iter(pieces)
+    dec = json.JSONDecoder(parse_constant=_reject_constant)
+    st = {"buf": "", "pos": 0, "eof": False, "line": 1, "col": 0}  # line/col of buf[0] in the whole text
+
+    def fill() -> bool:
+        if st["eof"]:
+            return False
+        nxt = next(it, None)
+        if nxt is None:
+            st["eof"] = True
+            return False
+        buf, pos = st["buf"], st["pos"]
+        dropped = buf[:pos]
+        nl = dropped.count("\n")
+        if nl:
+            st["line"] += nl
+            st["col"] = len(dropped) - dropped.rfind("\n") - 1
+        else:
+            st["col"] += len(dropped)
+        st["buf"], st["pos"] = buf[pos:] + nxt, 0
+        return True
+
+    def where(at: int) -> tuple[int, int]:
+        buf = st["buf"]
+        nl = buf.count("\n", 0, at)
+        col = at - buf.rfind("\n", 0, at) if nl else st["col"] + at + 1
+        return st["line"] + nl, col
+
+    def fail(at: int, msg: str) -> GraphFormatError:
+        line, col = where(at)
+        return GraphFormatError(f"invalid JSON at column {col}: {msg}", file=file, line=line)
+
+    def skip_ws() -> str:
+        while True:
+            st["pos"] = _WS.match(st["buf"], st["pos"]).end()
+            if st["pos"] < len(st["buf"]) or not fill():
+                return st["buf"][st["pos"]:st["pos"] + 1]
+
+    if skip_ws() != "[":
+        return None
+    st["pos"] += 1
+
+    def items() -> Iterator[Any]:
+        if skip_ws() == "]":
+            st["pos"] += 1
+            if skip_ws():
+                raise fail(st["pos"], "Extra data")
+            return
+        while True:
+            skip_ws()
+            while True:
+                buf, pos = st["buf"], st["pos"]
+                try:
+                    value, end = dec.raw_decode(buf, pos)
+                    if end < len(buf) or st["eof"] or not fill():
+                        break  # a value that ends at the buffer's end may go on in the next piece
+                except _NonFinite as e:
+                    m = re.compile(r"-?Infinity|NaN").search(buf, pos)
+                    raise fail(m.start() if m else pos, f"{e} is not a JSON value (JSON has no NaN/Infinity)") \
+                        from None
+                except (json.JSONDecodeError, RecursionError) as e:
+                    # an error near the buffer's end (a cut literal, number or list) or an unterminated string
+                    # may only mean that the item goes on in the next piece
+                    at_end = isinstance(e, RecursionError) or e.pos >= len(buf) - 64 or \
+                        e.msg.startswith("Unterminated string")
+                    if at_end and fill():
+                        continue
+                    if isinstance(e, RecursionError):
+                        raise GraphFormatError("invalid JSON: nested too deeply", file=file) from None
+                    raise fail(e.pos, e.msg) from None
+            st["pos"] = end
+            yield value
+            c = skip_ws()
+            if c == "]":
+                st["pos"] += 1
+                if skip_ws():
+                    raise fail(st["pos"], "Extra data")
+                return
+            if c != ",":
+                raise fail(st["pos"], "Expecting ',' delimiter" if c else "Expecting ',' delimiter or ']'")
+            st["pos"] += 1
+    return items()
+
+
 def delimiter_of(text: str, file: str) -> str:
     """Tab when the name ends ``.tsv``/``.tab`` or line 1 has a tab, else comma."""
     first = text.lstrip("\r\n").split("\n", 1)[0]
@@ -392,4 +506,5 @@ def looks_like_json(text: str, file: str) -> bool:
 
 __all__ = ["Limits", "MAX_TEXT_CHARS", "decode", "read_file", "check_path", "iter_lines", "iter_byte_lines",
            "file_chunks", "bytes_chunks", "text_field", "CsvRecords", "csv_rows", "near_match", "require_columns",
-           "row_cell", "parse_json", "iter_json_list", "delimiter_of", "looks_like_json", "HEAD_BYTES"]
+           "row_cell", "parse_json", "iter_json_list", "iter_text_chunks",
+           "stream_json_list", "delimiter_of", "looks_like_json", "HEAD_BYTES"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
 from .formats import GraphFormat, Source, register_format
-from .text import CsvRecords, Limits, delimiter_of, iter_json_list, near_match, text_field
+from .text import CsvRecords, Limits, delimiter_of, near_match, stream_json_list, text_field
 
 HEAD = {"head", "subject", "source", "src"}
 REL = {"relation", "predicate", "edge_attr", "rel"}
@@ -126,7 +126,8 @@ def _triple_of(item: Any, i: int, file: str, limits: Limits) -> tuple[str, str, 
 
 def _triples_from_json(src: Source) -> TextualGraph:
     file, limits = src.file, src.limits
-    items = iter_json_list(src.text, file)  # decoded one item at a time: limits trip before the list is built
+    # decoded one item at a time, from the file or bytes piece by piece: limits trip before the list is built
+    items = stream_json_list(src.pieces(), file)
     if items is None:
         src.json  # noqa: B018  (a syntax error is reported as such)
         raise GraphFormatError("expected a non-empty JSON list of [head, relation, tail]", file=file)
