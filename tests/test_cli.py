@@ -63,7 +63,8 @@ def test_retrieve_topology_methods(capsys, scene):
 
 @pytest.mark.parametrize("content,needle", [
     ("head,relation,tail\ncup,on\n", "line 2"),
-    ("[[\"a\", \"r\"]", "line 1"),
+    ("[[\"a\", \"r\"]", "record 0"),  # streamed: the first bad item is met before the missing ']'
+    ("[[\"a\", \"r\", \"b\"]", "line 1: invalid JSON"),
     ("", "empty"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, content, needle):
