@@ -106,6 +106,9 @@ node_results = {m: r for m, r in results.items() if is_node(m)}
 
 if subs:
     st.dataframe(lab.counts_frame(subs), hide_index=True)
+    for m, sub in subs.items():
+        for w in state.result_warnings(sub):
+            st.warning(f"{method_label(m)}: {w}")
     st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 if node_results:
     st.markdown(topo_view.legend_html(), unsafe_allow_html=True)

@@ -63,7 +63,8 @@ def test_retrieve_topology_methods(capsys, scene):
 
 @pytest.mark.parametrize("content,needle", [
     ("head,relation,tail\ncup,on\n", "line 2"),
-    ("[[\"a\", \"r\"]", "line 1"),
+    ("[[\"a\", \"r\"]", "record 0"),  # streamed: the first bad item is met before the missing ']'
+    ("[[\"a\", \"r\", \"b\"]", "line 1: invalid JSON"),
     ("", "empty"),
 ])
 def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, content, needle):
@@ -86,3 +87,19 @@ def test_console_script_entry_point(scene):
     proc = subprocess.run([sys.executable, "-m", "toporag_core.cli", "lift", str(scene), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and json.loads(proc.stdout)["cells2"] == 1
+
+
+def test_lift_headerless_warns_on_stderr_and_in_json(tmp_path, capsys):
+    p = tmp_path / "plain.csv"
+    p.write_text("cup,on,table\nplate,on,table\n")
+    code, out, err = run(capsys, "lift", p, "--json")
+    assert code == 0 and json.loads(out)["warnings"] == ["line 1 read as data: no header recognised (a header is "
+                                                         "head,relation,tail or an alias)"]
+    assert err.startswith("toporag: warning: line 1 read as data")
+
+
+def test_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["lift"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "the following arguments are required" in err

@@ -361,3 +361,48 @@ def test_real_webqsp_records():
         assert g.num_edges == len(rec["edges"]) and g.triples() == [tuple(e) for e in rec["edges"]]
         assert g.meta["question"] == rec["question"] and g.meta["answers"] == rec["answers"]
     assert load_graph(path, record="WebQTest-3").meta["id"] == "WebQTest-3"
+
+
+def test_streamed_lines_across_chunk_boundaries():
+    """Byte streams are decoded in chunks: a multi-byte character or a CRLF split by a chunk edge, a BOM,
+    and a bad byte's offset and line all come out as from a whole-file decode."""
+    from toporag_core.io.text import bytes_chunks, iter_byte_lines, iter_lines
+
+    text = "\ufeffhead,relation,tail\r\ncafé,über,日本\r\n\"multi\nline\",r,😀\n"
+    data = text.encode("utf-8")
+    for size in (1, 2, 3, 5, 7, 64):
+        assert "".join(iter_byte_lines(bytes_chunks(data, size), "f")) == text[1:]
+    assert list(iter_lines("a\nb\r\nc")) == ["a\n", "b\r\n", "c"]
+    bad = "a,b,c\nd,e,f\n".encode() + b"\xff,x,y\n"
+    with pytest.raises(GraphFormatError, match=r"line 3.*0xff at byte offset 12"):
+        list(iter_byte_lines(bytes_chunks(bad, 4), "f"))
+
+
+def test_big_csv_same_from_path_bytes_and_text(tmp_path):
+    """Over the 64 KiB head, a table is streamed from the file or the bytes: the graph is the same."""
+    rows = "".join(f"node {i},rel {i % 7},node {(i * 13) % 5000} é\n" for i in range(6000))
+    p = write(tmp_path / "big.csv", "head,relation,tail\n" + rows)
+    a = load_graph(p)
+    b = load_graph_from_bytes(p.read_bytes(), "big.csv")
+    c = load_graph_from_text(p.read_text(encoding="utf-8"), name="big.csv")
+    for g in (b, c):
+        assert g.node_text == a.node_text and g.edge_text == a.edge_text
+        assert np.array_equal(g.edge_index, a.edge_index)
+    assert a.num_edges == 6000
+
+
+def test_streamed_json_list_matches_json_loads():
+    """``stream_json_list`` over pieces of any size gives json.loads' items, and its errors' line and column."""
+    from toporag_core.io.text import stream_json_list
+
+    text = '[ ["a", "r", "b"],\n {"head": "ü", "relation": 1.5e3, "tail": [1, {"x": null}]}, "s\\"x", 123 ,\n true ]'
+    for size in (1, 2, 3, 5, 8, 1000):
+        pieces = [text[i:i + size] for i in range(0, len(text), size)]
+        assert list(stream_json_list(pieces, "f")) == json.loads(text)
+    assert stream_json_list(['{"a": 1}'], "f") is None
+    for bad, where in (('[["a", "r", "b"],\n ["c" "r"]]', "line 2: invalid JSON at column 7: Expecting ','"),
+                       ('[1,\n2, NaN]', "line 2: invalid JSON at column 4: NaN"), ('[1, 2', "line 1: invalid JSON"),
+                       ('[1] x', "line 1: invalid JSON at column 5: Extra data")):
+        for size in (1, 4, 100):
+            with pytest.raises(GraphFormatError, match=where):
+                list(stream_json_list([bad[i:i + size] for i in range(0, len(bad), size)], "f"))

@@ -10,7 +10,9 @@ COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "data", "topo", "hybrid"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toporag", description="TopoRAG: cell-complex retrieval over textual graphs")
+    from .commands._common import OneLineParser
+
+    parser = OneLineParser(prog="toporag", description="TopoRAG: cell-complex retrieval over textual graphs")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         try:
@@ -34,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         print("toporag: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # one line, non-zero: the contract other tools rely on
-        from .graph import GraphFormatError
+        from .graph import GraphFormatError, safe_text
 
         kind = "bad input" if isinstance(e, (GraphFormatError, ValueError, FileNotFoundError)) else type(e).__name__
-        print(f"toporag: {kind}: {e}", file=sys.stderr)
+        print(f"toporag: {kind}: {safe_text(str(e), keep_newlines=False)}", file=sys.stderr)
         return 2
 
 

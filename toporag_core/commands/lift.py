@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, emit, load_from_args
+from ._common import add_graph_args, emit, load_from_args, warn
 
 
 def register(sub) -> None:
@@ -17,11 +17,13 @@ def run(args: argparse.Namespace) -> int:
     from ..lift import lift
 
     graph = load_from_args(args)
+    warn(graph.meta.get("warnings"))
     t0 = time.perf_counter()
     cx = lift(graph, tree=args.tree, seed=args.seed, max_cycle_len=args.max_cycle_len)
     seconds = time.perf_counter() - t0
     out = cx.summary()
-    out.update(boundary_ok=cx.boundary_ok(), seconds=seconds, name=graph.name)
+    out.update(boundary_ok=cx.boundary_ok(), seconds=seconds, name=graph.name,
+               warnings=list(graph.meta.get("warnings", [])))
     human = (f"{graph.name or args.path}: {out['nodes']} nodes, {out['edges']} edges "
              f"({out['original_edges']} original), {out['components']} component(s), b1={out['betti1']}, "
              f"{out['cells2']} 2-cells ({out['skipped_cycles']} skipped), B1@B2=0: {out['boundary_ok']}, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, emit, load_from_args, setting_from_args
+from ._common import add_graph_args, add_method_args, emit, encoder_option, load_from_args, setting_from_args, warn
 
 
 def register(sub) -> None:
@@ -12,8 +12,9 @@ def register(sub) -> None:
     add_graph_args(p)
     p.add_argument("--question", "-q", default=None, help="the question (node methods: or --target NODE)")
     add_method_args(p)
-    p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder "
-                                                  "(default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
+    p.add_argument("--encoder", type=encoder_option, default=None,
+                   help="'default' (all-MiniLM-L6-v2), 'hashing', 'hashing-<dim>', 'onnx', 'onnx-int8', or a model "
+                        "folder (default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
     p.add_argument("--context", action="store_true", help="also print the textualized context")
     p.set_defaults(func=run)
 
@@ -27,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.question and not (nodes and setting.params.get("target")):
         raise ValueError("--question is required" + (" (or --target NODE)" if nodes else ""))
     graph = load_from_args(args)
+    if graph.num_nodes == 0:  # loaders reject this already; a plug-in format might not
+        from ..graph import GraphFormatError
+
+        raise GraphFormatError("cannot retrieve from an empty graph (no nodes)", file=args.path)
+    warn(graph.meta.get("warnings"))
     t0 = time.perf_counter()
     if nodes:  # node methods need no cell embeddings, and the encoder only to read a question
         from ..lift import lift
@@ -44,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     sub = retrieve(ecx, args.question, setting=setting)
     out = sub.to_dict()
     out["seconds"] = time.perf_counter() - t0
+    out["warnings"] = list(graph.meta.get("warnings", [])) + list(sub.warnings)
+    warn(sub.warnings)
     if args.context:
         out["context"] = textualize(sub)
     n, m, f = sub.counts

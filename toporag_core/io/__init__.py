@@ -7,7 +7,13 @@ module each. Add a format with :func:`register_format`; ``load_graph(path, forma
 the CLI's ``--format`` and the app's uploader pick it up.
 
 Decisions: empty (or all-space) node text **and empty relation text are errors** (a 1-cell
-with no text embeds to nothing useful). Parallel edges and self-loops are kept as given;
+with no text embeds to nothing useful). **A graph with no node is an error in every format**
+(``load.EMPTY_GRAPH``; a graph of nodes without edges is fine). **One text-length limit** for
+every format, ``Limits.max_text_chars`` (= ``graph.MAX_TEXT_CHARS``, 100,000 characters); texts
+must be valid Unicode (no lone surrogate, no NUL). CSV/TSV is read strictly and streamed, with the
+limits checked at every record (see :mod:`.text`); a headerless triples table loads with a warning
+in ``graph.meta["warnings"]``, a misspelt header is an error that names the near match.
+Parallel edges and self-loops are kept as given;
 :func:`toporag_core.lift.lift` decides how they enter the complex. Every failure is a
 :class:`~toporag_core.graph.GraphFormatError` naming the file, the line (1-based, the header
 being line 1) or record (0-based list/row index), and the field.

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..graph import GraphFormatError, TextualGraph
+from ..graph import GraphFormatError, TextualGraph, check_text
 from .formats import GraphFormat, Source, register_format
 from .text import Limits, csv_rows, read_file, require_columns
 
@@ -50,6 +50,9 @@ def parse_explagraphs_graph(text: str, name: str = "", *, file: str | None = Non
         for value, role in ((h, "head"), (r, "relation"), (t, "tail")):
             if not value:
                 fail(f"empty {role} in '{text[i:close + 1]}'")
+            problem = check_text(value)
+            if problem:
+                fail(f"{role}: {problem}")
         triples.append((h, r, t))
         i = close + 1
     if not triples:
@@ -138,6 +141,6 @@ def _records(src: Source) -> list[str]:
 
 register_format(GraphFormat(
     name="explagraphs", label="ExplaGraphs row or (h; r; t) string", load=_load,
-    detect=lambda s: not s.is_json and (s.text.lstrip().startswith("(") or _has_graph_column(s)),
+    detect=lambda s: not s.is_json and (s.head.lstrip().startswith("(") or _has_graph_column(s)),
     extensions=("tsv", "txt"), priority=40, records=_records,
     help="an ExplaGraphs TSV (arg1, arg2, label, graph; --record picks the row) or one (h; r; t)... string"))

@@ -13,26 +13,65 @@ built-in formats register themselves in ``io/<format>.py``, imported by ``io/__i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
 from ..graph import GraphFormatError, TextualGraph
-from .text import Limits, looks_like_json, parse_json
+from .text import HEAD_BYTES, Limits, bytes_chunks, decode, file_chunks, iter_byte_lines, iter_lines, \
+    iter_text_chunks, looks_like_json, parse_json, read_file
 
 
-@dataclass
 class Source:
-    """One text input to a format reader: text, file name (for messages), limits, graph name.
+    """One input to a format reader: its text (or the file / bytes it comes from), file name, limits, graph name.
 
-    ``json`` parses the text once, however many detectors look at it.
+    Give one of ``text``, ``path`` or ``data`` (an upload's bytes). ``text`` is decoded only when a reader
+    asks for it; streaming readers call :meth:`lines` instead (from the file or the bytes, never holding a
+    decoded copy) and detection reads :attr:`head` (the first 64 KiB). ``json`` parses the text once,
+    however many detectors look at it.
     """
 
-    text: str
-    file: str
-    limits: Limits = field(default_factory=Limits)
-    name: str = ""
+    def __init__(self, text: str | None = None, file: str = "", limits: Limits | None = None, name: str = "", *,
+                 path: Path | None = None, data: bytes | None = None) -> None:
+        if text is None and path is None and data is None:
+            raise ValueError("Source needs text, path or data")
+        self._text, self.file, self.limits, self.name = text, file, limits or Limits(), name
+        self.path, self.data = path, data
+
+    @cached_property
+    def text(self) -> str:
+        if self._text is not None:
+            return self._text
+        if self.data is not None:
+            return decode(self.data, self.file, self.limits)
+        return read_file(self.path, self.limits)
+
+    @cached_property
+    def head(self) -> str:
+        """The first :data:`HEAD_BYTES` of the input, decoded (a cut multi-byte character is dropped)."""
+        if self._text is not None:
+            return self._text[:HEAD_BYTES]
+        if self.data is not None:
+            raw = self.data[:HEAD_BYTES]
+        else:
+            with open(self.path, "rb") as f:
+                raw = f.read(HEAD_BYTES)
+        return raw.decode("utf-8-sig", errors="ignore")
+
+    def lines(self):
+        """The input's lines, streamed (ends kept; UTF-8 errors name the byte offset and line)."""
+        if self._text is not None:
+            return iter_lines(self._text)
+        chunks = bytes_chunks(self.data) if self.data is not None else file_chunks(self.path)
+        return iter_byte_lines(chunks, self.file)
+
+    def pieces(self):
+        """The input's text in pieces (about 1 MiB each), decoded as it is read; never the whole text at once."""
+        if self._text is not None:
+            return iter((self._text,))
+        chunks = bytes_chunks(self.data) if self.data is not None else file_chunks(self.path)
+        return iter_text_chunks(chunks, self.file)
 
     @cached_property
     def json(self) -> Any:
@@ -40,11 +79,11 @@ class Source:
 
     @property
     def is_json(self) -> bool:
-        return looks_like_json(self.text, self.file)
+        return looks_like_json(self.head, self.file)
 
     @property
     def first_line(self) -> str:
-        return self.text.lstrip().split("\n", 1)[0]
+        return self.head.lstrip().split("\n", 1)[0]
 
 
 @dataclass(frozen=True)

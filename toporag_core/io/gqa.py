@@ -331,7 +331,9 @@ def gqa_graph(scenes: dict, file: str, record: Any = None, questions_csv: str | 
 
 
 def _is_gqa(src) -> bool:
-    if not src.is_json:
+    # a scene file is an object whose first scene has "objects": decided on the head, so a big JSON
+    # list (triples) is never parsed whole just to be told apart
+    if not src.is_json or not src.head.lstrip().startswith("{") or '"objects"' not in src.head:
         return False
     data = src.json
     if not isinstance(data, dict) or not data:

@@ -8,69 +8,141 @@ auto-detection.
 """
 from __future__ import annotations
 
-from typing import Any
+from array import array
+from typing import Any, Iterable
+
+import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
 from .formats import GraphFormat, Source, register_format
-from .text import Limits, csv_rows, delimiter_of, text_field
+from .text import CsvRecords, Limits, delimiter_of, near_match, stream_json_list, text_field
 
 HEAD = {"head", "subject", "source", "src"}
 REL = {"relation", "predicate", "edge_attr", "rel"}
 TAIL = {"tail", "object", "target", "dst"}
+ROLES = (("head", HEAD), ("relation", REL), ("tail", TAIL))
+NO_HEADER = "line 1 read as data: no header recognised (a header is head,relation,tail or an alias)"
 
 
-def _triples_from_table(text: str, file: str, limits: Limits, name: str) -> TextualGraph:
-    rows = csv_rows(text, file, delimiter_of(text, file))
-    cols = (0, 1, 2)
-    width = 3
-    head = [c.strip().lower() for c in rows[0][1]] if rows else []
-    if any(h in HEAD for h in head) and any(h in REL for h in head) and any(h in TAIL for h in head):
-        cols = tuple(next(i for i, h in enumerate(head) if h in s) for s in (HEAD, REL, TAIL))
-        width = len(head)
-        rows = rows[1:]
-    triples = []
-    for line, row in rows:
+class TripleBuilder:
+    """Triples -> :class:`TextualGraph`, one at a time, with the limits checked at every triple.
+
+    Memory stays bounded by what was kept when a limit trips: node texts (<= ``max_nodes``), two int64
+    arrays and the relation texts (repeated relations share one string).
+    """
+
+    def __init__(self, file: str, limits: Limits, name: str) -> None:
+        self.file, self.limits, self.name = file, limits, name
+        self.index: dict[str, int] = {}
+        self.src, self.dst = array("q"), array("q")
+        self.rel: list[str] = []
+        self._pool: dict[str, str] = {}
+
+    def add(self, h: str, r: str, t: str, line: int | None = None, record: int | None = None) -> None:
+        index = self.index
+        self.src.append(index.setdefault(h, len(index)))
+        self.dst.append(index.setdefault(t, len(index)))
+        pool = self._pool
+        r = pool.get(r) or (pool.setdefault(r, r) if len(pool) < 65536 else r)
+        self.rel.append(r)
+        lim = self.limits
+        if len(index) > lim.max_nodes or len(self.rel) > lim.max_edges:
+            lim.check_counts(len(index), len(self.rel), self.file, line=line, record=record)
+
+    def graph(self, meta: dict | None = None) -> TextualGraph:
+        ei = np.stack([np.frombuffer(self.src, np.int64), np.frombuffer(self.dst, np.int64)]) if self.rel \
+            else np.zeros((2, 0), np.int64)
+        return TextualGraph(node_text=list(self.index), edge_index=ei, edge_text=self.rel, name=self.name,
+                            meta=dict(meta or {}))
+
+
+def header_columns(cells: list[str], file: str, line: int = 1) -> tuple[int, int, int] | None:
+    """Column indices (head, relation, tail) when line 1 is a header; ``None`` when it is data.
+
+    Line 1 is a header when every role has a recognised name. When two or more cells are names or
+    near misses (``relaton``) but a role is missing, it is a header with a mistake: an error naming
+    the expected columns and the near match. Fewer (``cup,on,table``, ``foo,bar,baz``): data.
+    """
+    head = [c.strip().lower() for c in cells]
+    found = [next((i for i, h in enumerate(head) if h in names), None) for _, names in ROLES]
+    if None not in found:
+        return tuple(found)  # type: ignore[return-value]
+    known = HEAD | REL | TAIL
+    near = {i: near_match(h, known) for i, h in enumerate(head) if h and h not in known}
+    near = {i: m for i, m in near.items() if m}
+    if sum(h in known for h in head) + len(near) < 2:
+        return None
+    expected = "expected a header naming head, relation and tail (" + "; ".join(
+        f"{role}: {', '.join(sorted(names))}" for role, names in ROLES) + ")"
+    if near:
+        i, m = next(iter(near.items()))
+        raise GraphFormatError(f"header not recognised: unknown column '{cells[i].strip()}', did you mean '{m}'? "
+                               f"{expected}", file=file, line=line, field=cells[i].strip())
+    role = ROLES[found.index(None)][0]
+    raise GraphFormatError(f"header not recognised: no {role} column; {expected}", file=file, line=line,
+                          field=role)
+
+
+def _triples_from_table(lines: Iterable[str], delimiter: str, file: str, limits: Limits,
+                        name: str) -> TextualGraph:
+    reader = CsvRecords(lines, file, delimiter, limits.max_text_chars)
+    b = TripleBuilder(file, limits, name)
+    cols, width, first, warnings = (0, 1, 2), 3, True, []
+    for line, row in reader:
+        if first:
+            first = False
+            found = header_columns(row, file, line)
+            if found is not None:
+                cols, width = found, len(row)
+                reader.columns = [c.strip() for c in row]
+                continue
+            reader.columns = ["head", "relation", "tail"]
+            warnings.append(NO_HEADER.replace("line 1", f"line {line}"))
         if len(row) != width:
             raise GraphFormatError(f"malformed triple: expected {width} fields (head, relation, tail), got {len(row)}",
                                    file=file, line=line)
-        triples.append(tuple(text_field(row[i], file, f, line=line)
-                             for i, f in zip(cols, ("head", "relation", "tail"))))
-        limits.check_counts(0, len(triples), file, line=line)
-    if not triples:
-        raise GraphFormatError("no triples (only a header)", file=file)
-    return _triples_graph(triples, file, limits, name)
+        h, r, t = (text_field(row[i], file, f, line=line, max_chars=limits.max_text_chars)
+                   for i, f in zip(cols, ("head", "relation", "tail")))
+        b.add(h, r, t, line=line)
+    if not b.rel:
+        raise GraphFormatError("no triples (only a header)" if not first else "no triples", file=file)
+    return b.graph({"warnings": warnings} if warnings else None)
 
 
-def _triples_from_json(data: Any, file: str, limits: Limits, name: str) -> TextualGraph:
-    if not isinstance(data, list) or not data:
+def _triple_of(item: Any, i: int, file: str, limits: Limits) -> tuple[str, str, str]:
+    if isinstance(item, dict):
+        keys = {k.lower(): k for k in item}
+        picked = [next((keys[k] for k in s if k in keys), None) for s in (HEAD, REL, TAIL)]
+        if None in picked:
+            raise GraphFormatError("object needs keys head, relation, tail", file=file, record=i,
+                                   field=("head", "relation", "tail")[picked.index(None)])
+        item = [item[k] for k in picked]
+    if not isinstance(item, (list, tuple)) or len(item) != 3:
+        got = f"{len(item)} fields" if isinstance(item, (list, tuple)) else type(item).__name__
+        raise GraphFormatError(f"malformed triple: expected [head, relation, tail], got {got}", file=file, record=i)
+    return tuple(text_field(v, file, f, record=i, max_chars=limits.max_text_chars)  # type: ignore[return-value]
+                 for v, f in zip(item, ("head", "relation", "tail")))
+
+
+def _triples_from_json(src: Source) -> TextualGraph:
+    file, limits = src.file, src.limits
+    # decoded one item at a time, from the file or bytes piece by piece: limits trip before the list is built
+    items = stream_json_list(src.pieces(), file)
+    if items is None:
+        src.json  # noqa: B018  (a syntax error is reported as such)
         raise GraphFormatError("expected a non-empty JSON list of [head, relation, tail]", file=file)
-    limits.check_counts(0, len(data), file)
-    triples = []
-    for i, item in enumerate(data):
-        if isinstance(item, dict):
-            keys = {k.lower(): k for k in item}
-            picked = [next((keys[k] for k in s if k in keys), None) for s in (HEAD, REL, TAIL)]
-            if None in picked:
-                raise GraphFormatError("object needs keys head, relation, tail", file=file, record=i,
-                                       field=("head", "relation", "tail")[picked.index(None)])
-            item = [item[k] for k in picked]
-        if not isinstance(item, (list, tuple)) or len(item) != 3:
-            got = f"{len(item)} fields" if isinstance(item, (list, tuple)) else type(item).__name__
-            raise GraphFormatError(f"malformed triple: expected [head, relation, tail], got {got}", file=file, record=i)
-        triples.append(tuple(text_field(v, file, f, record=i) for v, f in zip(item, ("head", "relation", "tail"))))
-    return _triples_graph(triples, file, limits, name)
-
-
-def _triples_graph(triples: list, file: str, limits: Limits, name: str) -> TextualGraph:
-    g = TextualGraph.from_triples(triples, name=name)
-    limits.check_counts(g.num_nodes, g.num_edges, file)
-    return g
+    b = TripleBuilder(file, limits, src.name)
+    for i, item in enumerate(items):
+        b.add(*_triple_of(item, i, file, limits), record=i)
+    if not b.rel:
+        raise GraphFormatError("expected a non-empty JSON list of [head, relation, tail]", file=file)
+    return b.graph()
 
 
 def load_triples(src: Source, record=None) -> TextualGraph:
     if src.is_json:
-        return _triples_from_json(src.json, src.file, src.limits, src.name)
-    return _triples_from_table(src.text, src.file, src.limits, src.name)
+        return _triples_from_json(src)
+    return _triples_from_table(src.lines(), delimiter_of(src.head, src.file), src.file, src.limits, src.name)
 
 
 register_format(GraphFormat(

@@ -8,6 +8,7 @@ still loads.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +91,16 @@ def webqsp_from_json(data: Any, file: str, record: int | str | None = None, limi
     return webqsp_record_to_graph(data[idx], file=file, record=idx, limits=limits)
 
 
+_RECORD_START = re.compile(r'\s*\[?\s*\{')
+
+
 def _is_webqsp(src: Source) -> bool:
+    """A JSON object (or a list starting with one) with ``"edges"``/``"nodes"`` in the first 64 KiB: read from
+    the head only, so a big triples list is never parsed whole just to be told apart."""
     if not src.is_json:
         return False
-    data = src.json
-    first = data[0] if isinstance(data, list) and data else data
-    return isinstance(first, dict) and ("edges" in first or "nodes" in first)
+    head = src.head
+    return bool(_RECORD_START.match(head)) and ('"edges"' in head or '"nodes"' in head)
 
 
 def _records(src: Source) -> list[str]:

@@ -90,7 +90,29 @@ def g_retriever(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k
                           similarities=(s0, s1_cells, s2))
     t3 = time.perf_counter()
     sub.timings = {"prizes": t1 - t0, "pcst": t2 - t1, "closure": t3 - t2, "total": t3 - t0}
+    note = tie_warning(int(np.count_nonzero(pe > 0)), ke, k0, k1, *sub.counts[:2])
+    if note:
+        sub.warnings.append(note)
     return sub
+
+
+#: A G-Retriever result is "much larger than k asks" past this many times k0 + k1 cells.
+TIE_WARN_FACTOR = 5
+
+
+def tie_warning(prized_edges: int, levels: int, k0: int, k1: int, nodes: int, edges: int) -> str | None:
+    """The warning for a result that ties made much larger than ``k0``/``k1`` ask, else ``None``.
+
+    G-Retriever gives every edge tied at one of the top ``k1`` relation scores the same share of that
+    level's prize (PyG's ``retrieval_via_pcst``; kept for parity), so when many relation texts are equal
+    (one relation for the whole graph) all of them carry prizes and the PCST can keep them all.
+    """
+    asked = max(k0 + k1, 1)
+    if prized_edges <= levels or nodes + edges <= TIE_WARN_FACTOR * asked:
+        return None
+    return (f"ties: {prized_edges:,} edges share the top {levels} relation-score level(s), so G-Retriever's tie rule "
+            f"(kept for parity with PyG) returned {nodes:,} nodes and {edges:,} edges where k0={k0}, k1={k1} ask "
+            f"for about {asked}; use a method without this rule (toporag, topk-triples) for a small context")
 
 
 def _relation_vectors(ecx: EmbeddedComplex) -> np.ndarray:

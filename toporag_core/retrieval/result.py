@@ -102,6 +102,7 @@ class Subcomplex:
     params: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     similarities: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    warnings: list[str] = field(default_factory=list)  # things the user should know (shown by the CLI and app)
 
     @property
     def counts(self) -> tuple[int, int, int]:
@@ -174,6 +175,7 @@ class Subcomplex:
             "cell2_prizes": [float(p2[i]) for i in self.cells2.tolist()] if p2.size else [],
             "edge_pairs": [cx.edges[e].tolist() for e in self.edges.tolist()],
             "timings": self.timings,
+            "warnings": list(self.warnings),
         }
 
 

@@ -15,6 +15,7 @@ from ..graph import GraphFormatError, TextualGraph
 
 GRAPH, GRAPH_KEY, ERROR, TREE, SEED, MESSAGE = "graph", "graph_key", "load_error", "tree", "tree_seed", "load_message"
 RESET = "reset_note"
+WARNINGS = "load_warnings"
 DEFAULT_SAMPLE = "scene"
 
 
@@ -37,7 +38,9 @@ def set_graph(state: MutableMapping, graph: TextualGraph, label: str | None = No
     state[GRAPH_KEY] = graph_fingerprint(graph)
     state[ERROR] = None
     state[RESET] = None
-    state[MESSAGE] = f"Loaded {label or graph.name or 'graph'}: {graph.num_nodes} nodes, {graph.num_edges} edges."
+    state[WARNINGS] = list(graph.meta.get("warnings", []))
+    state[MESSAGE] = f"Loaded {label or graph.name or 'graph'}: {graph.num_nodes} nodes, {graph.num_edges} edges." + \
+        "".join(f" Note: {w}." for w in state[WARNINGS])
 
 
 def try_load(state: MutableMapping, loader: Callable[[], TextualGraph], label: str | None = None) -> str | None:
@@ -63,6 +66,23 @@ def try_load(state: MutableMapping, loader: Callable[[], TextualGraph], label: s
     state[ERROR] = msg
     state[MESSAGE] = None
     return msg
+
+
+def progress_callback(update: Callable[[float, str], None]) -> Callable[[int, int, float], None]:
+    """An embedding progress callback (``CachedEncoder.on_progress``) that calls ``update(fraction, text)``,
+    e.g. ``bar = st.progress(0.0); encoder.on_progress = progress_callback(lambda f, t: bar.progress(f, text=t))``;
+    ``text`` is "embedding 4,096/100,000 texts (4%), about 12 min left"."""
+    from ..embed import format_progress
+
+    def on_progress(done: int, total: int, eta: float) -> None:
+        update(min(done / max(total, 1), 1.0), format_progress(done, total, eta))
+    return on_progress
+
+
+def result_warnings(result) -> list[str]:
+    """What the user should be told about a retrieval result (e.g. G-Retriever ties made it much larger than k
+    asks): ``Subcomplex.warnings``; the pages show each with ``st.warning``."""
+    return list(getattr(result, "warnings", None) or [])
 
 
 def current_graph(state: MutableMapping, source: str | None = None) -> TextualGraph:
