@@ -47,7 +47,7 @@ def prize_table(sub, top: int = 10) -> pd.DataFrame:
         else:  # 2-cell prizes can be negative; show the best ones (those are the interesting ones)
             order = order[:top]
         chosen_set = set(chosen.tolist())
-        in_context = {int(f): f"c{j}" for j, f in enumerate(sub.cells2.tolist())} if rank == 2 else {}
+        in_context = {int(f): f"c{f}" for f in sub.cells2.tolist()} if rank == 2 else {}  # as the context names it
         for c in order[:top].tolist():
             if rank == 0:
                 text = g.node_text[c]
@@ -69,7 +69,7 @@ def prize_chart(table: pd.DataFrame) -> go.Figure:
     for rank, name in enumerate(names):
         part = table[table["dim"] == rank].iloc[::-1]
         labels = [(t if len(t) <= 60 else t[:59] + "\u2026") for t in part["text"]]
-        # keep bars distinct; a retrieved 2-cell also shows its context label (c0, c1, ...)
+        # keep bars distinct; a retrieved 2-cell also shows its context label (c<id>)
         labels = [f"{lab} [{c}{' = ' + ctx if ctx else ''}]" for lab, c, ctx in
                   zip(labels, part["cell"], part["in context"])]
         fig.add_trace(go.Bar(x=part["prize"], y=labels, orientation="h", name=name, hovertext=part["text"],
