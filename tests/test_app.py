@@ -596,10 +596,9 @@ def test_prize_table_dimension_column_and_context_labels():
     t = prize_table(sub)
     assert "dim" in t.columns and "rank" not in t.columns
     ctx = textualize(sub)
-    for j, f in enumerate(sub.cells2.tolist()):
+    for f in sub.cells2.tolist():  # the context and the table name a 2-cell by its id in the complex
         row = t[(t["dim"] == 2) & (t["cell"] == f)]
-        if len(row):
-            assert row["in context"].iloc[0] == f"c{j}" and f"c{j}: {cycle_text(ecx.complex, f)}" in ctx
+        assert len(row) and row["in context"].iloc[0] == f"c{f}" and f"c{f}: {cycle_text(ecx.complex, f)}" in ctx
 
 
 def test_views_fit_their_frames_and_label_what_matters_on_big_graphs():
