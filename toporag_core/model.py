@@ -9,8 +9,10 @@ Read top to bottom:
      ``(B, T, H)`` soft prompt tokens in the LLM's embedding space (``T = num_graph_tokens``);
    * the input layout, one of two ``graph_position`` values::
 
-         "prefix" (the paper's):  [chat prefix] [prompt-tuning] [graph tokens] context \n question [chat suffix] (answer <eos>)
-         "suffix" (cacheable):    [chat prefix] context \n question | [prompt-tuning] [graph tokens] [chat suffix] (answer <eos>)
+         "prefix" (the paper's): [chat prefix] [prompt-tuning] [graph tokens] context \n question
+                                 [chat suffix] (answer <eos>)
+         "suffix" (cacheable):   [chat prefix] context \n question | [prompt-tuning] [graph tokens]
+                                 [chat suffix] (answer <eos>)
 
      The chat prefix/suffix come from the tokenizer's chat template, or G-Retriever's
      ``<s>[INST] ... [/INST]`` layout when it has none. The context (the textualized subcomplex)
@@ -189,7 +191,7 @@ class TopoRAGModel(nn.Module):
                     p.data = p.data.float()
         self._tok_cache: dict[str, tuple[int, ...]] = {}
         self._vocab_flags: tuple[Tensor, Tensor] | None = None
-        self._layout = self._prompt_layout_ids()
+        self._layout = self.prompt_layout_ids()
         self.to(self.device)
 
     # -- helpers ------------------------------------------------------------------
@@ -223,7 +225,7 @@ class TopoRAGModel(nn.Module):
                 self._tok_cache[text] = ids
         return list(ids)
 
-    def _prompt_layout_ids(self) -> dict[str, list[int]]:
+    def prompt_layout_ids(self) -> dict[str, list[int]]:
         """Token ids of the fixed text before and after the user content, and of the answer's end."""
         tok = self.tokenizer
         eos = [tok.eos_token_id] if tok.eos_token_id is not None else []

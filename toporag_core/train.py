@@ -159,7 +159,7 @@ def kv_store_key(model: TopoRAGModel, data_key: str) -> str:
     """A folder name that changes with the LLM, the prompt layout, the input budget and the data."""
     import hashlib
 
-    lay = model._prompt_layout_ids()
+    lay = model.prompt_layout_ids()
     h = hashlib.sha1(json.dumps([model.config.llm, lay, model.config.max_input_tokens,
                                  str(model.dtype), data_key]).encode()).hexdigest()[:12]
     return f"{data_key}-{h}"
@@ -222,7 +222,8 @@ def _save_optimizer(opt: torch.optim.Optimizer, names: dict[int, str], path: Pat
     flat = {}
     for p, st in opt.state.items():
         for k, v in st.items():
-            flat[f"{names[id(p)]}::{k}"] = (v if torch.is_tensor(v) else torch.tensor(float(v))).detach().cpu().contiguous()
+            t = v if torch.is_tensor(v) else torch.tensor(float(v))
+            flat[f"{names[id(p)]}::{k}"] = t.detach().cpu().contiguous()
     tmp = path.with_name(path.name + ".tmp")
     save_file(flat, str(tmp))
     os.replace(tmp, path)

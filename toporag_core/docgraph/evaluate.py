@@ -161,7 +161,8 @@ def evaluate_records(records: list[dict], encoder, config: TraversalConfig | Non
         kmax = max([s.candidates for s in res.steps] or [1])
         rows.append(QuestionRow(
             id=str(r.get("_id", k)), type=str(r.get("type", "")), nodes=g.num_nodes, tokens=budget,
-            recall_both=gold <= articles_of(g, context_nodes(g, res.selected)), answer_in_context=answer_in(res.context, r["answer"]),
+            recall_both=gold <= articles_of(g, context_nodes(g, res.selected)),
+            answer_in_context=answer_in(res.context, r["answer"]),
             dense_tokens=count_tokens(dctx, tokenizer), dense_recall_both=gold <= articles_of(g, dsel),
             dense_answer_in_context=answer_in(dctx, r["answer"]), ms=ms, fgw_calls=res.fgw_calls,
             fgw_bound=fgw_call_bound(cfg.max_depth, kmax), fusions=len(res.fusions()), grafts=len(res.grafts()),

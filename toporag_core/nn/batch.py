@@ -81,7 +81,8 @@ class SubcomplexTensors:
             if t.is_floating_point():
                 raise ValueError(f"SubcomplexTensors.{name}: expected an integer tensor, got {t.dtype}")
             if t.numel() and (int(t.min()) < 0 or int(t.max()) >= hi):
-                raise ValueError(f"SubcomplexTensors.{name}: ids must lie in [0, {hi}), got [{int(t.min())}, {int(t.max())}]")
+                raise ValueError(f"SubcomplexTensors.{name}: ids must lie in [0, {hi}), "
+                                 f"got [{int(t.min())}, {int(t.max())}]")
         return self
 
     def to_dict(self, prefix: str = "") -> dict[str, Tensor]:
@@ -241,7 +242,8 @@ def collate(items: list[SubcomplexTensors]) -> CellBatch:
     f = [it.shape[2] for it in items]
     ptr0, ptr1, ptr2 = _offsets(n), _offsets(m), _offsets(f)
     lens = torch.tensor([it.cell_edges.numel() for it in items], dtype=torch.long)
-    edge_nodes = torch.cat([it.edge_nodes for it in items]) + torch.repeat_interleave(ptr0[:-1], torch.tensor(m))[:, None]
+    edge_nodes = (torch.cat([it.edge_nodes for it in items])
+                  + torch.repeat_interleave(ptr0[:-1], torch.tensor(m))[:, None])
     cell_edges = torch.cat([it.cell_edges for it in items]) + torch.repeat_interleave(ptr1[:-1], lens)
     cell_index = torch.cat([it.cell_index for it in items]) + torch.repeat_interleave(ptr2[:-1], lens)
     num_edges, num_cells2 = int(ptr1[-1]), int(ptr2[-1])
