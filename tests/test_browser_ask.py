@@ -82,3 +82,46 @@ def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
             pg.screenshot(path=str(tmp_path / "ask.png"))
         finally:
             browser.close()
+
+
+def test_ask_on_a_remote_core_in_the_browser(llm_folder, tmp_path_factory, tmp_path):
+    """Issue 16: the app pointed at a running `toporag serve` core answers like the in-process app and
+    says which core answered (the core runs in this process on 127.0.0.1, the app in a Streamlit server)."""
+    pytest.importorskip("fastapi")
+    from toporag_core.embed import CachedEncoder, HashingEncoder
+    from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting
+    from toporag_core.serve.server import ServeConfig, load_engine, start_background
+    from toporag_core.studio import ask, samples
+
+    pipe = ask.load_pipeline(ask.NO_CHECKPOINT, str(llm_folder), encoder=CachedEncoder(HashingEncoder()),
+                             device="cpu")
+    want = ask.ask(pipe, EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder()), QUESTION,
+                   [RetrievalSetting()])["toporag"]
+    core = start_background(load_engine(ServeConfig(port=0), pipe=pipe))
+    try:
+        log = tmp_path_factory.mktemp("server_remote") / "streamlit.log"
+        with streamlit_server(log, {"TOPORAG_ENCODER": "hashing", "TOPORAG_CHECKPOINT": "none",
+                                    "TOPORAG_CORE_URL": core.url,
+                                    "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_remote"))}) as url:
+            with sync_api.sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                try:
+                    pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+                    pg.set_default_timeout(120_000)
+                    pg.goto(url)
+                    pg.get_by_text("Current graph:").wait_for()
+                    pg.get_by_role("link", name="Ask").first.click()
+                    pg.get_by_text("remote core").first.wait_for()
+                    box = pg.locator("textarea[aria-label='Question']")
+                    box.fill(QUESTION)
+                    box.press("Control+Enter")
+                    pg.wait_for_timeout(500)
+                    pg.get_by_role("button", name="Ask", exact=True).click()
+                    answer = pg.locator(".st-key-ask_answer_toporag code")
+                    answer.wait_for()
+                    assert " ".join(answer.inner_text().split()) == " ".join(want.answer.split())
+                    pg.screenshot(path=str(tmp_path / "ask_remote.png"))
+                finally:
+                    browser.close()
+    finally:
+        core.stop()

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from toporag_core.data_prep import RetrievalSetting, prepare_example
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model import QABatch, TopoRAGModel, is_clean, short_answer
 from toporag_core.testing import tiny_model
 from toporag_core.train import KVStore, TrainConfig, make_batch, train
@@ -19,7 +20,7 @@ from .test_train_eval import DIM, ENC, raw_examples
 
 @pytest.fixture(scope="module")
 def examples():
-    return [prepare_example(r, ENC, RetrievalSetting(k0=2, k1=2, k2=1)) for r in raw_examples()]
+    return [prepare_example(r, ENC, PrepConfig(RetrievalSetting.make(k0=2, k1=2, k2=1))) for r in raw_examples()]
 
 
 def unigram_model(probs: dict[str, float], eos_p: float, **kw) -> TopoRAGModel:
