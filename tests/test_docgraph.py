@@ -42,7 +42,7 @@ from toporag_core.graph import GraphFormatError
 
 @pytest.fixture(scope="module")
 def enc():
-    return get_encoder("hashing", cached=False)
+    return get_encoder("hashing-384", cached=False)  # the width the traversal cases were written for
 
 
 @pytest.fixture(scope="module")
