@@ -551,14 +551,16 @@ class TopoRAGModel(nn.Module):
     def num_trainable(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def save(self, folder: str | os.PathLike, extra: dict[str, Any] | None = None) -> Path:
-        """Write ``model.safetensors`` + ``config.json`` atomically into ``folder``."""
+    def save(self, folder: str | os.PathLike, extra: dict[str, Any] | None = None,
+             dtype: torch.dtype = torch.float32) -> Path:
+        """Write ``model.safetensors`` + ``config.json`` atomically into ``folder``; ``dtype=torch.float16``
+        halves a checkpoint meant for shipping (loading casts back to the parameters' dtype)."""
         from safetensors.torch import save_file
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tmp_w, tmp_c = folder / ".model.safetensors.tmp", folder / ".config.json.tmp"
-        save_file(self.trainable_state_dict(), str(tmp_w))
+        save_file({n: t.to(dtype) for n, t in self.trainable_state_dict().items()}, str(tmp_w))
         tmp_c.write_text(json.dumps({"config": self.config.to_dict(), **(extra or {})}, indent=2))
         os.replace(tmp_w, folder / "model.safetensors")
         os.replace(tmp_c, folder / "config.json")
