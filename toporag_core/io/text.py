@@ -109,29 +109,14 @@ def iter_lines(text: str) -> Iterator[str]:
 
 def iter_byte_lines(chunks: Iterable[bytes], file: str) -> Iterator[str]:
     """Decoded lines of a UTF-8 byte stream (``chunks``), streamed; a BOM is dropped; bad bytes name offset+line."""
-    dec = codecs.getincrementaldecoder("utf-8-sig")("strict")
-    offset, lines_before, pending = 0, 0, ""
-    for chunk in chunks:
-        try:
-            text = dec.decode(chunk)
-        except UnicodeDecodeError as e:
-            raise GraphFormatError(f"not UTF-8: byte 0x{chunk[e.start]:02x} at byte offset {offset + e.start}",
-                                   file=file, line=lines_before + chunk.count(b"\n", 0, e.start) + 1) from None
-        offset += len(chunk)
-        lines_before += chunk.count(b"\n")
-        if not text:
-            continue
+    pending = ""
+    for text in iter_text_chunks(chunks, file):
         text = pending + text
         cut = text.rfind("\n") + 1
         pending = text[cut:]
         yield from iter_lines(text[:cut])
-    try:
-        tail = dec.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise GraphFormatError(f"not UTF-8: truncated multi-byte character at byte offset {offset}",
-                               file=file, line=lines_before + 1) from None
-    if pending + tail:
-        yield pending + tail
+    if pending:
+        yield pending
 
 
 def file_chunks(path: Path, size: int = 1 << 20) -> Iterator[bytes]:
