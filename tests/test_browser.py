@@ -147,7 +147,12 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 def _check_views(pg) -> list:
     """Every vis-network frame: nothing clipped (the page fits its iframe) and the painted labels
     cover every node that matters, in full, without overlapping. Returns the drawn labels."""
-    pg.frame_locator("iframe").last.locator("canvas").first.wait_for()  # the last: earlier tabs are hidden
+    # Streamlit puts every tab's views in the page at once (hidden tabs too) and draws them one by one,
+    # so "the last iframe" may be a hidden tab's view: wait for every *visible* view's canvas instead.
+    views = pg.locator("iframe:visible")
+    views.first.wait_for()
+    for i in range(views.count()):
+        views.nth(i).content_frame.locator("canvas").first.wait_for()
     pg.wait_for_timeout(1500)
     out = []
     for frame in pg.frames:
