@@ -352,7 +352,15 @@ class TopoRAGModel(nn.Module):
         rows = self._rows(batch)
         past, fmask = None, torch.zeros((len(batch), 0), dtype=torch.long, device=dev)
         if self.suffix:
-            past, fmask = self._cache_from_kv(batch.kv if batch.kv is not None else self.context_kv(batch))
+            if batch.kv is not None:
+                bad = [i for i, (t, r) in enumerate(zip(batch.kv, rows)) if int(t.shape[3]) != len(r[0])]
+                if bad:  # a cache built for another prompt layout / input budget would silently mislead
+                    raise ValueError(f"cached key/value of batch row {bad[0]} "
+                                     f"has {int(batch.kv[bad[0]].shape[3])} positions, its frozen part "
+                                     f"{len(rows[bad[0]][0])} tokens: rebuild the KV cache")
+                past, fmask = self._cache_from_kv(batch.kv)
+            else:
+                past, fmask = self._cache_from_kv(self.context_kv(batch))
         seqs, labels = [], []
         for i, (_, before, after) in enumerate(rows):
             ans = []

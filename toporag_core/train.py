@@ -54,6 +54,7 @@ class TrainConfig:
     grad_clip: float = 0.1  # G-Retriever clips the gradient norm at 0.1
     seed: int = 0
     max_steps: int | None = None
+    stop_after_steps: int | None = None  # stop here without shortening the schedule (match another run's budget)
     eval_every: int | None = None
     time_budget_s: float | None = None
     show_progress: bool = True
@@ -318,6 +319,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
 
     def over_budget() -> bool:
         return ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
+                (cfg.stop_after_steps is not None and state["step"] >= cfg.stop_after_steps) or
                 (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
 
     model.train()
@@ -337,7 +339,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
                 chunk = [train_set[i] for i in idx]
                 loss = model(make_batch(chunk, use_graph=use_graph, kv=kv).to(model.device))
                 (loss * len(chunk) / n_ex).backward()  # example-weighted mean over the accumulated batches
-                loss_sum += float(loss) * len(chunk)
+                loss_sum += float(loss.detach()) * len(chunk)
             if cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(list(params.values()), cfg.grad_clip)
             opt.step()

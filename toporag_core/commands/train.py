@@ -73,6 +73,10 @@ def register(subparsers) -> None:
     p.add_argument("--max-train", type=int, default=None, help="use the first N training examples")
     p.add_argument("--max-eval", type=int, default=None, help="use the first N validation examples")
     p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--stop-after-steps", type=int, default=None,
+                   help="stop at this optimiser step without shortening the lr schedule (equal budget to another run)")
+    p.add_argument("--no-graph", action="store_true",
+                   help="text only: no graph encoder or graph tokens (the 'text only' ablation; LoRA still applies)")
     p.add_argument("--eval-every", type=int, default=None, help="validate every N steps (default: each epoch)")
     p.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
     p.add_argument("--seed", type=int, default=0)
@@ -123,11 +127,13 @@ def run(args) -> int:
                         llm=args.llm or DEFAULT_LLM, mode=args.mode, graph_position=args.graph_position,
                         lora_r=args.lora_r, lora_alpha=args.lora_alpha,
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
-                        max_input_tokens=args.max_input_tokens, answer_set=answer_set)
+                        max_input_tokens=args.max_input_tokens, answer_set=answer_set,
+                        use_graph=not args.no_graph)
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
+                       stop_after_steps=args.stop_after_steps,
                        eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
                        bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select)
     kv = None
