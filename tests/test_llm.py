@@ -67,3 +67,21 @@ def test_real_packaged_smollm2_answers():
     assert m.tokenizer.decode(m._layout["pre"]).startswith("<|im_start|>system")
     out = m.generate(QABatch(None, ["What is the capital of France? Answer in one word."], [""]))
     assert "paris" in out[0].lower()
+
+
+def test_packaged_llms_registry_names_and_errors(tmp_path, monkeypatch):
+    """Packaged models are looked up by name; an unknown name or a missing package says what to do."""
+    import importlib.util
+
+    from toporag_core import llm as llm_mod
+
+    assert {"smollm2-135m-instruct", "gemma3-270m"} <= set(llm_mod.PACKAGED_LLMS)
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path))
+    assert default_llm_cache(name="gemma3-270m") == tmp_path / "llm" / "gemma3-270m"
+    with pytest.raises(ValueError, match="unknown packaged LLM 'nope'"):
+        llm_mod.ensure_default_llm(name="nope")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n.startswith("gemma3_270m") else real(n, *a))
+    with pytest.raises(FileNotFoundError, match=r"pip install -e '\.\[gemma\]'"):
+        load_llm("gemma3-270m")  # nothing converted in the empty cache, and no package to convert from

