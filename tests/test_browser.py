@@ -144,6 +144,13 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
     assert page.dialogs == []  # no alert ever ran
 
 
+def _settle(pg) -> None:
+    """Wait until Streamlit has finished the current rerun (its "Running..." status is gone)."""
+    pg.wait_for_timeout(300)
+    pg.get_by_test_id("stStatusWidget").filter(has_text="Running").wait_for(state="detached", timeout=120_000)
+    pg.wait_for_timeout(300)
+
+
 def _check_views(pg) -> list:
     """Every vis-network frame: nothing clipped (the page fits its iframe) and the painted labels
     cover every node that matters, in full, without overlapping. Returns the drawn labels."""
@@ -217,8 +224,11 @@ def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
     page.get_by_text("Record (2 in this file)").wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Record (2 in this file)").click()
     page.get_by_role("option").nth(1).click()
-    page.get_by_test_id("stFileUploader").filter(has_text="questions.csv").locator("input[type=file]") \
-        .set_input_files(str(qcsv))
+    # the pick reruns the page: wait until that has finished, else the next upload can land in a
+    # widget the rerun is replacing (seen on a loaded CI machine)
+    _settle(page)
+    questions = page.get_by_test_id("stFileUploader").filter(has_text="questions.csv")
+    questions.locator("input[type=file]").set_input_files(str(qcsv))
     page.get_by_text("Question (2 for this image)").wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Question (2 for this image)").click()
     page.get_by_role("option", name="What is near the ball?").click()
