@@ -354,7 +354,7 @@ def test_fit_context_keeps_2_cells_where_a_prefix_cut_loses_them(pipe):
     # a checkpoint without 2-cells: none is written, so none counts as dropped
     no2 = fit_context(sub, 10 ** 6, count, include_cells2=False)
     assert no2.text == textualize(sub, include_cells2=False) and not no2.truncated
-    cut2 = fit_context(sub, budget // 2, count, include_cells2=False)
+    cut2 = fit_context(sub, no2.tokens // 2, count, include_cells2=False)
     assert cut2.truncated and not cut2.dropped_cells2 and "2-cells" not in cut2.text
 
 
