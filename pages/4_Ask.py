@@ -145,15 +145,13 @@ for col, (m, a) in zip(cols, answers.items()):
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
                          column_config={"probability": st.column_config.ProgressColumn(
                              "probability", min_value=0.0, max_value=1.0, format="%.3f")})
-        rep = ask.context_report(pipe, a, asked) if pipe is not None else None  # the remote core reports below
-        if rep is None and a.prompt.get("context_truncated"):
-            st.warning("The remote core cut the context to its model's input limit (see the Prompt layout tab).")
-        if rep is not None and rep.truncated:
-            st.warning(f"The context ({rep.model_cut.full_tokens} tokens) was cut to the model's input limit "
-                       f"({rep.model_cut.budget} tokens): the model's prefix cut {rep.model_cut.summary()} "
-                       f"(2-cells {rep.model_cut.dropped_cells2 or 'none'}). A prize-ordered cut to the same "
-                       f"budget would have {rep.by_prize.summary()} (2-cells {rep.by_prize.dropped_cells2 or 'none'})"
-                       ", keeping the highest-prize cells and the 2-cells.")
+        cut = ask.cut_message(a)
+        if cut is not None:
+            st.warning(cut)
+            dropped = ask.dropped_frame(a)
+            if not dropped.empty:
+                with st.expander(f"Cells dropped from the context ({len(dropped)})"):
+                    st.dataframe(dropped, hide_index=True, key=f"ask_dropped_{m}")
 st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
     with col:
@@ -168,7 +166,8 @@ with tab_cells:
         col.dataframe(ask.cells_frame(a.subcomplex), hide_index=True)
 with tab_context:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
-        col.markdown(f"**{method_label(m)}**: the textualized subcomplex")
+        col.markdown(f"**{method_label(m)}**: the textualized subcomplex, as the LLM read it"
+                     + (" (cut by prize to its input limit)" if ask.context_cut(a) else ""))
         col.code(a.context, language=None)
 with tab_prompt:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):

@@ -15,19 +15,29 @@ from toporag_core.studio.resources import encoder_choice, show_view
 st.set_page_config(page_title="Error analysis", layout="wide")
 ss = st.session_state
 
+# The run banner belongs to the predictions it describes: ``{"preds": the Predictions loaded from
+# the run's file (or those loaded when it wrote nothing), "kind", "text"}``; it is shown only
+# while those are the loaded predictions, so loading another file retires it.
 # An evaluation started here (finished, or stopped by the Stop button's rerun): its file is the truth.
 if ss.get("err_eval_path"):
     path = ss.pop("err_eval_path")
+    banner = ss.pop("err_run_banner", None) or {  # the run raised after writing some lines
+        "kind": "warning", "text": f"The evaluation stopped with an error; the answers written before it: {path}."}
     try:
-        ss["err_preds"] = errors.load_predictions(path)
+        ss["err_preds"] = errors.require_records(errors.load_predictions(path))
+        ss["err_preds_error"] = None
     except ValueError:  # stopped before the first line was written
-        ss["err_message"] = f"The evaluation was stopped before any prediction was written ({path})."
+        banner = {"kind": "warning", "text": f"The evaluation was stopped before any prediction was written ({path})."}
+    ss["err_banner"] = {**banner, "preds": ss.get("err_preds")}
+
+SLOT_NAMES = {"err_preds": "predictions", "err_preds_b": "second file"}
 
 
 def load_into(slot: str, loader) -> None:
-    """Load a predictions file into ``ss[slot]``; a missing/unreadable file keeps what was loaded."""
+    """Load a predictions file into ``ss[slot]``. A missing / unreadable file, or one without a
+    single valid line, keeps what was loaded (the page says so)."""
     try:
-        ss[slot] = loader()
+        ss[slot] = errors.require_records(loader())
         ss[f"{slot}_error"] = None
     except ValueError as e:
         ss[f"{slot}_error"] = str(e)
@@ -44,6 +54,8 @@ def source_picker(slot: str, prefix: str) -> None:
         load_into(slot, lambda: errors.load_predictions(path.strip()))
     if ss.get(f"{slot}_error"):
         st.error(f"Could not load that file: {ss[f'{slot}_error']}")
+        if ss.get(slot) is not None:
+            st.info(f"Still using the previously loaded {SLOT_NAMES[slot]}: {ss[slot].name}.")
 
 
 def show_line_errors(preds: errors.Predictions) -> None:
@@ -58,17 +70,21 @@ def drill(rec: dict, key: str) -> None:
     """One example: texts, verdict, the retrieved subcomplex drawn, context, exports."""
     v, why = errors.verdict(rec)
     st.markdown(f"**Verdict: {v}** \u2014 {why}")
-    st.text(f"Question:   {rec['question']}\nLabel:      {'|'.join(errors.gold_answers(rec['label']))}\n"
+    st.text(f"Question:   {errors.user_question(rec['question'])}\n"
+            f"Label:      {'|'.join(errors.gold_answers(rec['label']))}\n"
             f"Prediction: {rec['prediction']}\nMethod: {rec['method'] or '?'}  Type: {rec['qtype'] or 'untyped'}")
     graph = errors.subcomplex_graph(rec)
     if graph.num_nodes == 0:
         st.info("Nothing was retrieved for this example.")
     else:
         cx = lift(graph)
-        view = render_view(cx, focus_cells2=errors.matching_cells2(cx, rec), cap=200, height_px=420)
+        gold = errors.gold_nodes(graph.node_text, rec["label"])
+        view = render_view(cx, focus_cells2=errors.matching_cells2(cx, rec), cap=200, height_px=420,
+                           highlight_nodes={i: f"holds the gold answer {g!r}" for i, g in gold.items()})
         st.caption(f"The retrieved subcomplex, rebuilt from the cell texts stored in the file "
                    f"({graph.num_nodes} nodes, {graph.num_edges} edges, {len(rec['cells']['cells2'])} 2-cells, "
                    "filled). Roles and prizes are not stored in prediction files.")
+        st.markdown(errors.gold_note(graph.node_text, rec["label"], gold))
         show_view(view)
     with st.expander("Textualized context (what the LLM read)"):
         st.code(rec.get("context") or "(not stored)", language=None)
@@ -112,21 +128,24 @@ with tab_run:
             if not examples:
                 raise ValueError(f"{dataset}/{split} has no examples from {start} on")
             ss["err_eval_path"] = str(out)  # from here on, a stop keeps the file
+            ss["err_run_banner"] = {"kind": "warning", "text": f"Stopped: the answers so far are in {out}."}
             res = errors.run_evaluation(pipe.model, examples, dataset, out, method=method,
                                         on_progress=lambda d, n: bar.progress(d / n, f"Answered {d}/{n} ..."),
                                         should_stop=lambda: bool(ss.get("err_stop_flag")),
                                         lock=pipe.lock)
-            ss["err_message"] = (f"{'Stopped' if res['stopped'] else 'Finished'}: {res['done']} of {res['total']} "
-                                 f"examples answered, written to {res['path']}.")
+            ss["err_run_banner"] = {"kind": "warning" if res["stopped"] else "success",
+                                    "text": f"{'Stopped' if res['stopped'] else 'Finished'}: {res['done']} of "
+                                            f"{res['total']} examples answered, written to {res['path']}."}
         except Exception as e:  # noqa: BLE001 - no data / bad model: say so, keep the page (and any lines written)
-            ss["err_message"] = None
+            ss.pop("err_run_banner", None)
             st.error(f"Could not run the evaluation: {type(e).__name__}: {e}")
         else:
             st.rerun()  # show the new file (loaded at the top of the page)
 
-if ss.get("err_message"):
-    st.success(ss["err_message"])
 preds = ss.get("err_preds")
+banner = ss.get("err_banner")
+if banner and banner["preds"] is preds:  # about the loaded predictions only
+    (st.success if banner["kind"] == "success" else st.warning)(banner["text"])
 if preds is None:
     st.info("Load a predictions file or run an evaluation to start.")
     st.stop()
@@ -174,7 +193,7 @@ if view_df.empty:
     st.info("No example matches the filters.")
 else:
     pick = st.selectbox("Example", list(view_df["id"]), key="err_pick",
-                        format_func=lambda i: f"{i}: {preds.by_id()[i]['question'][:90]}")
+                        format_func=lambda i: f"{i}: {errors.user_question(preds.by_id()[i]['question'])[:90]}")
     drill(preds.by_id()[pick], "err_drill")
 
 st.subheader("Compare with a second prediction file")

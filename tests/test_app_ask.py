@@ -318,7 +318,8 @@ def test_answers_wrap():
     assert at.code[0].proto.wrap_lines
 
 
-def test_context_cut_by_prize_keeps_2_cells_and_reports_what_was_dropped(pipe):
+def test_fit_context_keeps_2_cells_where_a_prefix_cut_loses_them(pipe):
+    from toporag_core.retrieval import textualize
     from toporag_core.retrieval.budget import fit_context, prefix_cut
 
     g = samples.load_sample("scene")
@@ -331,8 +332,9 @@ def test_context_cut_by_prize_keeps_2_cells_and_reports_what_was_dropped(pipe):
     def count(t):
         return len(tok(t, add_special_tokens=False)["input_ids"])
 
-    full = count(out["context"])
-    lines = out["context"].split("\n")
+    context = textualize(sub)  # in full (the answer's own context is already fitted to the model's limit)
+    full = count(context)
+    lines = context.split("\n")
     section = lines.index("2-cells (closed loops)")
     # room for the headers, the 2-cells and a few tokens more: a prefix cut would lose every 2-cell
     headers = ["node_id,node_attr", "", "src,edge_attr,dst", ""]
@@ -341,27 +343,102 @@ def test_context_cut_by_prize_keeps_2_cells_and_reports_what_was_dropped(pipe):
     fit = fit_context(sub, budget, count)
     assert fit.truncated and fit.tokens <= budget
     assert not fit.dropped_cells2  # 2-cells are kept first
-    kept = tok.decode(tok(out["context"], add_special_tokens=False)["input_ids"][:budget])
+    kept = tok.decode(tok(context, add_special_tokens=False)["input_ids"][:budget])
     assert prefix_cut(sub, kept, budget, full).dropped_cells2  # a prefix cut to the same budget loses 2-cells
-    lines = set(out["context"].split("\n"))
-    assert set(fit.text.split("\n")) <= lines  # a subset of textualize's own lines
+    assert set(fit.text.split("\n")) <= set(lines)  # a subset of textualize's own lines
     kept_nodes = [n for n in sub.nodes.tolist() if n not in fit.dropped_nodes]
     p0 = sub.prizes[0]
     if fit.dropped_nodes and kept_nodes:
         assert max(p0[fit.dropped_nodes]) <= max(p0[kept_nodes])
-    assert fit_context(sub, 10 ** 6, count).text == out["context"]
+    assert fit_context(sub, 10 ** 6, count).text == context
+    # a checkpoint without 2-cells: none is written, so none counts as dropped
+    no2 = fit_context(sub, 10 ** 6, count, include_cells2=False)
+    assert no2.text == textualize(sub, include_cells2=False) and not no2.truncated
+    cut2 = fit_context(sub, no2.tokens // 2, count, include_cells2=False)
+    assert cut2.truncated and not cut2.dropped_cells2 and "2-cells" not in cut2.text
 
 
-def test_ask_reports_a_truncated_context(checkpoint):
+def _set_context_budget(pipe, question: str, budget: int) -> int:
+    """Set the model's input limit so that exactly ``budget`` context tokens fit beside ``question``;
+    returns the old limit."""
+    cfg = pipe.model.config
+    old = cfg.max_input_tokens
+    fixed = old - pipe.model.context_budget(question)
+    cfg.max_input_tokens = fixed + budget
+    assert pipe.model.context_budget(question) == budget
+    return old
+
+
+def test_answer_over_budget_keeps_2_cells_and_highest_prizes_and_reports_what_was_dropped(pipe):
+    from toporag_core.retrieval import textualize
+
+    g = samples.load_sample("scene")
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder())
+    setting = RetrievalSetting.make("toporag", k=6, c2=0.1)
+    old = _set_context_budget(pipe, QUESTION, 10 ** 5)
+    try:
+        full_out = pipe.answer(ecx, QUESTION, setting)
+    finally:
+        pipe.model.config.max_input_tokens = old
+    sub = full_out["subcomplex"]
+    full = textualize(sub)
+    assert sub.cells2.size >= 1 and full_out["context"] == full and not full_out["context_fit"].truncated
+    assert full_out["prompt"]["context_cut"]["truncated"] is False and not full_out["prompt"]["context_truncated"]
+    count = pipe.model.count_tokens
+    lines = full.split("\n")
+    section = lines.index("2-cells (closed loops)")
+    headers = ["node_id,node_attr", "", "src,edge_attr,dst", ""]
+    budget = sum(count(t) + 1 for t in headers + lines[section:]) + 8  # the 2-cells and a few tokens more
+    assert budget < count(full)
+    old = _set_context_budget(pipe, QUESTION, budget)
+    try:
+        out = pipe.answer(ecx, QUESTION, setting)
+        ids, _ = pipe.model.context_ids(out["context"], QUESTION)
+    finally:
+        pipe.model.config.max_input_tokens = old
+    fit, cut = out["context_fit"], out["prompt"]["context_cut"]
+    assert fit.truncated and fit.tokens <= budget and fit.full_tokens == count(full)
+    assert len(ids) == count(out["context"])  # the LLM read the whole fitted context: no prefix cut after it
+    assert not fit.dropped_cells2 and all(f"c{f}: " in out["context"] for f in sub.cells2.tolist())
+    assert fit.dropped_nodes or fit.dropped_edges
+    assert set(out["context"].split("\n")) <= set(lines)  # a subset of textualize's own lines
+    p0, p1 = sub.prizes[0], sub.prizes[1]
+    kept_nodes = [n for n in sub.nodes.tolist() if n not in fit.dropped_nodes]
+    if fit.dropped_nodes and kept_nodes:  # no dropped 0-cell outranks a kept one
+        assert max(p0[fit.dropped_nodes]) <= max(p0[kept_nodes])
+    kept_edges = [e for e in sub.edges.tolist() if e not in fit.dropped_edges]
+    if fit.dropped_edges and kept_edges:
+        assert max(p1[fit.dropped_edges]) <= max(p1[kept_edges])
+    # the answer carries the same cut, JSON-able, for the page and the core service
+    assert cut == {**fit.to_dict()} and out["prompt"]["context_truncated"]
+    assert cut["summary"].startswith("dropped ") and cut["dropped_cells2"] == []
+    assert out["prompt"]["context"] == out["context"]
+    # what the Ask page shows from it
+    a = ask.Answer("toporag", out["answer"], sub, out["context"], out["prompt"], out["timings"])
+    msg = ask.cut_message(a)
+    assert f"({fit.full_tokens} tokens)" in msg and cut["summary"] in msg and "2-cells dropped: none" in msg
+    dropped = ask.dropped_frame(a)
+    assert sorted(dropped[dropped["dim"] == 0]["cell"]) == sorted(fit.dropped_nodes)
+    assert sorted(dropped[dropped["dim"] == 1]["cell"]) == sorted(fit.dropped_edges)
+    assert ask.prompt_layout_frame(out["prompt"])["part"].tolist()[2].startswith("context (cut by prize to ")
+
+
+def test_ask_reports_a_cut_context_and_the_dropped_cells(checkpoint):
     at = ask_page()
     at.run()
     pipe_app = ask.get_pipeline(str(checkpoint), at.sidebar.text_input(key="ask_llm").value, "hashing")
-    old = pipe_app.model.config.max_input_tokens
-    pipe_app.model.config.max_input_tokens = 60
+    old = _set_context_budget(pipe_app, QUESTION, 120)
     try:
         ask_question(at, QUESTION)
         assert not at.exception
-        assert any("was cut to the model's input limit" in w.value and "prize-ordered cut" in w.value
-                   for w in at.warning)
+        warn = [w.value for w in at.warning if "did not fit the model's input limit (120 tokens" in w.value]
+        assert warn and "cut by prize, keeping the 2-cells and the highest-prize cells - dropped " in warn[0]
+        a = at.session_state["ask_last"]["answers"]["toporag"]
+        cut = a.prompt["context_cut"]
+        assert cut["truncated"] and cut["tokens"] <= 120
+        shown = next(d.value for d in at.dataframe if list(d.value.columns) == ["dim", "cell", "text", "role", "prize"]
+                     and len(d.value) == len(cut["dropped_nodes"]) + len(cut["dropped_edges"])
+                     + len(cut["dropped_cells2"]))
+        assert sorted(shown[shown["dim"] == 0]["cell"]) == sorted(cut["dropped_nodes"])
     finally:
         pipe_app.model.config.max_input_tokens = old

@@ -281,3 +281,140 @@ def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
     assert calls == [(1, 3), (2, 3)]
     p = errors.load_predictions(out)
     assert [r["id"] for r in p.records] == ["e0", "e1"] and not p.errors
+
+
+# ====================================================================== issue 12: banner, invalid files, questions, gold
+def test_finished_banner_belongs_to_the_evaluated_file_only(tmp_path, monkeypatch, checkpoint):
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+    if "tiny_studio" not in TASKS:
+        register_task("tiny_studio", tiny_dataset, metric="expla_graphs")
+    at = page().run()
+    at.selectbox(key="err_dataset").set_value("tiny_studio")
+    at.number_input(key="err_count").set_value(2)
+    at.button(key="err_run").click()
+    at.run()
+    assert any("Finished: 2 of 2 examples answered" in s.value for s in at.success)
+    at = load(at, write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
+    assert not at.exception and metrics(at)["Examples"] == "5"
+    assert not any("Finished" in s.value for s in at.success)  # the banner was about the other file
+    # a failed load keeps a.jsonl, and the old banner does not come back either
+    at = load(at, tmp_path / "nope.jsonl")
+    assert not any("Finished" in s.value for s in at.success) and metrics(at)["Examples"] == "5"
+
+
+def test_fully_invalid_file_keeps_the_previous_predictions(tmp_path):
+    at = load(page().run(), write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1", "prediction": "x"}\nnot json\n')
+    at = load(at, bad)
+    assert not at.exception
+    err = at.error[0].value
+    assert "bad.jsonl: no valid prediction in 2 line(s)" in err
+    assert "line 1: missing field(s) label, correct" in err and "line 2: not valid JSON" in err
+    assert "Still using the previously loaded predictions: a.jsonl." in [i.value for i in at.info]
+    m = metrics(at)
+    assert (m["Examples"], m["Accuracy"]) == ("5", "40.0%")
+    assert not any("no valid predictions" in w.value for w in at.warning)
+    # the same for the comparison file, and a good file afterwards clears the error
+    at = load(at, write_jsonl(tmp_path / "gret.jsonl", B_RECORDS), prefix="err_b")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    at = load(at, empty, prefix="err_b")
+    assert any("empty.jsonl: no predictions (the file is empty)" in e.value for e in at.error)
+    assert "Still using the previously loaded second file: gret.jsonl." in [i.value for i in at.info]
+    assert list(frame(at, "right")["id"]) == ["1", "2"]
+    at = load(at, write_jsonl(tmp_path / "b.jsonl", B_RECORDS))
+    assert metrics(at)["Examples"] == "4" and not any("bad.jsonl" in e.value for e in at.error)
+
+
+def test_fully_invalid_first_file_loads_nothing(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1"}\n')
+    at = load(page().run(), bad)
+    assert not at.exception
+    assert "line 1: missing field(s) prediction, label, correct" in at.error[0].value
+    assert not any("Still using" in i.value for i in at.info) and not at.metric
+
+
+def web_records():
+    from toporag_core.io.explagraphs import explagraphs_question
+    from toporag_core.tasks.scenes.dataset import scene_question
+
+    w = dict(dataset="webqsp", qtype="", method="toporag")
+    return [rec("w1", ["Paris"], "London", False, ["Paris", "France", "Paris Hilton"],
+                [("Eiffel Tower", "located in", "Paris"), ("Paris", "capital of", "France")],
+                question="Question: Where is the Eiffel Tower?\nAnswer:", **w),
+            rec("w2", ["Berlin"], "Paris", False, ["Paris", "France"], [("Paris", "capital of", "France")],
+                question="Question: What is the capital of Germany?\nAnswer:", **w),
+            rec("s1", "red", "red", True, ["cup", "red"], [("cup", "has colour", "red")],
+                question=scene_question("What colour is the cup?"), dataset="scene_graphs"),
+            rec("e1", "support", "support", True, ["guns", "harm"], TRI[:1],
+                question=explagraphs_question("Guns cause harm.", "Guns should be banned."))]
+
+
+def test_question_column_and_drill_down_show_the_question_without_the_prompt_wrapper(tmp_path):
+    at = load(page().run(), write_jsonl(tmp_path / "w.jsonl", web_records()))
+    assert not at.exception
+    questions = list(frame(at, "line")["question"])
+    assert questions == ["Where is the Eiffel Tower?", "What is the capital of Germany?", "What colour is the cup?",
+                         "Argument 1: Guns cause harm. | Argument 2: Guns should be banned."]
+    assert at.selectbox(key="err_pick").options[0] == "w1: Where is the Eiffel Tower?"
+    shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
+    assert shown.splitlines()[0] == "Question:   Where is the Eiffel Tower?" and "Answer:" not in shown
+
+
+def test_drill_down_highlights_the_gold_answer_nodes(tmp_path):
+    import re
+
+    from toporag_core.studio import graph_view
+    from tests._apptest import iframes
+
+    def drawn(page_html):  # the vis-network node records, by node id
+        return {n["id"]: n for n in json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page_html).group(1))}
+
+    at = load(page().run(), write_jsonl(tmp_path / "w.jsonl", web_records()))
+    graph = errors.subcomplex_graph(errors._check(web_records()[0]))
+    paris = graph.node_text.index("Paris")
+    nodes = drawn(iframes(at)[0])
+    assert nodes[paris]["color"] == graph_view.NODE_HIGHLIGHT
+    assert "holds the gold answer" in nodes[paris]["title"]
+    others = [i for i in nodes if i != paris]
+    assert others and all(nodes[i]["color"] != graph_view.NODE_HIGHLIGHT for i in others)  # not 'Paris Hilton'
+    assert any("Gold answer (Paris) found in 1 retrieved node(s), highlighted in gold: 'Paris'" in md.value
+               for md in at.markdown)
+    at.selectbox(key="err_pick").set_value("w2").run()
+    assert any("No retrieved node holds the gold answer (Berlin)" in md.value for md in at.markdown)
+    assert all(n["color"] != graph_view.NODE_HIGHLIGHT for n in drawn(iframes(at)[0]).values())
+    at.selectbox(key="err_pick").set_value("e1").run()
+    assert any("(support) is not a graph entity" in md.value for md in at.markdown)
+
+
+def test_user_question_strips_every_task_wrapper():
+    from toporag_core.io.explagraphs import explagraphs_question
+    from toporag_core.tasks.scenes.dataset import scene_question
+
+    assert errors.user_question(scene_question("What is left of the cup?")) == "What is left of the cup?"
+    assert errors.user_question("Question: Who wrote Hamlet?\nAnswer:") == "Who wrote Hamlet?"  # WebQSP's
+    assert errors.user_question(explagraphs_question("A b.", "C d.")) == "Argument 1: A b. | Argument 2: C d."
+    assert errors.user_question("  no wrapper here?  ") == "no wrapper here?"
+    assert errors.user_question(Q_GUNS) == Q_GUNS  # not a task wrapper: unchanged
+    assert errors.user_question("Question: \nAnswer:") == "Question: \nAnswer:"  # nothing inside: kept as is
+
+
+def test_gold_nodes_use_the_answer_normalisation():
+    texts = ["The Paris", "France", "Paris Hilton", "Parisian"]
+    assert errors.gold_nodes(texts, ["paris"]) == {0: "paris"}  # equal after normalisation (article dropped)
+    assert errors.gold_nodes(["Paris, France", "Lyon"], "Paris") == {0: "Paris"}  # else contained, whole words
+    assert errors.gold_nodes(["Parisian"], "Paris") == {}
+    assert errors.gold_nodes(["Bonn", "Berlin."], ["Berlin", "Bonn"]) == {0: "Bonn", 1: "Berlin"}
+    assert errors.gold_nodes(["support"], "support") == {}  # a stance is not a graph entity
+    assert errors.gold_note(["Bonn"], ["Berlin"], {}) == "No retrieved node holds the gold answer (Berlin)."
+
+
+def test_require_records_names_file_line_and_field():
+    bad = errors.parse_predictions('{"id": 1, "prediction": "x", "label": "y", "correct": "no"}', "f.jsonl")
+    with pytest.raises(ValueError, match=r"f\.jsonl: no valid prediction in 1 line\(s\): line 1: field 'correct'"):
+        errors.require_records(bad)
+    good = errors.parse_predictions(json.dumps(A_RECORDS[0]))
+    assert errors.require_records(good) is good

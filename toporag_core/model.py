@@ -16,7 +16,11 @@ Read top to bottom:
 
      The chat prefix/suffix come from the tokenizer's chat template, or G-Retriever's
      ``<s>[INST] ... [/INST]`` layout when it has none. The context (the textualized subcomplex)
-     is truncated so the input stays within ``max_input_tokens``; the question never is.
+     must fit ``context_budget(question) = max_input_tokens - (fixed + soft + question tokens)``;
+     the question is never cut. The answering pipeline fits it by prize first
+     (:func:`~toporag_core.retrieval.budget.fit_context`: 2-cells and the highest-prize cells are
+     kept, what was dropped is reported); :meth:`TopoRAGModel.context_ids`' prefix cut is only
+     the last-resort safety net for contexts that come in unfitted (prepared datasets).
      In the ``"suffix"`` layout everything left of ``|`` (the *frozen part*) is read by the
      plain frozen LLM - LoRA adapters are switched off there and no soft token precedes it -
      so its key/value cache does not depend on anything trainable: training computes it once
@@ -245,13 +249,23 @@ class TopoRAGModel(nn.Module):
         n = self.config.num_virtual_tokens if self.prompt is not None else 0
         return n + (self.config.num_graph_tokens if self.config.use_graph else 0)
 
-    def context_ids(self, context: str, question: str) -> tuple[list[int], list[int]]:
-        """``(context ids truncated to the budget, question ids)``; the question is never cut."""
-        q = self._ids(question)
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as the context is tokenised (no special tokens; memoised)."""
+        return len(self._ids(text))
+
+    def context_budget(self, question: str) -> int:
+        """Context tokens that fit beside ``question``: ``max_input_tokens`` minus the chat prefix,
+        soft tokens, separator, question and chat suffix (never negative)."""
         lay = self._layout
-        fixed = len(lay["pre"]) + self.num_soft_tokens() + len(lay["sep"]) + len(q) + len(lay["post"])
-        budget = max(0, self.config.max_input_tokens - fixed)
-        return self._ids(context)[:budget], q
+        fixed = len(lay["pre"]) + self.num_soft_tokens() + len(lay["sep"]) + self.count_tokens(question) \
+            + len(lay["post"])
+        return max(0, self.config.max_input_tokens - fixed)
+
+    def context_ids(self, context: str, question: str) -> tuple[list[int], list[int]]:
+        """``(context ids, question ids)``; the question is never cut. A context longer than
+        :meth:`context_budget` is cut by prefix here - the last-resort safety net: the answering
+        pipeline fits contexts by prize first (``retrieval.budget.fit_context``)."""
+        return self._ids(context)[:self.context_budget(question)], self._ids(question)
 
     def prompt_layout(self, context: str, question: str) -> dict[str, Any]:
         """What the LLM actually reads for one example (for the app's prompt view)."""

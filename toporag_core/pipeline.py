@@ -9,6 +9,11 @@ Retrieval settings are :class:`~toporag_core.retrieval.RetrievalSetting` objects
 :meth:`TopoRAGPipeline.default_setting` gives the one the checkpoint was trained with (with
 overrides on top), and a checkpoint without 2-cells ("w/o CRL") retrieves with ``k2 = 0``.
 
+Context budget: the textualized subcomplex is fitted to the model's input limit *by prize*
+(:meth:`TopoRAGPipeline.fit_context`, :func:`~toporag_core.retrieval.budget.fit_context`): a cut
+keeps the 2-cells and the highest-prize cells, and the answer says what was dropped (``"context_fit"``,
+and ``prompt["context_cut"]``). The model's prefix cut stays as the last-resort safety net only.
+
 Thread-safe for a Streamlit server: retrieval runs concurrently (numpy; the sentence encoder has
 its own lock), the neural part (encoder, projector, LLM) runs under one lock, so two sessions
 asking at once each get their own, correct answer.
@@ -26,7 +31,8 @@ import torch
 
 from .model import QABatch, TopoRAGConfig, TopoRAGModel, yes_no_choices
 from .nn import collate, subcomplex_tensors
-from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve, textualize
+from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
+from .retrieval.budget import ContextFit, fit_context
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
@@ -113,6 +119,22 @@ class TopoRAGPipeline:
         return EmbeddedComplex.from_graph(graph, self.encoder, tree=tree)
 
     # -- answering ------------------------------------------------------------------
+    def fit_context(self, sub: Subcomplex, question: str) -> ContextFit:
+        """The textualized ``sub`` (2-cells when the checkpoint reads them) fitted to the tokens left
+        beside ``question`` (:meth:`~toporag_core.model.TopoRAGModel.context_budget`), by prize:
+        2-cells first, then 0/1-cells by prize; what did not fit is listed as dropped."""
+        model = self.model
+        return fit_context(sub, model.context_budget(question), model.count_tokens, include_cells2=self.use_cells2)
+
+    def prompt_layout(self, fit: ContextFit, question: str) -> dict[str, Any]:
+        """:meth:`~toporag_core.model.TopoRAGModel.prompt_layout` of the fitted context, plus
+        ``"context_cut"`` (:meth:`ContextFit.to_dict`: full and kept tokens, budget, dropped cell
+        ids, a summary); ``"context_truncated"``: the prize fit or the model's safety net cut it."""
+        layout = self.model.prompt_layout(fit.text, question)
+        layout["context_cut"] = fit.to_dict()
+        layout["context_truncated"] = bool(layout.get("context_truncated") or fit.truncated)
+        return layout
+
     def choices_for(self, question: str) -> tuple[str, ...] | None:
         """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
         support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
@@ -166,9 +188,10 @@ class TopoRAGPipeline:
 
         Returns:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
-            "probability", "raw" (the generated text), "clean", "subcomplex", "context", "prompt"
-            (layout), "cells" (texts), "timings" {prepare, retrieve, encode, generate, total}
-            (seconds), "method", "setting"}``.
+            "probability", "raw" (the generated text), "clean", "subcomplex", "context" (what the
+            LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what
+            a cut dropped), "prompt" (layout, with ``context_cut``), "cells" (texts), "timings"
+            {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
@@ -183,14 +206,15 @@ class TopoRAGPipeline:
             ecx.encoder = self.encoder
         t1 = time.perf_counter()
         sub = retrieve(ecx, query or question, setting=setting)
-        context = textualize(sub, include_cells2=self.use_cells2)
+        fit = self.fit_context(sub, question)
+        context = fit.text
         t2 = time.perf_counter()
         cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
         (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands)], max_new_tokens=max_new_tokens)
         t4 = time.perf_counter()
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "raw": res.get("raw"), "clean": res.get("clean"), "subcomplex": sub, "context": context,
-                "prompt": self.model.prompt_layout(context, question),
+                "context_fit": fit, "prompt": self.prompt_layout(fit, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
                 "params": sub.params,
                 "timings": {"prepare": t1 - t0, "retrieve": t2 - t1, "encode": times["encode"],

@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "
         f"{len(out['cells']['cells2'])} 2-cells",
         "timings: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items()),
+        *([f"context cut by prize to the model's input limit ({out['context_fit'].budget} tokens): "
+           f"{out['context_fit'].summary()}"] if out["context_fit"].truncated else []),
         "", out["context"]])
     emit(result, args.json, human)
     return 0

@@ -17,6 +17,13 @@ that does not fit is skipped (a later, smaller one may still fit). The kept line
 written in textualize's own order with textualize's own local ids and 2-cell labels, so the
 text is exactly a subset of the lines of :func:`textualize` (nothing is re-written).
 
+The answering path (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`) cuts every
+context this way before the model sees it; the model's own prefix cut
+(:meth:`~toporag_core.model.TopoRAGModel.context_ids`) is only a safety net that a fitted
+context never reaches. :meth:`ContextFit.to_dict` is what answers carry (JSON: the core
+service sends it too). Prepared training / evaluation data (``tasks/prep.py``) keeps its own
+stored contexts.
+
 Token counts: ``count(text) -> int`` (the LLM tokenizer's length without special tokens).
 Each line is counted once (plus one for its newline); the final text is re-counted and, if
 the tokenizer merged differently, the lowest-priority units are dropped until it fits.
@@ -48,6 +55,13 @@ class ContextFit:
     def truncated(self) -> bool:
         return bool(self.dropped_nodes or self.dropped_edges or self.dropped_cells2)
 
+    def to_dict(self) -> dict:
+        """JSON-able: token counts, budget, ``truncated``, the dropped cell ids and :meth:`summary`."""
+        return {"full_tokens": int(self.full_tokens), "tokens": int(self.tokens), "budget": int(self.budget),
+                "truncated": self.truncated, "dropped_nodes": list(self.dropped_nodes),
+                "dropped_edges": list(self.dropped_edges), "dropped_cells2": list(self.dropped_cells2),
+                "summary": self.summary()}
+
     def summary(self) -> str:
         """``"dropped 3 0-cells, 1 1-cell, 0 2-cells"`` (or ``"nothing dropped"``)."""
         if not self.truncated:
@@ -57,11 +71,12 @@ class ContextFit:
         return "dropped " + ", ".join(f"{n} {w}{'' if n == 1 else 's'}" for n, w in parts)
 
 
-def _line_layout(sub: Subcomplex) -> tuple[list[str], dict]:
-    """The lines of ``textualize(sub)`` and which cell each belongs to."""
-    lines = textualize(sub).split("\n")
+def _line_layout(sub: Subcomplex, include_cells2: bool = True) -> tuple[list[str], dict]:
+    """The lines of ``textualize(sub, include_cells2)`` and which cell each belongs to."""
+    lines = textualize(sub, include_cells2=include_cells2).split("\n")
     cx = sub.complex
-    nodes, edges, cells2 = sub.nodes.tolist(), sub.edges.tolist(), sub.cells2.tolist()
+    nodes, edges = sub.nodes.tolist(), sub.edges.tolist()
+    cells2 = sub.cells2.tolist() if include_cells2 else []
     owner: dict = {}
     i = 1  # "node_id,node_attr"
     for n in nodes:
@@ -88,9 +103,10 @@ def _line_layout(sub: Subcomplex) -> tuple[list[str], dict]:
     return lines, owner
 
 
-def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int]) -> ContextFit:
-    """The textualized ``sub`` cut to ``budget`` tokens by prize (see the module docstring)."""
-    lines, owner = _line_layout(sub)
+def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int], include_cells2: bool = True) -> ContextFit:
+    """``textualize(sub, include_cells2)`` cut to ``budget`` tokens by prize (see the module
+    docstring); without ``include_cells2`` no 2-cell is written, so none counts as dropped."""
+    lines, owner = _line_layout(sub, include_cells2)
     full = "\n".join(lines)
     full_tokens = int(count(full))
     budget = int(max(0, budget))
@@ -102,7 +118,7 @@ def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int]) -> Co
     for i, c in owner.items():
         by_cell.setdefault(c, []).append(i)
     # priority units: each a list of cells (a 1-cell brings its endpoints)
-    cells2 = sub.cells2
+    cells2 = sub.cells2 if include_cells2 else sub.cells2[:0]
     units: list[list[tuple]] = [[("f", int(f))] for f in cells2[np.argsort(-p2[cells2], kind="stable")].tolist()] \
         if cells2.size and p2.size else [[("f", int(f))] for f in cells2.tolist()]
     pr = [(float(p0[n]), 0, j, ("n", int(n))) for j, n in enumerate(sub.nodes.tolist())]
@@ -140,7 +156,7 @@ def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int]) -> Co
     return ContextFit(text, tokens, full_tokens, budget,
                       dropped_nodes=[int(n) for n in sub.nodes.tolist() if ("n", n) not in kept],
                       dropped_edges=[int(e) for e in sub.edges.tolist() if ("e", e) not in kept],
-                      dropped_cells2=[int(f) for f in sub.cells2.tolist() if ("f", f) not in kept])
+                      dropped_cells2=[int(f) for f in cells2.tolist() if ("f", f) not in kept])
 
 
 def prefix_cut(sub: Subcomplex, kept_text: str, kept_tokens: int, full_tokens: int) -> ContextFit:

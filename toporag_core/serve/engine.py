@@ -174,7 +174,8 @@ class CoreEngine:
             setting = setting.without_cells2()
         t1 = time.perf_counter()
         sub = retrieve(ecx, query or question, setting=setting)
-        context = textualize(sub, include_cells2=pipe.use_cells2)
+        fit = pipe.fit_context(sub, question)  # by prize, as TopoRAGPipeline.answer does
+        context = fit.text
         t2 = time.perf_counter()
         job = (DecodeJob(sub, ecx, question, context, pipe.choices_for(question)), max_new_tokens)
         res, info = self.batcher.submit(job, group=max_new_tokens, timeout=timeout)
@@ -183,7 +184,7 @@ class CoreEngine:
                    "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "subcomplex": subcomplex_to_json(sub), "context": context,
-                "prompt": pipe.model.prompt_layout(context, question), "cells": sub.cell_texts(pipe.use_cells2),
+                "prompt": pipe.prompt_layout(fit, question), "cells": sub.cell_texts(pipe.use_cells2),
                 "method": setting.method, "setting": setting.to_dict(), "timings": timings,
                 "batch_size": info["batch_size"], **self.core_tag()}
 

@@ -14,9 +14,10 @@
 * Checkpoint vs graph: :func:`checkpoint_task` (the ``dataset`` a checkpoint was trained on,
   read from its ``config.json`` without loading it), :func:`task_warning`,
   :func:`default_checkpoint` (the option trained on the graph's task).
-* Context budget: :func:`context_report` - whether the model cut the context to its input
-  limit, what that dropped, and what a prize-ordered cut
-  (:func:`~toporag_core.retrieval.budget.fit_context`) would keep instead.
+* Context budget: the pipeline fits every context to the model's input limit by prize
+  (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
+  cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
+  what a cut dropped (the same for a remote core, which sends the cut with its answer).
 * Tables for the page: retrieved cells, timings, the prompt layout.
 """
 from __future__ import annotations
@@ -34,7 +35,6 @@ from ..pipeline import REPO_ROOT, TopoRAGPipeline
 from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
-from ..retrieval.budget import ContextFit, fit_context, prefix_cut
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 
 CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
@@ -238,31 +238,38 @@ def task_warning(trained_on: str | None, graph) -> str | None:
 
 
 # ----------------------------------------------------------------------------- context budget
-@dataclass
-class ContextReport:
-    """How the context met the model's input limit."""
-
-    truncated: bool
-    model_cut: ContextFit      # what the model's prefix cut kept / dropped
-    by_prize: ContextFit       # what a prize-ordered cut to the same budget keeps / drops
+def context_cut(a: Answer) -> dict[str, Any] | None:
+    """The prize-ordered cut of ``a``'s context (``prompt["context_cut"]``, see
+    :meth:`~toporag_core.retrieval.budget.ContextFit.to_dict`) when it dropped anything, else ``None``."""
+    cut = a.prompt.get("context_cut")
+    return cut if isinstance(cut, dict) and cut.get("truncated") else None
 
 
-def context_report(pipe: TopoRAGPipeline, a: Answer, question: str) -> ContextReport:
-    """Whether ``a``'s context was cut to the model's input limit, and what was dropped."""
-    model = pipe.model
-    kept_ids, _ = model.context_ids(a.context, question)
-    tok = model.tokenizer
+def cut_message(a: Answer) -> str | None:
+    """What to tell the user when the context did not fit the model's input limit, else ``None``."""
+    cut = context_cut(a)
+    if cut is not None:
+        cells2 = ", ".join(f"c{f}" for f in cut["dropped_cells2"]) or "none"
+        return (f"The context ({cut['full_tokens']} tokens) did not fit the model's input limit ({cut['budget']} "
+                f"tokens for the context): it was cut by prize, keeping the 2-cells and the highest-prize cells - "
+                f"{cut['summary']} (2-cells dropped: {cells2}). The LLM read {cut['tokens']} tokens; the dropped "
+                "cells are listed below." + (" Even the section headers exceed the limit: the model cut the rest by "
+                                             "prefix." if cut["tokens"] > cut["budget"] else ""))
+    if a.prompt.get("context_truncated"):  # only the model's prefix cut (e.g. an older core): no cell list
+        return "The context was cut by prefix to the model's input limit (see the Prompt layout tab)."
+    return None
 
-    def count(text: str) -> int:
-        return len(tok(text, add_special_tokens=False)["input_ids"])
 
-    full = count(a.context)
-    budget = len(kept_ids)
-    truncated = budget < full
-    cut = prefix_cut(a.subcomplex, tok.decode(kept_ids), budget, full) if truncated else \
-        ContextFit(a.context, full, full, budget)
-    return ContextReport(truncated, cut, fit_context(a.subcomplex, budget, count))
-
+def dropped_frame(a: Answer) -> pd.DataFrame:
+    """The cells a cut dropped (rows of :func:`cells_frame`: dim, cell, text, role, prize); empty
+    when nothing was."""
+    cut = context_cut(a)
+    df = cells_frame(a.subcomplex)
+    if cut is None:
+        return df.iloc[:0]
+    drop = {(0, int(i)) for i in cut["dropped_nodes"]} | {(1, int(i)) for i in cut["dropped_edges"]} \
+        | {(2, int(i)) for i in cut["dropped_cells2"]}
+    return df[[(d, c) in drop for d, c in zip(df["dim"], df["cell"])]].reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -299,9 +306,17 @@ def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
     ctx = layout.get("context", "")
     rows = [("chat prefix", layout.get("prefix", "")),
             ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)"),
-            ("context" + (" (truncated to the token budget)" if layout.get("context_truncated") else ""), ctx),
+            (context_part(layout), ctx),
             ("question", layout.get("question", "")), ("chat suffix", layout.get("suffix", ""))]
     return pd.DataFrame(rows, columns=["part", "content"])
+
+
+def context_part(layout: dict[str, Any]) -> str:
+    """The prompt layout's context row name: says whether and how the context was cut."""
+    cut = layout.get("context_cut")
+    if isinstance(cut, dict) and cut.get("truncated"):
+        return f"context (cut by prize to {cut['budget']} tokens: {cut['summary']})"
+    return "context (cut by prefix to the token budget)" if layout.get("context_truncated") else "context"
 
 
 def prompt_text(layout: dict[str, Any]) -> str:

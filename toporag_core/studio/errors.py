@@ -15,6 +15,14 @@ Failure verdicts (:func:`verdict`), for a wrong prediction:
   anything *about the question*: *retrieval failure* when no retrieved node text occurs in the
   question (for ExplaGraphs: in either argument) - an empty subcomplex included - else
   *reasoning/generation failure*. This is a proxy, and the drill-down says which rule was used.
+
+Showing a record: :func:`user_question` strips the benchmark's prompt wrapper (``Question: ...
+Answer:``; ExplaGraphs' fixed support/counter instruction) so tables show what was asked (the
+verdict still reads the whole prompt); :func:`gold_nodes` finds the retrieved nodes whose text
+holds a gold answer (the GraphQA normalisation of :func:`~toporag_core.metrics.normalize`,
+whole words), which the drill-down highlights. A file whose every line is bad is not a set of
+predictions: :func:`require_records` says why (file, line, field) and the page keeps the
+previous file.
 """
 from __future__ import annotations
 
@@ -120,6 +128,18 @@ def parse_predictions(text: str, name: str = "predictions") -> Predictions:
     return out
 
 
+def require_records(preds: Predictions) -> Predictions:
+    """``preds`` when it has at least one good record, else ``ValueError`` naming the file and its
+    first bad line(s) with the field (so a fully invalid file never replaces loaded predictions)."""
+    if preds.records:
+        return preds
+    if not preds.errors:
+        raise ValueError(f"{preds.name}: no predictions (the file is empty)")
+    first = "; ".join(str(e) for e in preds.errors[:3])
+    more = f" (and {len(preds.errors) - 3} more bad line(s))" if len(preds.errors) > 3 else ""
+    raise ValueError(f"{preds.name}: no valid prediction in {len(preds.errors)} line(s): {first}{more}")
+
+
 def load_predictions(source: str | os.PathLike | bytes, name: str | None = None) -> Predictions:
     """From a path or the bytes of an upload. A missing / unreadable file or non-UTF-8 bytes raise
     ``ValueError`` with the file name (the page shows it); bad lines never raise."""
@@ -136,6 +156,59 @@ def load_predictions(source: str | os.PathLike | bytes, name: str | None = None)
     except OSError as e:
         raise ValueError(f"{path}: cannot read ({e.strerror or e})") from e
     return load_predictions(data, name or path.name)
+
+
+# ----------------------------------------------------------------------------- showing a record
+# The prompt wrappers the tasks put around a question (tasks/webqsp.py, tasks/scenes/dataset.py:
+# "Question: {q}\nAnswer:"; io/explagraphs.py: two arguments, then a fixed instruction).
+_QA_WRAPPER = re.compile(r"\A\s*Question:\s*(?P<q>.*?)\s*Answer:\s*\Z", re.S)
+_EXPLA_WRAPPER = re.compile(r"\A\s*Argument 1:\s*(?P<a1>.*?)\s*\n\s*Argument 2:\s*(?P<a2>.*?)\s*\n\s*Question:"
+                            r".*\bAnswer:\s*\Z", re.S)
+
+
+def user_question(prompt: str) -> str:
+    """The user's question inside a benchmark prompt: ``"Question: Q\\nAnswer:"`` -> ``Q``; an
+    ExplaGraphs prompt -> ``"Argument 1: A | Argument 2: B"`` (its instruction is the same for
+    every row); any other text is returned stripped, unchanged."""
+    text = str(prompt or "")
+    m = _EXPLA_WRAPPER.match(text)
+    if m:
+        return f"Argument 1: {m['a1']} | Argument 2: {m['a2']}"
+    m = _QA_WRAPPER.match(text)
+    if m and m["q"]:
+        return m["q"]
+    return text.strip()
+
+
+def gold_nodes(node_texts: list[str], label: Any) -> dict[int, str]:
+    """``{node index: the gold answer it holds}``, both texts normalised as the GraphQA metrics do
+    (:func:`~toporag_core.metrics.normalize`): the nodes whose text *equals* a gold answer, or,
+    when none does, those that contain one as whole words (``"Paris, France"`` for ``Paris``).
+    Empty when the label is not a graph entity (a stance, yes/no, a number: no node holds it)."""
+    if not label_is_entity(label):
+        return {}
+    golds = [(g, n) for g, n in ((g, normalize(g)) for g in gold_answers(label)) if n]
+    texts = [normalize(t) for t in node_texts]
+    for match in (lambda n, t: n == t, lambda n, t: f" {n} " in f" {t} "):  # equal first, else contained
+        out: dict[int, str] = {}
+        for i, t in enumerate(texts):
+            hit = next((g for g, n in golds if match(n, t)), None)
+            if hit is not None:
+                out[i] = hit
+        if out:
+            return out
+    return {}
+
+
+def gold_note(node_texts: list[str], label: Any, found: dict[int, str]) -> str:
+    """One line for the drill-down: which node(s) hold the gold answer, or why none is marked."""
+    golds = " | ".join(gold_answers(label))
+    if not label_is_entity(label):
+        return f"The label ({golds}) is not a graph entity: no node can hold it."
+    if not found:
+        return f"No retrieved node holds the gold answer ({golds})."
+    names = ", ".join(repr(node_texts[i]) for i in found)
+    return f"Gold answer ({golds}) found in {len(found)} retrieved node(s), highlighted in gold: {names}."
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -189,7 +262,7 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
     rows = []
     for r in preds.records:
         c = r["cells"]
-        rows.append({"line": r["line"], "id": r["id"], "question": r["question"],
+        rows.append({"line": r["line"], "id": r["id"], "question": user_question(r["question"]),
                      "label": "|".join(gold_answers(r["label"])), "prediction": r["prediction"],
                      "correct": r["correct"], "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
                      "method": r["method"] or "unknown", "dataset": r["dataset"], "0-cells": len(c["nodes"]),
@@ -279,7 +352,7 @@ def compare(a: Predictions, b: Predictions) -> pd.DataFrame:
         if o is None or o["correct"] == r["correct"]:
             continue
         rows.append({"id": r["id"], "right": f"only {a.name}" if r["correct"] else f"only {b.name}",
-                     "question": r["question"], "label": "|".join(gold_answers(r["label"])),
+                     "question": user_question(r["question"]), "label": "|".join(gold_answers(r["label"])),
                      f"prediction ({a.name})": r["prediction"], f"prediction ({b.name})": o["prediction"],
                      f"verdict ({a.name})": verdict(r)[0], f"verdict ({b.name})": verdict(o)[0]})
     return pd.DataFrame(rows)

@@ -46,6 +46,7 @@ from ..complex import CellComplex
 
 ROLE_COLOURS = {"terminal": "#e15759", "steiner": "#f28e2b", "closure": "#4e79a7"}
 NODE_DEFAULT, NODE_MUTED, NODE_FOCUS = "#9ecae9", "#d9d9d9", "#59a14f"
+NODE_HIGHLIGHT = "#d4a017"  # e.g. the nodes holding the gold answer (Error analysis)
 EDGE_TREE, EDGE_CHORD, EDGE_MUTED = "#7f7f7f", "#b07aa1", "#dddddd"
 CELL_FILL, CELL_STROKE = "rgba(89, 161, 79, 0.28)", "rgba(89, 161, 79, 0.95)"
 CELL_SHADE = "rgba(176, 122, 161, 0.13)"
@@ -330,7 +331,8 @@ def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict
 
 def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), focus_edges=(),
                 seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560,
-                node_marks: Mapping[int, tuple[str, str]] | None = None) -> GraphView:
+                node_marks: Mapping[int, tuple[str, str]] | None = None,
+                highlight_nodes: Mapping[int, str] | None = None) -> GraphView:
     """Build the HTML view of ``cx``.
 
     Args:
@@ -347,7 +349,11 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
             nodes retrieved for it, with their scores): those nodes are drawn big in their
             colour, all others muted; the neighbourhood grows from them (in dict order).
             Ignored when ``sub`` is given.
+        highlight_nodes: optional ``{node: tooltip note}`` (e.g. the nodes holding the gold
+            answer): drawn big in :data:`NODE_HIGHLIGHT` on top of any other style, always
+            labelled, kept in view; the other nodes keep their style.
     """
+    highlight = {int(i): str(note) for i, note in (highlight_nodes or {}).items()}
     focus_cells2 = [int(f) for f in focus_cells2]
     shade_cells2 = [int(f) for f in shade_cells2]
     focus_edges = np.asarray(list(focus_edges), dtype=np.int64)
@@ -360,6 +366,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         if node_marks and sub is None:
             parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
         parts += [cx.cell2_nodes(f) for f in focus_cells2]
+        if highlight:
+            parts.append(np.fromiter(highlight, dtype=np.int64))
         if focus_edges.size:
             parts.append(cx.edges[focus_edges].reshape(-1))
         seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
@@ -390,7 +398,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     local[shown] = np.arange(shown.size)
     xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
     # nodes whose label is always painted, in priority order (terminals first)
-    important: list[int] = []
+    important: list[int] = list(highlight)
     if sub is not None:
         important += [int(i) for i in sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()],
                                                            kind="stable")].tolist()]
@@ -413,8 +421,11 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
             colour, extra = mark if mark else (NODE_MUTED, "")
         else:
             colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
+        if i in highlight:
+            colour = NODE_HIGHLIGHT
+            extra = "; ".join(x for x in (highlight[i], extra) if x)
         # retrieved / picked cells stand out even when a big view is zoomed out to fit
-        size = (17 if role == "terminal" or i in focus_nodes or mark
+        size = (17 if role == "terminal" or i in focus_nodes or mark or i in highlight
                 else (13 if role else (9 if sub is not None or marks is not None else 11)))
         x, y = xy[local[i]].tolist()
         # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
