@@ -388,7 +388,7 @@ def test_question_clustering_by_pairwise_fgw(data, enc):
 
     recs, _ = data
     g = build_docgraph(record_articles(recs[1]), enc)
-    tr = Traverser(g, enc, TraversalConfig(epsilon=0.05))
+    tr = Traverser(g, enc, TraversalConfig(epsilon=0.05, mention_bonus=0.0, graft_mentions=False))
     t5 = g.titles[5]
     qs = [recs[1]["question"], recs[1]["question"] + " Please.", f"Tell me about {t5} history.",
           f"{t5} history founded"]
@@ -408,7 +408,8 @@ def test_literal_grafts_come_from_tree_grandchildren_and_far_grafts_from_other_a
     for r in recs[:6]:
         g = build_docgraph(record_articles(r), enc)
         for semantic in (False, True):
-            res = Traverser(g, enc, TraversalConfig(epsilon=0.05, graft_semantic=semantic)).run(r["question"])
+            cfg = TraversalConfig(epsilon=0.05, graft_semantic=semantic, graft_mentions=False, mention_bonus=0.0)
+            res = Traverser(g, enc, cfg).run(r["question"])
             for s in res.steps:
                 kids = {i for c in s.children for i in c}
                 for node in s.grafted:
@@ -447,3 +448,60 @@ def test_context_expands_leaf_sections_and_names_orphans(graph):
     assert ctx2.count(graph.text[int(sents[0])]) == 1
     # an orphan sentence is prefixed with its article's title
     assert render_context(graph, sents[:1]) == f"{title}: {graph.text[int(sents[0])]}"
+
+
+# ----------------------------------------------------------------------------- title mentions
+def test_named_documents_match_whole_titles_case_insensitively(graph):
+    from toporag_core.docgraph.traverse import named_documents
+
+    t0, t1 = graph.titles[0], graph.titles[1]
+    assert named_documents(graph, f"Was {t0.lower()} older than {t1}?").tolist() == [0, 1]
+    assert named_documents(graph, f"x{t0}x and nothing else").size == 0  # not inside a longer word
+    assert named_documents(graph, "").size == 0
+
+
+def test_mention_grafts_bring_the_bridge_article_named_on_the_path(data, enc):
+    from toporag_core.docgraph.evaluate import articles_of
+    from toporag_core.docgraph.traverse import context_nodes, named_documents
+
+    recs, _ = data
+    bridge = [r for r in recs if r["type"] == "bridge"]
+    assert bridge
+    got = {True: 0, False: 0}
+    mention_grafts = 0
+    for r in bridge:
+        g = build_docgraph(record_articles(r), enc)
+        for on in (True, False):
+            res = Traverser(g, enc, TraversalConfig(graft_mentions=on)).run(r["question"])
+            got[on] += set(gold_titles(r)) <= articles_of(g, context_nodes(g, res.selected))
+            path_text = " ".join([r["question"]] + [g.text[i] for p in res.path for i in p])
+            named = set(named_documents(g, path_text).tolist())
+            for s in res.steps:
+                assert on or s.mention_candidates == 0
+                for node in s.grafted[: s.mention_candidates]:  # a section of a document named on the path
+                    assert g.level[node[0]] == 2 and int(g.doc[node[0]]) in named
+                    mention_grafts += 1
+            assert res.fgw_calls <= fgw_call_bound(3, max([s.candidates for s in res.steps] or [1]))
+    assert mention_grafts > 0 and got[True] > got[False]
+
+
+def test_mention_bonus_keeps_both_named_documents_of_a_comparison(data, enc):
+    recs, _ = data
+    comp = [r for r in recs if r["type"] == "comparison"]
+    for r in comp:
+        g = build_docgraph(record_articles(r), enc)
+        gold = set(gold_titles(r))
+        step = Traverser(g, enc, TraversalConfig()).run(r["question"]).steps[0]
+        kept = {g.titles[int(g.doc[step.children[i][0]])] for i in step.kept}
+        top2 = {g.titles[int(g.doc[step.children[i][0]])] for i in np.argsort(step.scores)[-2:]}
+        assert top2 == gold and kept <= gold  # the named articles rank first; no other article is kept
+        bonus = np.asarray(step.scores) - g.x[[c[0] for c in step.children]].astype(np.float64) @ Traverser(
+            g, enc).question_vector(r["question"])
+        assert np.allclose(np.sort(bonus)[-2:], 0.5, atol=1e-5) and np.allclose(np.sort(bonus)[:-2], 0, atol=1e-5)
+
+
+def test_query_update_and_mention_options_are_validated():
+    with pytest.raises(ValueError, match="mention_bonus"):
+        TraversalConfig(mention_bonus=-1)
+    with pytest.raises(ValueError, match="query_update"):
+        TraversalConfig(query_update=-0.5)

@@ -26,6 +26,12 @@ def _traversal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--structure", default="paths", choices=("paths", "embedding"), help="structure matrix")
     p.add_argument("--node-mass", default="fused", choices=("fused", "uniform"), help="node masses of FGW")
     p.add_argument("--no-semantic-graft", action="store_true", help="graft tree grandchildren only (literal)")
+    p.add_argument("--mention-bonus", type=float, default=0.5,
+                   help="score bonus of a child whose document title the question names (default 0.5; 0 = literal)")
+    p.add_argument("--no-mention-graft", action="store_true",
+                   help="do not graft sections of documents named on the path (literal reading)")
+    p.add_argument("--query-update", type=float, default=0.0,
+                   help="after each move q <- normalise(q + w * x_next) (default 0: the question alone)")
     p.add_argument("--search", default="binary", choices=("binary", "linear"))
     p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
     p.add_argument("--theta", type=float, default=0.6, help="semantic edge threshold (default 0.6)")
@@ -74,6 +80,8 @@ def _config(args):
 
     return TraversalConfig(max_depth=args.max_depth, keep_ratio=args.keep_ratio, epsilon=args.epsilon,
                            graft_semantic=not args.no_semantic_graft, search=args.search,
+                           mention_bonus=args.mention_bonus, graft_mentions=not args.no_mention_graft,
+                           query_update=args.query_update,
                            fgw=FGWConfig(feature_weight=args.feature_weight, structure=args.structure,
                                          node_mass=args.node_mass))
 
