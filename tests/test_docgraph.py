@@ -505,3 +505,20 @@ def test_query_update_and_mention_options_are_validated():
         TraversalConfig(mention_bonus=-1)
     with pytest.raises(ValueError, match="query_update"):
         TraversalConfig(query_update=-0.5)
+
+
+def test_llm_answerer_is_the_answering_layers_text_only_pipeline():
+    from toporag_core.docgraph.evaluate import LLMAnswerer
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.testing import tiny_llm, tiny_tokenizer
+
+    tok = tiny_tokenizer(chat=True)
+    ans = LLMAnswerer(tiny_llm(len(tok)), tok, max_new_tokens=3)
+    assert isinstance(ans.pipeline, TopoRAGPipeline) and not ans.pipeline.model.config.use_graph
+    assert ans.pipeline.model.config.max_new_tokens == 3 and ans.tokenizer is tok
+    ctx, qs = ["alpha beta", "gamma"] * 3, [f"question {i}?" for i in range(6)]
+    out = ans.answer(ctx, qs, batch_size=4)
+    assert len(out) == 6 and all(isinstance(a, str) for a in out)
+    assert out == [ans.answer([c], [q])[0] for c, q in zip(ctx, qs)]  # a row's answer does not depend on its batch
+    with pytest.raises(ValueError, match="differ in number"):
+        ans.pipeline.answer_texts(qs, ctx[:2])
