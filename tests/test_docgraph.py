@@ -393,7 +393,7 @@ def test_question_clustering_by_pairwise_fgw(data, enc):
     qs = [recs[1]["question"], recs[1]["question"] + " Please.", f"Tell me about {t5} history.",
           f"{t5} history founded"]
     results = [tr.run(q) for q in qs]
-    labels, d = cluster_questions(results, 2)
+    labels, d = cluster_questions(results, 2, region="graph")
     assert np.allclose(d, d.T) and np.all(np.diag(d) == 0) and np.all(d >= -1e-12)
     same = results[0].fusions() == results[1].fusions() and [x["node"] for x in results[0].grafts()] == [
         x["node"] for x in results[1].grafts()]
@@ -522,3 +522,31 @@ def test_llm_answerer_is_the_answering_layers_text_only_pipeline():
     assert out == [ans.answer([c], [q])[0] for c, q in zip(ctx, qs)]  # a row's answer does not depend on its batch
     with pytest.raises(ValueError, match="differ in number"):
         ans.pipeline.answer_texts(qs, ctx[:2])
+
+
+def test_cluster_cli_on_visited_regions(tmp_path, data, enc, capsys, monkeypatch):
+    from toporag_core.docgraph.cluster import question_distances, visited_region
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing-384")
+    recs, _ = data
+    r = recs[0]
+    g = build_docgraph(record_articles(r), enc)
+    res = [Traverser(g, enc).run(q) for q in (r["question"], r["question"], recs[1]["question"])]
+    reg = visited_region(res[0])
+    assert reg.num_nodes == np.unique(res[0].state.assign[res[0].selected]).size
+    assert sorted(np.concatenate(reg.members).tolist()) == sorted(res[0].selected.tolist())
+    d = question_distances(res)
+    assert np.allclose(d, d.T) and np.all(np.diag(d) == 0) and d[0, 1] <= 1e-12 and d[0, 2] > 1e-6
+    with pytest.raises(ValueError, match="region"):
+        question_distances(res, region="everything")
+    out = tmp_path / "hops"
+    assert main(["docgraph", "generate", "--n", "8", "--seed", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["docgraph", "cluster", str(out), "--n", "8", "--k", "2", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert len(j["labels"]) == 8 and set(j["labels"]) <= {0, 1} and len(set(j["labels"])) == 2
+    assert j["types"] == [x["type"] for x in load_records(out)[:8]] and -1.0 <= j["ari_vs_type"] <= 1.0
+    dm = np.asarray(j["distances"])
+    assert dm.shape == (8, 8) and np.allclose(dm, dm.T)
+    assert main(["docgraph", "cluster", str(out), "--n", "1"]) == 2
+    assert "--n must be >= 2" in capsys.readouterr().err
