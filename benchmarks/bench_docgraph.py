@@ -60,14 +60,21 @@ def main() -> None:
         build_docgraph(record_articles(r), enc)
     print(f"embedded {args.n} graphs in {time.perf_counter() - t0:.1f} s\n")
     theta5 = BuildConfig(sim_threshold=0.5)
+    before = dict(mention_bonus=0.0, graft_mentions=False)  # the scoring before title mentions (question only)
     variants = {  # name -> (traversal settings, graph settings)
-        "default (eps 0.05, semantic grafts)": (TraversalConfig(), None),
-        "literal grafts (tree grandchildren only)": (TraversalConfig(graft_semantic=False), None),
+        "default (eps 0.05, title mentions, semantic grafts)": (TraversalConfig(), None),
+        "before: question-only scores, no mention grafts": (TraversalConfig(**before), None),
+        "no mention bonus (mention grafts only)": (TraversalConfig(mention_bonus=0.0), None),
+        "no mention grafts (mention bonus only)": (TraversalConfig(graft_mentions=False), None),
+        "query update 0.5": (TraversalConfig(query_update=0.5), None),
+        "literal (question-only scores, tree grandchildren only)": (
+            TraversalConfig(graft_semantic=False, **before), None),
         "uniform node mass": (TraversalConfig(fgw=FGWConfig(node_mass="uniform")), None),
         "structure from embeddings only": (TraversalConfig(fgw=FGWConfig(structure="embedding")), None),
         "keep_ratio 0.6": (TraversalConfig(keep_ratio=0.6), None),
         "theta 0.5": (TraversalConfig(), theta5),
         "theta 0.5, keep_ratio 0.6": (TraversalConfig(keep_ratio=0.6), theta5),
+        "before, theta 0.5, keep_ratio 0.6": (TraversalConfig(keep_ratio=0.6, **before), theta5),
         "epsilon 0 (greedy path)": (TraversalConfig(epsilon=0.0), None),
     }
     rows, all_rows = [], {}
@@ -86,7 +93,7 @@ def main() -> None:
                  "answer_in_ctx", "dense_answer_in_ctx", "median_ms", "fgw_calls", "calls<=bound", "fusions",
                  "grafts"], rows))
     by_type = []
-    for name in [*list(variants)[:2], "theta 0.5, keep_ratio 0.6"]:
+    for name in [*list(variants)[:2], "literal (question-only scores, tree grandchildren only)"]:
         for t in ("bridge", "comparison"):
             rr = [r for r in all_rows[name] if r.type == t]
             by_type.append([name, t, len(rr), float(np.mean([r.recall_both for r in rr])),

@@ -47,6 +47,7 @@ with st.sidebar:
     feature_weight = st.slider("feature weight alpha", 0.0, 1.0, 0.5, 0.05, key="dg_alpha")
     theta = st.slider("semantic edge threshold theta", 0.0, 1.0, 0.6, 0.05, key="dg_theta")
     semantic_graft = st.checkbox("graft far (semantic) nodes", True, key="dg_semgraft")
+    mention_graft = st.checkbox("graft documents named on the path (title mentions)", True, key="dg_mentgraft")
 
 st.title("Document graph")
 st.caption("Hierarchical document graph with semantic edges; traversal with fusion and grafting under a fused "
@@ -55,7 +56,7 @@ st.caption("Hierarchical document graph with semantic edges; traversal with fusi
 
 try:
     cfg = TraversalConfig(max_depth=max_depth, keep_ratio=keep_ratio, epsilon=epsilon, graft_semantic=semantic_graft,
-                          fgw=FGWConfig(feature_weight=feature_weight))
+                          graft_mentions=mention_graft, fgw=FGWConfig(feature_weight=feature_weight))
     bcfg = BuildConfig(sim_threshold=theta)
     if rec is not None:
         articles = record_articles(rec)

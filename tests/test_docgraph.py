@@ -388,12 +388,12 @@ def test_question_clustering_by_pairwise_fgw(data, enc):
 
     recs, _ = data
     g = build_docgraph(record_articles(recs[1]), enc)
-    tr = Traverser(g, enc, TraversalConfig(epsilon=0.05))
+    tr = Traverser(g, enc, TraversalConfig(epsilon=0.05, mention_bonus=0.0, graft_mentions=False))
     t5 = g.titles[5]
     qs = [recs[1]["question"], recs[1]["question"] + " Please.", f"Tell me about {t5} history.",
           f"{t5} history founded"]
     results = [tr.run(q) for q in qs]
-    labels, d = cluster_questions(results, 2)
+    labels, d = cluster_questions(results, 2, region="graph")
     assert np.allclose(d, d.T) and np.all(np.diag(d) == 0) and np.all(d >= -1e-12)
     same = results[0].fusions() == results[1].fusions() and [x["node"] for x in results[0].grafts()] == [
         x["node"] for x in results[1].grafts()]
@@ -408,7 +408,8 @@ def test_literal_grafts_come_from_tree_grandchildren_and_far_grafts_from_other_a
     for r in recs[:6]:
         g = build_docgraph(record_articles(r), enc)
         for semantic in (False, True):
-            res = Traverser(g, enc, TraversalConfig(epsilon=0.05, graft_semantic=semantic)).run(r["question"])
+            cfg = TraversalConfig(epsilon=0.05, graft_semantic=semantic, graft_mentions=False, mention_bonus=0.0)
+            res = Traverser(g, enc, cfg).run(r["question"])
             for s in res.steps:
                 kids = {i for c in s.children for i in c}
                 for node in s.grafted:
@@ -447,3 +448,105 @@ def test_context_expands_leaf_sections_and_names_orphans(graph):
     assert ctx2.count(graph.text[int(sents[0])]) == 1
     # an orphan sentence is prefixed with its article's title
     assert render_context(graph, sents[:1]) == f"{title}: {graph.text[int(sents[0])]}"
+
+
+# ----------------------------------------------------------------------------- title mentions
+def test_named_documents_match_whole_titles_case_insensitively(graph):
+    from toporag_core.docgraph.traverse import named_documents
+
+    t0, t1 = graph.titles[0], graph.titles[1]
+    assert named_documents(graph, f"Was {t0.lower()} older than {t1}?").tolist() == [0, 1]
+    assert named_documents(graph, f"x{t0}x and nothing else").size == 0  # not inside a longer word
+    assert named_documents(graph, "").size == 0
+
+
+def test_mention_grafts_bring_the_bridge_article_named_on_the_path(data, enc):
+    from toporag_core.docgraph.evaluate import articles_of
+    from toporag_core.docgraph.traverse import context_nodes, named_documents
+
+    recs, _ = data
+    bridge = [r for r in recs if r["type"] == "bridge"]
+    assert bridge
+    got = {True: 0, False: 0}
+    mention_grafts = 0
+    for r in bridge:
+        g = build_docgraph(record_articles(r), enc)
+        for on in (True, False):
+            res = Traverser(g, enc, TraversalConfig(graft_mentions=on)).run(r["question"])
+            got[on] += set(gold_titles(r)) <= articles_of(g, context_nodes(g, res.selected))
+            path_text = " ".join([r["question"]] + [g.text[i] for p in res.path for i in p])
+            named = set(named_documents(g, path_text).tolist())
+            for s in res.steps:
+                assert on or s.mention_candidates == 0
+                for node in s.grafted[: s.mention_candidates]:  # a section of a document named on the path
+                    assert g.level[node[0]] == 2 and int(g.doc[node[0]]) in named
+                    mention_grafts += 1
+            assert res.fgw_calls <= fgw_call_bound(3, max([s.candidates for s in res.steps] or [1]))
+    assert mention_grafts > 0 and got[True] > got[False]
+
+
+def test_mention_bonus_keeps_both_named_documents_of_a_comparison(data, enc):
+    recs, _ = data
+    comp = [r for r in recs if r["type"] == "comparison"]
+    for r in comp:
+        g = build_docgraph(record_articles(r), enc)
+        gold = set(gold_titles(r))
+        step = Traverser(g, enc, TraversalConfig()).run(r["question"]).steps[0]
+        kept = {g.titles[int(g.doc[step.children[i][0]])] for i in step.kept}
+        top2 = {g.titles[int(g.doc[step.children[i][0]])] for i in np.argsort(step.scores)[-2:]}
+        assert top2 == gold and kept <= gold  # the named articles rank first; no other article is kept
+        bonus = np.asarray(step.scores) - g.x[[c[0] for c in step.children]].astype(np.float64) @ Traverser(
+            g, enc).question_vector(r["question"])
+        assert np.allclose(np.sort(bonus)[-2:], 0.5, atol=1e-5) and np.allclose(np.sort(bonus)[:-2], 0, atol=1e-5)
+
+
+def test_query_update_and_mention_options_are_validated():
+    with pytest.raises(ValueError, match="mention_bonus"):
+        TraversalConfig(mention_bonus=-1)
+    with pytest.raises(ValueError, match="query_update"):
+        TraversalConfig(query_update=-0.5)
+
+
+def test_llm_answerer_is_the_answering_layers_text_only_pipeline():
+    from toporag_core.docgraph.evaluate import LLMAnswerer
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.testing import tiny_llm, tiny_tokenizer
+
+    tok = tiny_tokenizer(chat=True)
+    ans = LLMAnswerer(tiny_llm(len(tok)), tok, max_new_tokens=3)
+    assert isinstance(ans.pipeline, TopoRAGPipeline) and not ans.pipeline.model.config.use_graph
+    assert ans.pipeline.model.config.max_new_tokens == 3 and ans.tokenizer is tok
+    ctx, qs = ["alpha beta", "gamma"] * 3, [f"question {i}?" for i in range(6)]
+    out = ans.answer(ctx, qs, batch_size=4)
+    assert len(out) == 6 and all(isinstance(a, str) for a in out)
+    assert out == [ans.answer([c], [q])[0] for c, q in zip(ctx, qs)]  # a row's answer does not depend on its batch
+    with pytest.raises(ValueError, match="differ in number"):
+        ans.pipeline.answer_texts(qs, ctx[:2])
+
+
+def test_cluster_cli_on_visited_regions(tmp_path, data, enc, capsys, monkeypatch):
+    from toporag_core.docgraph.cluster import question_distances, visited_region
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing-384")
+    recs, _ = data
+    r = recs[0]
+    g = build_docgraph(record_articles(r), enc)
+    res = [Traverser(g, enc).run(q) for q in (r["question"], r["question"], recs[1]["question"])]
+    reg = visited_region(res[0])
+    assert reg.num_nodes == np.unique(res[0].state.assign[res[0].selected]).size
+    assert sorted(np.concatenate(reg.members).tolist()) == sorted(res[0].selected.tolist())
+    d = question_distances(res)
+    assert np.allclose(d, d.T) and np.all(np.diag(d) == 0) and d[0, 1] <= 1e-12 and d[0, 2] > 1e-6
+    with pytest.raises(ValueError, match="region"):
+        question_distances(res, region="everything")
+    out = tmp_path / "hops"
+    assert main(["docgraph", "generate", "--n", "8", "--seed", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["docgraph", "cluster", str(out), "--n", "8", "--k", "2", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert len(j["labels"]) == 8 and set(j["labels"]) <= {0, 1} and len(set(j["labels"])) == 2
+    assert j["types"] == [x["type"] for x in load_records(out)[:8]] and -1.0 <= j["ari_vs_type"] <= 1.0
+    dm = np.asarray(j["distances"])
+    assert dm.shape == (8, 8) and np.allclose(dm, dm.T)
+    assert main(["docgraph", "cluster", str(out), "--n", "1"]) == 2
+    assert "--n must be >= 2" in capsys.readouterr().err

@@ -74,12 +74,58 @@ class TopoRAGPipeline:
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else (
             DEFAULT_CHECKPOINT if (DEFAULT_CHECKPOINT / "config.json").is_file() else None)
         if folder is None:
-            model_llm, tok = load_llm(llm, device=device, dtype=dtype)
-            return cls(TopoRAGModel(TopoRAGConfig(use_graph=False), model_llm, tok), encoder, None, {})
+            return cls.text_only(llm, device=device, dtype=dtype, encoder=encoder)
         meta = json.loads((folder / "config.json").read_text())
         model_llm, tok = load_llm(llm or meta["config"]["llm"], device=device, dtype=dtype)
         model = TopoRAGModel.load(folder, llm=model_llm, tokenizer=tok, device=device)
         return cls(model, encoder, str(folder), meta)
+
+    @classmethod
+    def text_only(cls, llm: str | None = None, device: str = "auto", dtype: str | None = "auto", model=None,
+                  tokenizer=None, encoder=None, **config) -> "TopoRAGPipeline":
+        """The frozen LLM alone, no soft prompt and no checkpoint: it reads a context *text* and a
+        question (prompt ``[chat prefix] context \\n question [chat suffix]``, the context truncated
+        to ``max_input_tokens``, the question never). The project's one text-only answering path
+        (``load`` without a checkpoint, the hybrid and document-graph systems); answer with
+        :meth:`answer_texts`.
+
+        Args:
+            llm: name or folder for :func:`~toporag_core.llm.load_llm` (default: the packaged LLM);
+                ignored when ``model`` (a causal LM) and its ``tokenizer`` are given.
+            config: :class:`~toporag_core.model.TopoRAGConfig` fields (``max_new_tokens``,
+                ``max_input_tokens``, ...); ``use_graph`` is always ``False``.
+        """
+        if model is None:
+            from .llm import load_llm
+
+            model, tokenizer = load_llm(llm, device=device, dtype=dtype)
+        config.pop("use_graph", None)
+        return cls(TopoRAGModel(TopoRAGConfig(use_graph=False, **config), model, tokenizer), encoder, None, {})
+
+    @property
+    def tokenizer(self):
+        """The LLM's tokenizer (counts context tokens the way the LLM reads them)."""
+        return self.model.tokenizer
+
+    def answer_texts(self, questions: Sequence[str], contexts: Sequence[str], max_new_tokens: int | None = None,
+                     batch_size: int = 8) -> list[str]:
+        """Greedy open answers of a text-only pipeline (:meth:`text_only`) for context texts, no
+        retrieval; ``batch_size`` rows per decoding pass, under :attr:`lock`. Left padding, so a
+        row's answer does not depend on its batch."""
+        if self.model.config.use_graph:
+            raise ValueError("answer_texts needs a text-only pipeline (TopoRAGPipeline.text_only); "
+                             "this one reads a retrieved subcomplex: use answer()")
+        if len(questions) != len(contexts):
+            raise ValueError(f"questions ({len(questions)}) and contexts ({len(contexts)}) differ in number")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        out: list[str] = []
+        with self._lock, torch.no_grad():
+            for i in range(0, len(questions), batch_size):
+                batch = QABatch(cells=None, questions=list(questions[i:i + batch_size]),
+                                contexts=[c or "" for c in contexts[i:i + batch_size]])
+                out += self.model.generate(batch, max_new_tokens=max_new_tokens)
+        return out
 
     @property
     def encoder(self):

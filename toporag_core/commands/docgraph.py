@@ -5,6 +5,8 @@
   of the generator's output (``--record``);
 * ``retrieve SRC -q QUESTION``: the traversal (path, fusions, grafts, every FGW value against
   epsilon, timings with ``--json``); SRC as for ``build`` or a built graph folder;
+* ``cluster DATA --n 40 --k 2 --json``: questions clustered by FGW between the regions of the graph
+  their traversals deformed (labels, distances, adjusted Rand index against the question type);
 * ``eval DATA``: recall of both gold articles, answer in context (and EM/F1 with ``--llm``)
   against dense top-k sentences at the same token budget.
 """
@@ -26,6 +28,12 @@ def _traversal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--structure", default="paths", choices=("paths", "embedding"), help="structure matrix")
     p.add_argument("--node-mass", default="fused", choices=("fused", "uniform"), help="node masses of FGW")
     p.add_argument("--no-semantic-graft", action="store_true", help="graft tree grandchildren only (literal)")
+    p.add_argument("--mention-bonus", type=float, default=0.5,
+                   help="score bonus of a child whose document title the question names (default 0.5; 0 = literal)")
+    p.add_argument("--no-mention-graft", action="store_true",
+                   help="do not graft sections of documents named on the path (literal reading)")
+    p.add_argument("--query-update", type=float, default=0.0,
+                   help="after each move q <- normalise(q + w * x_next) (default 0: the question alone)")
     p.add_argument("--search", default="binary", choices=("binary", "linear"))
     p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
     p.add_argument("--theta", type=float, default=0.6, help="semantic edge threshold (default 0.6)")
@@ -67,6 +75,13 @@ def register(subparsers) -> None:
     e.add_argument("--out", default=None, help="write per-question rows as JSON lines")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=run_eval)
+    c = sub.add_parser("cluster", help="cluster questions by FGW between the graphs their traversals deform")
+    c.add_argument("data", help="generator output folder or HotpotQA-distractor JSON")
+    c.add_argument("--n", type=int, default=40, help="first N records (default 40; Q^2 / 2 FGW calls)")
+    c.add_argument("--k", type=int, default=2, help="clusters (default 2)")
+    _traversal_args(c)
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_cluster)
 
 
 def _config(args):
@@ -74,6 +89,8 @@ def _config(args):
 
     return TraversalConfig(max_depth=args.max_depth, keep_ratio=args.keep_ratio, epsilon=args.epsilon,
                            graft_semantic=not args.no_semantic_graft, search=args.search,
+                           mention_bonus=args.mention_bonus, graft_mentions=not args.no_mention_graft,
+                           query_update=args.query_update,
                            fgw=FGWConfig(feature_weight=args.feature_weight, structure=args.structure,
                                          node_mass=args.node_mass))
 
@@ -179,4 +196,24 @@ def run_eval(args: argparse.Namespace) -> int:
             f.writelines(json.dumps(row.__dict__, ensure_ascii=False) + "\n" for row in rows)
     emit(summary, args.json, "\n".join(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}"
                                        for k, v in summary.items()))
+    return 0
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    from ..docgraph.build import BuildConfig
+    from ..docgraph.cluster import cluster_records
+    from ..docgraph.generate import load_records
+    from ..embed import get_encoder
+
+    if args.n < 2:
+        raise ValueError("--n must be >= 2 (clustering needs two questions)")
+    if args.k < 1:
+        raise ValueError("--k must be >= 1")
+    cfg = _config(args)
+    recs = load_records(args.data)[: args.n]
+    out = cluster_records(recs, get_encoder(args.encoder), cfg, BuildConfig(sim_threshold=args.theta), args.k)
+    sizes = {int(lab): out["labels"].count(lab) for lab in sorted(set(out["labels"]))}
+    ari = "n/a (no question types)" if out["ari_vs_type"] is None else f"{out['ari_vs_type']:.3f}"
+    emit(out, args.json, f"{len(recs)} questions, {args.k} clusters, sizes {sizes}; adjusted Rand index against "
+                         f"question type: {ari} ({out['seconds']:.1f} s)")
     return 0

@@ -88,32 +88,23 @@ def dense_context(graph: DocGraph, qvec: np.ndarray, budget: int, tokenizer=None
 
 
 class LLMAnswerer:
-    """Answers a question from a context text with a frozen causal LM through the project's
-    generate path (:class:`toporag_core.model.TopoRAGModel` without a graph encoder: chat
-    template, context truncated to ``max_input_tokens``, greedy decoding). Written here because
-    the project has no plain "answer from this text" helper outside the pipeline."""
+    """Answers a question from a context text with the project's frozen LLM: the answering layer's
+    text-only pipeline (:meth:`toporag_core.pipeline.TopoRAGPipeline.text_only`: chat template,
+    context truncated to ``max_input_tokens``, greedy decoding), the question followed by
+    ``instruction``."""
 
     def __init__(self, llm=None, tokenizer=None, max_new_tokens: int = 16, max_input_tokens: int = 512,
                  instruction: str = "Answer with a short phrase only.") -> None:
-        from ..model import TopoRAGConfig, TopoRAGModel
+        from ..pipeline import TopoRAGPipeline
 
-        if llm is None:
-            from ..llm import load_llm
-
-            llm, tokenizer = load_llm(None, device="auto")
-        self.tokenizer = tokenizer
         self.instruction = instruction
-        self.model = TopoRAGModel(TopoRAGConfig(use_graph=False, max_new_tokens=max_new_tokens,
-                                                max_input_tokens=max_input_tokens), llm, tokenizer).eval()
+        self.pipeline = TopoRAGPipeline.text_only(model=llm, tokenizer=tokenizer, max_new_tokens=max_new_tokens,
+                                                  max_input_tokens=max_input_tokens)
+        self.tokenizer = self.pipeline.tokenizer
 
     def answer(self, contexts: list[str], questions: list[str], batch_size: int = 8) -> list[str]:
-        from ..model import QABatch
-
-        out = []
-        for i in range(0, len(questions), batch_size):
-            qs = [f"{q} {self.instruction}".strip() for q in questions[i:i + batch_size]]
-            out += self.model.generate(QABatch(cells=None, questions=qs, contexts=contexts[i:i + batch_size]))
-        return out
+        qs = [f"{q} {self.instruction}".strip() for q in questions]
+        return self.pipeline.answer_texts(qs, contexts, batch_size=batch_size)
 
 
 @dataclass

@@ -2,8 +2,12 @@
 
 From the root, for ``depth = 1 .. max_depth`` at the current node ``u``:
 
-1. **Score** the children ``j`` of ``u`` (tree and grafted edges): ``s_j = cos(q, x_j)``,
-   existence weight ``w_j`` of the edge ``u -> j``.
+1. **Score** the children ``j`` of ``u`` (tree and grafted edges): ``s_j = cos(q, x_j) +
+   mention_bonus * named_j``, ``named_j = 1`` when ``j`` lies in a document (other than
+   ``u``'s own) whose title the question or the text of a node on the path names (default
+   bonus 0.5; ``0`` is the literal ``s_j = cos(q, x_j)``), existence weight ``w_j`` of the
+   edge ``u -> j``. Why: a question names its entities, and MiniLM's cosine between a
+   question and an article about an invented name barely depends on the name.
 2. **Keep** ``K = {j : s_j > keep_ratio * max_i(w_i s_i)}`` (``keep_ratio`` is the source's
    tau, default 0.8), sorted by ``w_j s_j`` descending (the best child first). When no
    child passes (all scores <= 0) the best one is kept.
@@ -22,10 +26,20 @@ From the root, for ``depth = 1 .. max_depth`` at the current node ``u``:
    ``clip(p0 + graft_gain * (s_g - graft_center), 0, 1)`` with ``p0 = s_g`` by default
    (``graft_base`` sets a constant ``p0``); the source's eta and tau here are
    ``graft_gain`` (0.5) and ``graft_center`` (0.5), distinct from ``keep_ratio``.
+   With ``graft_mentions=True`` (default) the *first* candidates are, for every document
+   named by the question or by the own text of a node on the path (title matched as a whole
+   phrase, case-insensitive) that has nothing in the context yet, its best section by
+   ``cos(q, .)``: the bridge article of a two-hop question ("the founder of O" -> O's
+   paragraph "O was founded by P" names P). These are links the text itself makes, as
+   HotpotQA's hyperlinks; the answer and the gold titles are never used.
    With ``graft_semantic=True`` (default) the remaining candidate slots go to "far" nodes:
    nodes of other articles joined by a semantic edge to a child of the next node, at that
    child's level, best edge cosine first, not filtered by the question (a bridge article is
    by nature unlike the question). ``graft_semantic=False`` is the literal reading.
+
+**Query update** (``query_update``, default 0): after each move
+``q <- normalise(q + query_update * x_next)``; measured in the benchmark (it does not help
+on the generated data, so it is off).
 
 So a question costs at most ``max_depth * 2 * ceil(log2(k + 1))`` FGW calls, ``k`` the most
 candidates at one step. ``epsilon = 0`` means no deformation at all (no FGW call): the plain
@@ -39,6 +53,7 @@ Shapes: ``x (n, d)`` node features, ``q (d,)`` the question vector, couplings ``
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +83,14 @@ class TraversalConfig:
         graft_semantic: also offer, as graft candidates, the nodes joined by a semantic edge to a
             child of the next node ("far" nodes of other articles, ranked by the edge's cosine
             and not filtered by the question); on by default, ``False`` is the literal reading.
+        mention_bonus: added to the score of a child whose document title the question names
+            (``s_j = cos(q, x_j) + mention_bonus * [title named]``); ``0`` is the literal score.
+        graft_mentions: first offer, as graft candidates, the best section (by the current query)
+            of every document whose title the question or the text of a node on the path names
+            and that is not yet in the context (the bridge article of a two-hop question);
+            ``False`` is the literal reading.
+        query_update: after each move the query becomes ``normalise(q + query_update * x_next)``
+            (``x_next`` the embedding of the node moved to); ``0`` keeps the question alone.
         fuse_embedding: ``"reencode"`` or ``"mean"``.
         search: ``"binary"`` or ``"linear"``.
         fgw: the FGW settings.
@@ -81,6 +104,9 @@ class TraversalConfig:
     graft_base: float | None = None
     max_graft: int = 3
     graft_semantic: bool = True
+    mention_bonus: float = 0.5
+    graft_mentions: bool = True
+    query_update: float = 0.0
     fuse_embedding: str = "reencode"
     search: str = "binary"
     fgw: FGWConfig = field(default_factory=FGWConfig)
@@ -96,6 +122,10 @@ class TraversalConfig:
             raise ValueError(f"TraversalConfig.epsilon must be >= 0 (an FGW budget), got {self.epsilon}")
         if int(self.max_graft) < 0:
             raise ValueError(f"TraversalConfig.max_graft must be >= 0, got {self.max_graft}")
+        if not float(self.mention_bonus) >= 0.0:
+            raise ValueError(f"TraversalConfig.mention_bonus must be >= 0, got {self.mention_bonus}")
+        if not float(self.query_update) >= 0.0:
+            raise ValueError(f"TraversalConfig.query_update must be >= 0, got {self.query_update}")
         if self.graft_base is not None and not 0.0 <= float(self.graft_base) <= 1.0:
             raise ValueError(f"TraversalConfig.graft_base must be in [0, 1] or None, got {self.graft_base}")
         if self.fuse_embedding not in FUSE_EMBEDDINGS:
@@ -264,6 +294,7 @@ class Step:
     graft_weights: list[float]
     next: list[int]
     candidates: int = 0
+    mention_candidates: int = 0  # how many of `graft_candidates` (the first ones) come from named titles
     before: GraphState | None = field(default=None, repr=False)  # the graph this step started from
     u: int = 0  # index of the current node in `before`
 
@@ -314,6 +345,25 @@ class TraversalResult:
                            "graft_weights": s.graft_weights, "next": s.next} for s in self.steps],
                 "selected": self.selected.tolist(), "context": self.context,
                 "timings_ms": {k: 1000 * v for k, v in self.timings.items()}}
+
+
+# ----------------------------------------------------------------------------- title mentions
+def title_pattern(titles: list[str], min_chars: int = 3) -> re.Pattern | None:
+    """One case-insensitive pattern matching any document title (at least ``min_chars``
+    characters) as a whole phrase, longest titles first; ``None`` when there is none."""
+    names = sorted({t.strip() for t in titles if len(t.strip()) >= min_chars}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in names) + r")(?!\w)", re.IGNORECASE)
+
+
+def named_documents(graph: DocGraph, text: str, pattern: re.Pattern | None = None) -> np.ndarray:
+    """Sorted document indices (``graph.doc`` values) whose title ``text`` names."""
+    pattern = pattern if pattern is not None else title_pattern(graph.titles)
+    if pattern is None or not text:
+        return np.zeros(0, np.int64)
+    found = {m.group(1).lower() for m in pattern.finditer(text)}
+    return np.asarray([d for d, t in enumerate(graph.titles) if t.strip().lower() in found], np.int64)
 
 
 # ----------------------------------------------------------------------------- the walk
@@ -372,6 +422,28 @@ class Traverser:
     def __init__(self, graph: DocGraph, encoder, config: TraversalConfig | None = None) -> None:
         self.graph, self.encoder = graph, encoder
         self.config = config or TraversalConfig()
+        self.titles = title_pattern(graph.titles)
+        anc = graph.ancestors()
+        self._sections = anc[:, SECTION][graph.level == SECTION]  # original section ids, pre-order
+
+    def _mention_grafts(self, state: GraphState, nxt: int, named: np.ndarray, shown: np.ndarray,
+                        q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(state ids, scores)``: per named document not yet shown, its best section by ``cos(q, .)``
+        (not ``nxt`` or one of its children), best document first."""
+        g = self.graph
+        docs = np.setdiff1d(named, np.unique(g.doc[shown]))
+        secs = self._sections[np.isin(g.doc[self._sections], docs)]
+        if secs.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0)
+        st = state.assign[secs]
+        ok = ~np.isin(st, np.append(children(state, nxt)[0], nxt))
+        st, d = st[ok], g.doc[secs[ok]]
+        sc = state.x[st].astype(np.float64) @ q
+        order = np.lexsort((st, -sc, d))  # per document, best section first
+        first = np.r_[True, d[order][1:] != d[order][:-1]]
+        best, bsc = st[order][first], sc[order][first]
+        rank = np.lexsort((best, -bsc))
+        return best[rank], bsc[rank]
 
     def question_vector(self, question: str) -> np.ndarray:
         if not isinstance(question, str) or not question.strip():
@@ -403,13 +475,22 @@ class Traverser:
             evals.append(Evaluation(depth, op, size, res.value, ok, res.seconds))
             return ok, res
 
+        mentions = cfg.mention_bonus > 0 or (deform and cfg.graft_mentions and cfg.max_graft > 0)
+        named = named_documents(g, question, self.titles) if mentions else np.zeros(0, np.int64)
         for depth in range(1, cfg.max_depth + 1):
             kids, w = children(state, u)
             if kids.size == 0:
                 break
-            s = state.x[kids].astype(np.float64) @ q
+            cos = state.x[kids].astype(np.float64) @ q
+            s = cos
+            if cfg.mention_bonus > 0 and named.size:
+                # a child in a named document that is not the current node's own document
+                hit = np.isin(g.doc, named) & ~np.isin(g.doc, g.doc[state.members[u]])
+                s = cos + cfg.mention_bonus * (np.bincount(state.assign, weights=hit,
+                                                            minlength=state.num_nodes)[kids] > 0)
             ws = w * s
             thr = cfg.keep_ratio * float(ws.max())
+            thr_cos = cfg.keep_ratio * float((w * cos).max())
             order = np.lexsort((kids, -ws))
             kept = [int(i) for i in order if s[i] > thr] or [int(order[0])]
             kept.sort(key=lambda i: (-ws[i], kids[i]))
@@ -433,14 +514,27 @@ class Traverser:
             # -- grafting: grandchildren through the children not fused into `nxt`
             n_graft = 0
             u_cur = int(remap[u]) if msize >= 2 else u
-            if deform and cfg.max_graft > 0 and (others.size or cfg.graft_semantic):
+            if cfg.query_update > 0:
+                q = q + cfg.query_update * state.x[nxt].astype(np.float64)
+                q = q / max(np.linalg.norm(q), 1e-12)
+            if mentions:
+                named = np.union1d(named, named_documents(g, state.text[nxt], self.titles))
+            if deform and cfg.max_graft > 0 and (others.size or cfg.graft_semantic or cfg.graft_mentions):
+                mk = ms = np.zeros(0)
+                if cfg.graft_mentions and named.size:
+                    shown = np.concatenate([np.asarray(p, np.int64) for p in path] + grafted_members
+                                           + [state.members[nxt]])
+                    mk, ms = self._mention_grafts(state, nxt, named, shown, q)
+                    mk, ms = mk[: cfg.max_graft], ms[: cfg.max_graft]
                 gk = state.edges[1, np.isin(state.edges[0], others) & (state.edge_kind != SEMANTIC)]
-                gk = np.setdiff1d(np.unique(gk), children(state, nxt)[0])
+                gk = np.setdiff1d(np.unique(gk), np.concatenate([children(state, nxt)[0], mk]))
                 gs = state.x[gk].astype(np.float64) @ q if gk.size else np.zeros(0)
-                ok_g = gs > thr
+                ok_g = gs > thr_cos
                 gk, gs = gk[ok_g], gs[ok_g]
-                top = np.lexsort((gk, -gs))[: cfg.max_graft]
-                gk, gs = gk[top], gs[top]
+                top = np.lexsort((gk, -gs))[: cfg.max_graft - mk.size]
+                gk = np.concatenate([mk, gk[top]]).astype(np.int64)
+                gs = np.concatenate([ms, gs[top]])
+                step.mention_candidates = int(mk.size)
                 if cfg.graft_semantic:
                     far = _semantic_candidates(state, nxt, np.concatenate([gk, [nxt, u_cur]]))
                     room = cfg.max_graft - gk.size
