@@ -10,7 +10,7 @@ import streamlit as st
 from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
 from toporag_core.lift import TREE_METHODS
 from toporag_core.studio import resources
-from toporag_core.studio import samples, state, uploads
+from toporag_core.studio import kg_source, samples, state, uploads
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
 
@@ -23,6 +23,44 @@ def explagraphs_rows():
 @st.cache_data(show_spinner="Reading WebQSP ...")
 def webqsp_records():
     return samples.webqsp_records()
+
+
+def knowledge_graph_source(ss) -> None:
+    """A question's k-hop subgraph of a DuckDB triple store becomes the current graph (studio/kg_source.py)."""
+    st.caption("A knowledge graph too big to lift whole stays in a DuckDB triple store; the question's entities "
+               "are linked (exact name, then fuzzy) and their k-hop neighbourhood is loaded as the current graph.")
+    where = st.radio("Store", ["File on disk", "Upload triples"], horizontal=True, key="kg_where",
+                     help="On disk: a .duckdb store made by `toporag kg import`, or a triple file "
+                          "(.csv/.tsv head,relation,tail or .parquet), imported once into a store of its own.")
+    up = None
+    if where == "File on disk":
+        st.text_input("Path", key="kg_path", placeholder="/data/freebase.duckdb or triples.csv")
+    else:
+        up = st.file_uploader("Triples (CSV/TSV head,relation,tail, or Parquet)", type=["csv", "tsv", "txt", "parquet"],
+                              key="kg_upload")
+    question = st.text_input("Question", key="kg_question", placeholder="Where is red river 0 located?")
+    c1, c2, c3 = st.columns(3)
+    hops = int(c1.number_input("Hops", 0, 6, 2, key="kg_hops", help="k of the k-hop neighbourhood (both directions)"))
+    link = c2.selectbox("Entity linking", kg_source.LINK_MODES, key="kg_link",
+                        help="exact name n-grams; fuzzy (Jaro-Winkler >= 0.92); auto = exact, else fuzzy")
+    max_nodes = int(c3.number_input("At most entities", 100, 1_000_000, 50_000, step=1000, key="kg_max_nodes",
+                                    help="stop before a hop that would exceed this many entities"))
+    entities = st.text_input("Entities (optional; separated by ';')", key="kg_entities",
+                             help="seed entities by exact name instead of linking the question")
+    if st.button("Extract subgraph", key="load_kg", type="primary", disabled=where != "File on disk" and up is None):
+        bar = st.progress(0.0, text="Knowledge graph: starting ...")
+
+        def extract():
+            def report(frac: float, text: str) -> None:
+                bar.progress(min(max(frac, 0.0), 1.0), text=f"Knowledge graph: {text}")
+            db = kg_source.store_from_path(ss.get("kg_path") or "", report) if up is None \
+                else kg_source.store_from_upload(up.getvalue(), up.name, report)
+            return kg_source.load_kg_subgraph(db, question, hops, link, kg_source.parse_entities(entities),
+                                              max_nodes, report)
+        try:
+            state.try_load(ss, extract, None)
+        finally:
+            bar.empty()
 
 
 def home() -> None:
@@ -44,7 +82,8 @@ def home() -> None:
 
     # ---------------------------------------------------------------- loading
     st.subheader("Load a graph")
-    tab_samples, tab_bench, tab_upload, tab_paste = st.tabs(["Built-in samples", "Benchmark data", "Upload", "Paste"])
+    tab_samples, tab_bench, tab_upload, tab_paste, tab_kg = st.tabs(
+        ["Built-in samples", "Benchmark data", "Upload", "Paste", "Knowledge graph"])
     with tab_samples:
         key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title,
                            key="sample_pick")
@@ -109,6 +148,9 @@ def home() -> None:
                             placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
         if st.button("Load pasted graph", key="load_paste"):
             state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
+
+    with tab_kg:
+        knowledge_graph_source(ss)
 
     if ss.get(state.ERROR):
         st.error(f"Could not load that graph: {ss[state.ERROR]}")

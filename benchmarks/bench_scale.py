@@ -7,8 +7,9 @@ model is not the bottleneck; MiniLM's throughput is measured separately on a 512
 Each size runs in its own child process under an address-space limit (``--mem-limit-gb``, default
 16), so a blow-up kills only that child; peak RSS is the child's ``ru_maxrss``. Retrieval: k0 = 3,
 k1 = 5, k2 = 3, median over 4 questions after one warm-up; "exact" = ``toporag`` (the reference),
-"indexed" = ``toporag-local`` (faiss flat top-k + PCST on a growing hop neighbourhood), with the
-index build time separate and whether both gave the same subcomplex.
+"indexed" = ``toporag-local`` with ``index=flat`` (exact prizes from one BLAS pass + PCST on the radius-3
+hop neighbourhood, grown only when the tree reaches its edge), "ivf" = the same with faiss IVF top-k
+0-cells (approximate), with the index build times separate and whether each gave the exact subcomplex.
 
     python benchmarks/bench_scale.py                    # 2k, 20k, 200k, 1M nodes + KG (1M triples)
     python benchmarks/bench_scale.py --sizes 2000 20000 --kg-triples 100000 --no-plot
@@ -95,9 +96,15 @@ def child_size(n: int, exact: bool) -> None:
     loc, t_loc = timed("toporag-local", index="flat")
     out(phase="indexed", s=t_loc, radius=[r.params["radius"] for r in loc],
         region=[r.params["region_nodes"] for r in loc])
+    t = time.perf_counter()
+    cell_index(ecx, "ivf")
+    out(phase="ivf_index", s=time.perf_counter() - t)
+    ivf, t_ivf = timed("toporag-local", index="ivf")
+    out(phase="ivf", s=t_ivf, radius=[r.params["radius"] for r in ivf])
     if exact:
         ex, t_ex = timed("toporag")
-        out(phase="exact", s=t_ex, same=sum(same(a, b) for a, b in zip(ex, loc)), of=len(qv))
+        out(phase="exact", s=t_ex, same=sum(same(a, b) for a, b in zip(ex, loc)), of=len(qv),
+            same_ivf=sum(same(a, b) for a, b in zip(ex, ivf)))
 
 
 def child_minilm() -> None:
@@ -196,11 +203,14 @@ def main() -> None:
           f"(all-MiniLM-L6-v2, CPU, 512-text sample): {fmt(mps, nd=0)} texts/s; retrieval k0=3, k1=5, k2=3, "
           f"median of {len(QUESTIONS)} questions (warm); limit {a.mem_limit_gb:g} GB address space per size.\n")
     print("| nodes / 1-cells / 2-cells | boundary entries | lift_s | embed_s | embed_minilm_est_s | index_build_s "
-          "| retrieve_exact_ms | retrieve_indexed_ms | speedup (x) | same result | radius | peak_RSS_GB | status |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| retrieve_exact_ms | retrieve_indexed_ms | speedup (x) | same result | radius | ivf_build_s | "
+          "retrieve_ivf_ms | ivf speedup (x) | ivf same | peak_RSS_GB | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     plot = []
     for n, ph, status in table:
         lift_r, emb, ix, loc, ex = (ph.get(k) for k in ("lift", "embed", "index", "indexed", "exact"))
+        ivx, ivf = ph.get("ivf_index"), ph.get("ivf")
+        sp_ivf = ex["s"] / ivf["s"] if ex and ivf else None
         shape = "/".join(str(x) for x in lift_r["shape"]) if lift_r else f"{n}/-/-"
         peak = max((r["rss_gb"] for r in ph.values()), default=None)
         est = (n + 50) / mps if mps else None  # distinct texts: node texts + 50 relations
@@ -209,7 +219,9 @@ def main() -> None:
         print(f"| {shape} | {lift_r['entries'] if lift_r else '-'} | {fmt(lift_r and lift_r['s'])} "
               f"| {fmt(emb and emb['s'])} | {fmt(est, nd=0)} | {fmt(ix and ix['s'])} | {fmt(ex and ex['s'], 1000, 1)} "
               f"| {fmt(loc and loc['s'], 1000, 1)} | {fmt(sp, nd=1)} "
-              f"| {same_txt} | {loc['radius'] if loc else '-'} | {fmt(peak, nd=2)} "
+              f"| {same_txt} | {loc['radius'] if loc else '-'} | {fmt(ivx and ivx['s'])} "
+              f"| {fmt(ivf and ivf['s'], 1000, 1)} | {fmt(sp_ivf, nd=1)} "
+              f"| {str(ex['same_ivf']) + '/' + str(ex['of']) if ex else '-'} | {fmt(peak, nd=2)} "
               f"| {status} |")
         plot.append((n, lift_r and lift_r["s"], emb and emb["s"], ex and ex["s"], loc and loc["s"], peak))
     print("\nReference for the retrieval speedup: exact `toporag` on the same embedded complex, same run.")

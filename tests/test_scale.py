@@ -110,7 +110,7 @@ def test_local_retrieval_equals_exact_where_neighbourhood_holds_the_answer(index
             k = 1 + (seed + qi) % 4
             params = dict(k0=k, k1=k, k2=k, c2=0.5, edge_cost=0.5)
             exact = retrieve(ecx, q, "toporag", **params)
-            local = retrieve(ecx, q, "toporag-local", hops=2, index=index, **params)
+            local = retrieve(ecx, q, "toporag-local", index=index, **params)
             # prizes (0-, 1-, 2-cells) and candidates never depend on the neighbourhood
             assert all(np.array_equal(x, y) for x, y in zip(exact.prizes, local.prizes))
             assert local.params["candidates2"] == exact.params["candidates2"]
@@ -121,7 +121,7 @@ def test_local_retrieval_equals_exact_where_neighbourhood_holds_the_answer(index
             if np.isin(exact.nodes, region).all():
                 compared += 1
                 assert _same(exact, local), (seed, q)
-            assert local.params["radius"] >= 2
+            assert local.params["radius"] >= 3
     assert compared >= 24  # most cases are comparable: the test must not pass vacuously
 
 
@@ -152,3 +152,56 @@ def test_one_cell_ties_follow_the_exact_tiebreak():
         e, lo = retrieve(ecx, q, "toporag", k0=2, k1=6, k2=2), retrieve(ecx, q, "toporag-local", k0=2, k1=6, k2=2,
                                                                            index="flat", hops=50)
         assert np.array_equal(e.prizes[1], lo.prizes[1])
+
+
+def test_top_k_stable_equals_stable_argsort_with_ties():
+    from toporag_core.retrieval.scale import top_k_stable
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        s = np.round(rng.random(int(rng.integers(1, 400))), int(rng.integers(1, 3)))  # many ties
+        for k in (1, 3, 7, s.size):
+            assert np.array_equal(top_k_stable(s, k), np.argsort(-s, kind="stable")[:k])
+
+
+def test_hop_layers_grown_by_one_equal_a_fresh_expansion():
+    from toporag_core.retrieval.scale import hop_layers
+
+    g = random_graph(500, seed=6)
+    adj = cell_index(EmbeddedComplex.from_graph(g, HashingEncoder(16)), "flat").adj
+    seeds = np.array([3, 77, 401])
+    for r in range(4):
+        grown = hop_layers(adj, seeds, r + 1, start=hop_layers(adj, seeds, r))
+        fresh = hop_layers(adj, seeds, r + 1)
+        assert all(np.array_equal(a, b) for a, b in zip(grown[:2], fresh[:2]))
+        prev = hop_neighbourhood(adj, seeds, r)
+        assert np.array_equal(np.setdiff1d(fresh[0], prev), fresh[1])  # the outermost layer
+
+
+def test_local_retrieval_equals_exact_on_the_webqsp_sample(shared_data):
+    """The 12 real WebQSP graphs, local path forced (index flat; auto would run the exact path on graphs
+    this small): wherever the final neighbourhood holds the exact answer's support, the subcomplex,
+    roles and prizes are identical, and so is answer recall (metrics.normalize)."""
+    from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
+    from toporag_core.retrieval.report import answer_found
+
+    compared, found_exact, found_local = 0, 0, 0
+    recs = read_webqsp(shared_data / "webqsp_sample.json")
+    for rec in recs:
+        ecx = EmbeddedComplex.from_graph(webqsp_record_to_graph(rec), HashingEncoder(64))
+        for k in (1, 2, 3):
+            params = dict(k0=k, k1=k, k2=k, c2=0.5, edge_cost=0.5)
+            exact = retrieve(ecx, rec["question"], "toporag", **params)
+            local = retrieve(ecx, rec["question"], "toporag-local", index="flat", **params)
+            assert all(np.array_equal(x, y) for x, y in zip(exact.prizes, local.prizes))
+            p0, p1, _ = exact.prizes
+            seeds = np.concatenate([np.flatnonzero(p0 > 0), ecx.complex.edges[p1 > 0].reshape(-1)]
+                                   + [ecx.complex.cell2_nodes(c) for c in exact.params["candidates2"]])
+            region = hop_neighbourhood(cell_index(ecx, "flat").adj, seeds, local.params["radius"])
+            if np.isin(exact.nodes, region).all():
+                compared += 1
+                assert _same(exact, local), (rec.get("id"), k)
+            found_exact += answer_found(exact.node_texts(), rec["answers"])[0]
+            found_local += answer_found(local.node_texts(), rec["answers"])[0]
+    assert compared >= 3 * len(recs) - 2  # nearly every case is comparable: not vacuous
+    assert found_local == found_exact

@@ -16,9 +16,15 @@ from .store import KGStore, Neighbourhood, normalize_name
 
 
 def question_subgraph(store: KGStore, question: str, hops: int = 2, link: str = "auto",
-                      entities: list[str] | None = None, max_nodes: int | None = 50_000):
+                      entities: list[str] | None = None, max_nodes: int | None = 50_000, progress=None):
     """``(links, neighbourhood)``: the linked entities (or the named ``entities``, matched exactly) and
-    their ``hops``-hop induced subgraph. ``ValueError`` when nothing links."""
+    their ``hops``-hop induced subgraph. ``ValueError`` when nothing links. ``progress(fraction, message)``
+    is called after linking and after each hop (fractions 0 .. 0.9; the induced triples are the rest)."""
+    def step(frac: float, msg: str) -> None:
+        if progress is not None:
+            progress(frac, msg)
+
+    step(0.0, "linking entities")
     if entities:
         ids = store.lookup(entities)
         if not ids:
@@ -28,8 +34,16 @@ def question_subgraph(store: KGStore, question: str, hops: int = 2, link: str = 
         links = link_entities(store, question, mode=link)
         if not links:
             raise ValueError(f"no entity of the knowledge graph is mentioned in the question {question!r} "
-                             f"(link mode {link!r}); name one with --entity")
-    return links, store.subgraph([lk.id for lk in links], hops=hops, max_nodes=max_nodes)
+                             f"(link mode {link!r}); name the entity explicitly "
+                             "(--entity on the command line, 'Entities' in the app)")
+    names = ", ".join(lk.name for lk in links[:5]) + (" ..." if len(links) > 5 else "")
+    step(0.1, f"linked {len(links)} entit{'y' if len(links) == 1 else 'ies'} ({names}); expanding {hops} hop(s)")
+
+    def hop(done: int, total: int, nodes: int) -> None:
+        step(0.1 + 0.8 * done / max(total, 1), f"hop {done} of {total}: {nodes:,} entities")
+    nb = store.subgraph([lk.id for lk in links], hops=hops, max_nodes=max_nodes, progress=hop)
+    step(1.0, f"{nb.graph.num_nodes:,} entities, {nb.graph.num_edges:,} triples")
+    return links, nb
 
 
 def retrieve_from_kg(store: KGStore, question: str, encoder, hops: int = 2, link: str = "auto",
@@ -45,7 +59,8 @@ def retrieve_from_kg(store: KGStore, question: str, encoder, hops: int = 2, link
 
     t = {"start": time.perf_counter()}
     step(0.0, "linking entities")
-    links, nb = question_subgraph(store, question, hops, link, entities, max_nodes)
+    links, nb = question_subgraph(store, question, hops, link, entities, max_nodes,
+                                  progress=lambda f, m: step(0.3 * f, m))
     t["extract"] = time.perf_counter()
     step(0.3, f"lifting and embedding {nb.graph.num_nodes} nodes, {nb.graph.num_edges} triples")
     ecx = EmbeddedComplex.from_graph(nb.graph, encoder)

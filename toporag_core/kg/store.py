@@ -29,12 +29,13 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
 
+TRIPLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")  # what KGStore.create imports
 HEADERS = ({"head", "relation", "tail"}, {"subject", "predicate", "object"}, {"h", "r", "t"})
 
 
@@ -70,9 +71,15 @@ class KGStore:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such knowledge-graph store (create one with `toporag kg import`)")
-        self.con = duckdb.connect(str(self.path), read_only=read_only)
-        have = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if self.path.suffix.lower() in TRIPLE_SUFFIXES:
+            raise ValueError(f"{self.path}: a triple file, not a store (import it first: `toporag kg import`)")
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            have = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        except duckdb.Error as e:
+            raise ValueError(f"{self.path}: not a DuckDB knowledge-graph store ({str(e).splitlines()[0]})") from None
         if not {"entities", "triples", "tokens"} <= have:
+            self.con.close()
             raise ValueError(f"{self.path}: not a toporag knowledge-graph store (tables entities/triples missing)")
 
     def close(self) -> None:
@@ -149,12 +156,16 @@ class KGStore:
         return [int(r[0]) for r in rows.fetchall()]
 
     # ----------------------------------------------------------------- k hops
-    def k_hop_nodes(self, seeds: Sequence[int], hops: int, max_nodes: int | None = None) -> tuple[np.ndarray, int]:
-        """Sorted entity ids within ``hops`` hops of ``seeds`` (both directions) and the hops completed."""
+    def k_hop_nodes(self, seeds: Sequence[int], hops: int, max_nodes: int | None = None,
+                    progress: Callable[[int, int, int], None] | None = None) -> tuple[np.ndarray, int]:
+        """Sorted entity ids within ``hops`` hops of ``seeds`` (both directions) and the hops completed.
+        ``progress(hops done, hops, nodes so far)`` is called before the first hop and after each."""
         if hops < 0:
             raise ValueError(f"hops must be >= 0, got {hops}")
         seen = np.unique(np.asarray(list(seeds), dtype=np.int64))
         frontier, done = seen, 0
+        if progress is not None:
+            progress(0, hops, int(seen.size))
         for _ in range(hops):
             if not frontier.size:
                 done += 1
@@ -169,11 +180,15 @@ class KGStore:
                 break
             seen = np.union1d(seen, new)
             frontier, done = new, done + 1
+            if progress is not None:
+                progress(done, hops, int(seen.size))
         return seen, done
 
-    def subgraph(self, seeds: Sequence[int], hops: int = 2, max_nodes: int | None = 50_000) -> Neighbourhood:
-        """The subgraph induced on the ``hops``-hop neighbourhood of ``seeds`` (see the module docstring)."""
-        nodes, done = self.k_hop_nodes(seeds, hops, max_nodes)
+    def subgraph(self, seeds: Sequence[int], hops: int = 2, max_nodes: int | None = 50_000,
+                 progress: Callable[[int, int, int], None] | None = None) -> Neighbourhood:
+        """The subgraph induced on the ``hops``-hop neighbourhood of ``seeds`` (see the module docstring);
+        ``progress`` as in :meth:`k_hop_nodes`."""
+        nodes, done = self.k_hop_nodes(seeds, hops, max_nodes, progress)
         ids = nodes.tolist()
         tri = self.con.execute("""
             WITH n AS (SELECT unnest(?) AS id)
@@ -214,7 +229,7 @@ def _load_file(con, path: Path) -> None:
         src = f"SELECT head::VARCHAR AS head, relation::VARCHAR AS relation, tail::VARCHAR AS tail " \
               f"FROM read_parquet({_sql_str(path)})"
         first_line = 1
-    elif suffix in (".csv", ".tsv", ".txt"):
+    elif suffix in TRIPLE_SUFFIXES:
         header, delim = _header_and_delim(path)
         src = (f"SELECT column0 AS head, column1 AS relation, column2 AS tail FROM read_csv({_sql_str(path)}, "
                f"delim={_sql_str(delim)}, header=false, skip={1 if header else 0}, quote='\"', escape='\"', "

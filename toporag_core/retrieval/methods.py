@@ -106,8 +106,8 @@ def register_builtin_methods() -> None:
     register_method(RetrievalMethod(  # large graphs: index top-k + PCST on a hop neighbourhood (retrieval/scale.py)
         "toporag-local", "TopoRAG, indexed + local PCST (large graphs)", "cells",
         (K0, K1, K2, C2, EDGE_COST,
-         Param("hops", int, 2, 0, 50, "first PCST neighbourhood radius around the terminals"),
-         Param("max_hops", int, 3, 0, 50, "largest radius (grown until two radii agree)"),
+         Param("hops", int, 3, 0, 50, "PCST neighbourhood radius around the terminals (1-skeleton hops)"),
+         Param("max_hops", int, 4, 0, 50, "largest radius (grown by one while the tree reaches the outermost hop)"),
          Param("index", str, "auto", help="auto | exact | flat | ivf (auto: exact path below 20k nodes, else flat)",
                widget=False)), retrieve_local, "TopoRAG with top-k cells from an index and the PCST on the "
         "hop neighbourhood of the terminals; equals toporag where that neighbourhood holds its answer"))

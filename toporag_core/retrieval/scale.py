@@ -5,13 +5,13 @@ Exact TopoRAG (:func:`~.toporag.retrieve_subcomplex`) scores every cell of the c
 the whole complex; all three grow linearly with the graph. Here the same prizes and the same
 Steiner tree come from work that grows with the *answer*:
 
-1. **0-cells** ``top-k0`` from a vector index over the unit node vectors ``U0 (N, d)``:
-   ``index="flat"`` = exact inner-product k-NN (``faiss.knn``, SIMD, no copy of ``U0``),
-   ``index="ivf"`` = ``faiss.IndexIVFFlat`` (``nlist ~ 4 sqrt(N)`` lists, ``nprobe`` probed:
-   approximate). The ``k0 + margin`` candidates are re-scored with numpy exactly as the exact
-   path scores them (rounded to 5 decimals, ties to the lower index); with ``flat`` a
-   certificate (the k0-th score strictly above the index's last returned score) proves no
-   other node ties or beats them, else the search widens, finally to a full scan.
+1. **0-cells**: ``index="flat"`` / ``"exact"``: all node scores ``s0 = round(U0 q, 5)`` from one
+   single-threaded BLAS pass over the unit node vectors ``U0 (N, d)`` (the exact path's own expression,
+   so bit-identical; a brute-force scan is what a flat index is, and one pass is cheaper than a
+   faiss ``knn`` that has to be widened and re-scored), top-``k0`` by partition in O(N)
+   (:func:`top_k_stable`, ties to the lower index). ``index="ivf"``: ``faiss.IndexIVFFlat``
+   (``nlist ~ 4 sqrt(N)`` lists, ``nprobe`` probed: approximate, no full pass), candidates re-scored
+   exactly; node scores for the 1-cell tie-break are then gathered row by row.
 2. **1-cells**: 1-cells with identical embeddings (one relation text, typically) form classes;
    ``(G, d)`` class vectors are scored (``G`` = number of distinct 1-cell embeddings: ~50 on a
    3M-edge KG with 50 relations), classes are taken best first until ``k1`` 1-cells, and only
@@ -23,17 +23,19 @@ Steiner tree come from work that grows with the *answer*:
 4. **PCST** on the ``r``-hop neighbourhood of the terminals (prized nodes, prized 1-cells'
    endpoints, candidate 2-cells' boundary nodes) in the 1-skeleton, built exactly as the exact
    path builds the whole instance (same reduction, same relative vertex and edge order), then
-   closed under boundaries with ``cell_ptr`` ranges. ``r`` starts at ``hops`` and grows by one
-   until two consecutive radii give the same subcomplex (or ``max_hops``): the
-   Goemans-Williamson growth of ``pcst_fast`` may wander a hop or two past the final tree and
-   change its pruning, so "the tree fits in the neighbourhood" alone is not enough.
+   closed under boundaries with ``cell_ptr`` ranges. Solved **once** at ``r = hops`` (default 3);
+   only when the chosen tree reaches the outermost hop layer is ``r`` grown by one (one more
+   frontier layer, not a new expansion) and the PCST solved again, at most to ``max_hops``
+   (default 4). (Before: solved at radius 2 and again at 3 on every question, the first solve only
+   used as a stability check.)
 
 **Exactness.** Steps 1 (``flat``), 2 and 3 give bit-identical prizes to the exact path. Step 4
 equals the exact Steiner tree whenever the exact tree lies inside the neighbourhood and the
 Goemans-Williamson growth did not leave it (it only grows from prized vertices, each cluster by at
-most its prize sum, over edges of cost ``edge_cost``); the stability rule above is the practical
-test of that. The tests check equality on random graphs wherever the final neighbourhood holds
-the exact answer's support. ``hops`` / ``max_hops`` trade speed for margin (defaults 2 / 3).
+most its prize sum, over edges of cost ``edge_cost``); a tree that reaches the outermost layer is the
+sign that it might have, hence the growth rule. ``hops`` below 3 is not enough on random graphs (the
+growth wanders past a radius-2 tree); the tests check equality at the defaults on random graphs
+wherever the final neighbourhood holds the exact answer's support, and on the WebQSP sample.
 
 Below ``LOCAL_MIN_NODES`` nodes (``index="auto"``) the exact path runs unchanged: small graphs
 (the WebQSP and ExplaGraphs ones) get exactly ``toporag``'s answer. ``similarities`` of the
@@ -154,41 +156,38 @@ class CellIndex:
                    adj=adj, blen=np.diff(cx.cell_ptr), nprobe=nprobe)
 
     # ------------------------------------------------------------ 0-cells
-    def node_scores(self, q: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Exact (rounded) cosine of nodes ``ids`` with the unit question ``q``."""
-        return np.round(self.unit0[ids] @ q, ROUND)
+    def all_node_scores(self, q: np.ndarray) -> np.ndarray | None:
+        """``(N,)`` rounded cosines from one single-threaded BLAS pass (the exact path's own expression,
+        so bit-identical) for ``flat`` / ``exact``; ``None`` for ``ivf`` (nodes are scored on demand)."""
+        if self.ivf is not None:
+            return None
+        from ..embed import single_thread_blas
 
-    def top_nodes(self, q: np.ndarray, k: int) -> np.ndarray:
-        """The top-``k`` nodes in the exact path's order (score desc, then index asc)."""
+        with single_thread_blas():
+            return np.round(self.unit0 @ q, ROUND)
+
+    def node_scores(self, q: np.ndarray, ids: np.ndarray, s0: np.ndarray | None = None) -> np.ndarray:
+        """Exact (rounded) cosine of nodes ``ids`` with the unit question ``q`` (looked up in ``s0`` if given)."""
+        return s0[ids] if s0 is not None else np.round(self.unit0[ids] @ q, ROUND)
+
+    def top_nodes(self, q: np.ndarray, k: int, s0: np.ndarray | None = None) -> np.ndarray:
+        """The top-``k`` nodes in the exact path's order (score desc, then index asc); ``s0`` = all scores."""
         n = self.unit0.shape[0]
         k = int(max(0, min(k, n)))
         if k == 0:
             return np.zeros(0, np.int64)
+        if s0 is None and self.ivf is None:
+            s0 = self.all_node_scores(q)
+        if s0 is not None:
+            return top_k_stable(s0, k)
         want = min(n, max(2 * k, k + 16))
-        while True:
-            if want >= n or self.kind == "exact":
-                s = np.round(self.unit0 @ q, ROUND)
-                return np.argsort(-s, kind="stable")[:k]
-            if self.ivf is not None:
-                dist, ids = self.ivf.search(q[None, :].astype(np.float32), want)
-            else:
-                import faiss
-
-                dist, ids = faiss.knn(q[None, :].astype(np.float32), self.unit0, want,
-                                      metric=faiss.METRIC_INNER_PRODUCT)
-            ids = ids[0][ids[0] >= 0]
-            cand = np.sort(ids)
-            s = self.node_scores(q, cand)
-            order = np.argsort(-s, kind="stable")
-            if self.ivf is not None or cand.size < want:  # approximate index, or every node returned
-                return cand[order[:k]]
-            # certificate: every node not returned scores <= the index's last score (+ float slack)
-            if s[order[k - 1]] > float(dist[0][-1]) + 2 * 10.0 ** -ROUND:
-                return cand[order[:k]]
-            want *= 4
+        _, ids = self.ivf.search(q[None, :].astype(np.float32), want)
+        cand = np.sort(ids[0][ids[0] >= 0])
+        s = self.node_scores(q, cand)
+        return cand[np.argsort(-s, kind="stable")[:k]]  # approximate: the best the probed lists hold
 
     # ------------------------------------------------------------ 1-cells
-    def top_edges(self, q: np.ndarray, k: int, edges: np.ndarray) -> np.ndarray:
+    def top_edges(self, q: np.ndarray, k: int, edges: np.ndarray, s0: np.ndarray | None = None) -> np.ndarray:
         """The top-``k`` 1-cells in the exact path's order (score desc, ``s0(u) + s0(v)`` desc, index asc)."""
         m = self.class_of_edge.size
         k = int(max(0, min(k, m)))
@@ -202,10 +201,25 @@ class CellIndex:
         cand, _ = _gather(self.class_ptr, self.class_edges, classes)
         cand = np.sort(cand)
         ends = edges[cand]
-        uniq, inv = np.unique(ends, return_inverse=True)
-        tb = self.node_scores(q, uniq)[inv.reshape(-1)].reshape(-1, 2).sum(1)
+        if s0 is not None:
+            tb = s0[ends].sum(1)
+        else:
+            uniq, inv = np.unique(ends, return_inverse=True)
+            tb = self.node_scores(q, uniq)[inv.reshape(-1)].reshape(-1, 2).sum(1)
         order = np.lexsort((-tb, -cs[self.class_of_edge[cand]]))
         return cand[order[:k]]
+
+
+def top_k_stable(s: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-s, kind="stable")[:k]`` in O(N): the k-th largest value by partition, every index
+    above it, then the lowest indices equal to it, ordered by score desc, index asc."""
+    if k >= s.size:
+        return np.argsort(-s, kind="stable")[:k]
+    thr = np.partition(s, s.size - k)[s.size - k]
+    above = np.flatnonzero(s > thr)
+    ids = np.concatenate([above, np.flatnonzero(s == thr)[:k - above.size]])
+    ids.sort()
+    return ids[np.argsort(-s[ids], kind="stable")]
 
 
 def cell_index(ecx: EmbeddedComplex, kind: str = "flat", **options) -> CellIndex:
@@ -216,18 +230,23 @@ def cell_index(ecx: EmbeddedComplex, kind: str = "flat", **options) -> CellIndex
     return ecx.cache[key]
 
 
-def hop_neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, hops: int) -> np.ndarray:
-    """Sorted nodes within ``hops`` hops of ``seeds`` (frontier expansion over CSR rows)."""
-    seen = np.unique(seeds)
-    frontier = seen
-    for _ in range(hops):
-        if not frontier.size:
-            break
+def hop_layers(adj: sp.csr_matrix, seeds: np.ndarray, hops: int,
+               start: tuple[np.ndarray, np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(nodes within hops, the outermost layer, hops)``: frontier expansion over CSR rows; ``start``
+    = an earlier result to continue from (growing the radius by one costs one more layer)."""
+    seen, frontier, done = start if start is not None else (np.unique(seeds).astype(np.int64),) * 2 + (0,)
+    while done < hops and frontier.size:
         nb, _ = _gather(adj.indptr, adj.indices, frontier)
         nb = np.unique(nb)
-        frontier = nb[~np.isin(nb, seen, assume_unique=True)]
+        frontier = nb[~np.isin(nb, seen, assume_unique=True)].astype(np.int64)
         seen = np.union1d(seen, frontier)
-    return seen.astype(np.int64)
+        done += 1
+    return seen, frontier, max(done, hops) if not frontier.size else done
+
+
+def hop_neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, hops: int) -> np.ndarray:
+    """Sorted nodes within ``hops`` hops of ``seeds`` (frontier expansion over CSR rows)."""
+    return hop_layers(adj, seeds, hops)[0]
 
 
 def _roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray:
@@ -239,7 +258,7 @@ def _roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray
 
 
 def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3, k2: int = 3,
-                   c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, max_hops: int = 3,
+                   c2: float = 0.5, edge_cost: float = 0.5, hops: int = 3, max_hops: int = 4,
                    index: str = "auto") -> Subcomplex:
     """TopoRAG retrieval from an index and a local PCST (the module docstring says how and when it is exact).
 
@@ -247,9 +266,9 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
         ecx: the embedded complex.
         question: text or ``(d,)`` vector.
         k0, k1, k2, c2, edge_cost: as :func:`~.toporag.retrieve_subcomplex`.
-        hops: first radius of the PCST neighbourhood around the terminals, in 1-skeleton hops; the
-            radius grows by one until two consecutive radii give the same subcomplex, at most ``max_hops``.
-        max_hops: the largest radius tried.
+        hops: radius of the PCST neighbourhood around the terminals, in 1-skeleton hops.
+        max_hops: the largest radius: the radius grows by one while the chosen tree reaches the
+            outermost hop layer.
         index: ``auto`` (exact path below ``LOCAL_MIN_NODES`` nodes, else ``flat``), ``exact``
             (full numpy scan for 0-cells, local everything else), ``flat`` or ``ivf``.
     """
@@ -271,9 +290,10 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     q = ecx.question_vector(question)
     t1 = time.perf_counter()
     p0, p1 = np.zeros(n), np.zeros(m)
-    top0 = ix.top_nodes(q, k0)
+    s0 = ix.all_node_scores(q)
+    top0 = ix.top_nodes(q, k0, s0)
     p0[top0] = np.arange(top0.size, 0, -1, dtype=np.float64)
-    top1 = ix.top_edges(q, k1, cx.edges)
+    top1 = ix.top_edges(q, k1, cx.edges, s0)
     p1[top1] = np.arange(top1.size, 0, -1, dtype=np.float64)
     # 2-cell prizes: only cofaces of prized cells can be positive
     p2 = -c2 * ix.blen if f else np.zeros(0)
@@ -288,7 +308,7 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
         if k2 > 0 and pos.size:
             cand = pos[np.argsort(-p2[pos], kind="stable")][:k2]
     t2 = time.perf_counter()
-    # ---- local PCST, the radius grown until two consecutive radii agree (or max_hops)
+    # ---- local PCST: solved once; grown only while the tree reaches the outermost layer
     csort = np.sort(cand)
     cnodes, cowner = _gather(cx.cell_ptr, cx.cell_nodes, csort)
     slot = np.empty(cand.size, dtype=np.int64)
@@ -296,22 +316,19 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     owner_slot = slot[cowner]  # the candidate slot (virtual vertex) of each boundary entry of csort
     seeds = np.concatenate([top0, cx.edges[top1].reshape(-1), cnodes])
     t_pcst = 0.0
-    prev, radius, region = None, hops, np.zeros(0, np.int64)
+    radius = hops
+    layers = hop_layers(ix.adj, seeds, radius)
     while True:
-        grown = hop_neighbourhood(ix.adj, seeds, radius)
-        if prev is not None and grown.size == region.size:
-            break  # the whole component is inside: nothing more to see
-        region = grown
+        region, outer = layers[0], layers[1]
         ts = time.perf_counter()
         result = _solve_region(cx, ix, region, p0, p1, p2, cand, cnodes, owner_slot, edge_cost)
         t_pcst += time.perf_counter() - ts
-        if prev is not None and all(np.array_equal(x, y) for x, y in zip(prev, result)):
-            break
-        prev = result
-        if radius >= max(max_hops, hops):
+        chosen_nodes, chosen_edges, cells2 = result
+        # the tree stayed inside (no chosen node on the outermost layer), or nothing lies beyond, or the cap
+        if radius >= max_hops or not outer.size or not np.isin(chosen_nodes, outer).any():
             break
         radius += 1
-    chosen_nodes, chosen_edges, cells2 = result
+        layers = hop_layers(ix.adj, seeds, radius, start=layers)
     t4 = time.perf_counter()
     t3 = t4 - t_pcst
     # closure under boundaries (cell_ptr ranges of the chosen 2-cells only)
