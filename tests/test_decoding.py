@@ -198,3 +198,27 @@ def test_yes_no_questions_are_closed_others_open():
     for q in ("What colour is the cup?", "Is the cup red or blue?", "cup -> plate: what is the cup made of?",
               "Do argument 1 and argument 2 support or counter each other?"):
         assert yes_no_choices(q) is None, q
+
+
+def test_graph_label_loss_adds_the_head_term_and_round_trips(examples, tmp_path):
+    """With graph_label_weight > 0 the loss is the LM loss plus w x CE of the label head on the pooled
+    graph (computed here by hand); the head trains and is saved/loaded with the checkpoint."""
+    w = 0.7
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
+                   graph_label_weight=w)
+    batch = make_batch(examples[:4])
+    total = m(batch)
+    with torch.no_grad():
+        pooled = m.encoder(batch.cells).float()
+        target = torch.tensor([("support", "counter").index(e.answer) for e in examples[:4]])
+        aux = nn.functional.cross_entropy(m.graph_head(pooled), target)
+    plain = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"))
+    plain.load_trainable({n: p for n, p in m.trainable_state_dict().items() if not n.startswith("graph_head")})
+    assert float(total.detach()) == pytest.approx(float(plain(batch).detach()) + w * float(aux), rel=1e-5)
+    total.backward()
+    assert m.graph_head.weight.grad is not None and m.graph_head.weight.grad.abs().sum() > 0
+    m.save(tmp_path / "ck")
+    back = TopoRAGModel.load(tmp_path / "ck", llm=tiny_model(in_dim=DIM).llm, tokenizer=m.tokenizer)
+    assert torch.equal(back.graph_head.weight, m.graph_head.weight)
+    with pytest.raises(ValueError, match="graph_label_weight"):
+        tiny_model(in_dim=DIM, graph_label_weight=1.0)  # no answer set to predict

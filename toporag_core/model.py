@@ -99,6 +99,7 @@ class TopoRAGConfig:
     system_prompt: str | None = None  # None: the chat template's own default
     graph_position: str = "prefix"  # "prefix" (paper) | "suffix" (frozen, cacheable context; LoRA on the tail)
     answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
+    graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
@@ -116,6 +117,9 @@ class TopoRAGConfig:
             raise ValueError(f"TopoRAGConfig.max_new_tokens: must be >= 1, got {self.max_new_tokens}")
         if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
             raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
+        if self.graph_label_weight < 0 or (self.graph_label_weight > 0 and not (self.answer_set and self.use_graph)):
+            raise ValueError("TopoRAGConfig.graph_label_weight: must be >= 0, and > 0 only with an answer_set and "
+                             f"use_graph, got {self.graph_label_weight}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -174,6 +178,9 @@ class TopoRAGModel(nn.Module):
                 nn.Linear(config.projector_hidden, config.num_graph_tokens * hidden))
         else:
             self.encoder, self.projector = None, None
+        # Beyond the paper: an auxiliary label head on the pooled graph (training signal only; the LLM answers).
+        self.graph_head = (nn.Linear(self.encoder.out_dim, len(config.answer_set))
+                           if config.graph_label_weight > 0 else None)
         self.prompt = None
         if config.mode == "prompt_tuning":
             from peft import PromptTuningConfig, PromptTuningInit, TaskType
@@ -419,7 +426,14 @@ class TopoRAGModel(nn.Module):
         """Mean cross-entropy over the answer tokens (+ EOS) of the batch."""
         if batch.answers is None:
             raise ValueError("forward() needs batch.answers (training targets); use answer() otherwise")
-        past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True)
+        soft, aux = None, None
+        if self.graph_head is not None:
+            pooled = self.encoder(batch.cells)  # (B, d_enc), shared by the soft prompt and the label head
+            soft = self.projector(pooled.float()).view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
+            target = torch.tensor([self.config.answer_set.index(a.strip()) if a.strip() in self.config.answer_set
+                                   else -100 for a in batch.answers], device=self.device)
+            aux = nn.functional.cross_entropy(self.graph_head(pooled.float()), target, ignore_index=-100)
+        past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True, soft=soft)
         body, head = self.llm.get_decoder(), self.llm.get_output_embeddings()
         hidden = body(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, past_key_values=past,
                       use_cache=past is not None).last_hidden_state
@@ -428,7 +442,8 @@ class TopoRAGModel(nn.Module):
         target = labels[:, 1:]
         keep = target != IGNORE_INDEX
         logits = head(hidden[:, :-1][keep])
-        return nn.functional.cross_entropy(logits.float(), target[keep])
+        loss = nn.functional.cross_entropy(logits.float(), target[keep])
+        return loss if aux is None else loss + self.config.graph_label_weight * aux
 
     def _prompt_pass(self, batch: QABatch, soft: Tensor | None):
         """Run the whole prompt: ``(cache, attention_mask, last position_ids (B, 1), next-token logits (B, V))``."""
