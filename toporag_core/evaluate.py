@@ -141,3 +141,66 @@ def _is_json(line: str) -> bool:
         return True
     except json.JSONDecodeError:
         return False
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """Per-example records of a predictions JSONL (``toporag eval --out``), keyed by ``id``.
+
+    Raises ``ValueError`` naming the file, line and field for a line that is not JSON or lacks
+    ``id`` / ``correct``, and for an id seen twice."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such predictions file")
+    out: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}, line {n}: not JSON ({e.msg})") from None
+            for key in ("id", "correct"):
+                if not isinstance(rec, dict) or key not in rec:
+                    raise ValueError(f"{path}, line {n}: field {key!r} is missing")
+            if not isinstance(rec["correct"], bool):
+                raise ValueError(f"{path}, line {n}: field 'correct' must be true or false")
+            if str(rec["id"]) in out:
+                raise ValueError(f"{path}, line {n}: field 'id' {rec['id']!r} repeats an earlier line")
+            out[str(rec["id"])] = rec
+    if not out:
+        raise ValueError(f"{path}: no predictions")
+    return out
+
+
+def paired_table(runs: dict[str, str | os.PathLike], reference: str) -> list[dict[str, Any]]:
+    """One row per run: accuracy on the examples every run answered, and the exact McNemar test
+    against ``reference`` (only-run-right, only-reference-right, p). Also a majority row (the most
+    frequent gold answer of those examples, when the files carry ``gold``)."""
+    from collections import Counter
+
+    from .metrics import mcnemar_exact
+
+    if reference not in runs:
+        raise ValueError(f"reference {reference!r} is not one of the runs {sorted(runs)}")
+    preds = {name: read_predictions(p) for name, p in runs.items()}
+    common = sorted(set.intersection(*(set(p) for p in preds.values())))
+    if not common:
+        raise ValueError("the prediction files share no example id")
+    ref = [preds[reference][i]["correct"] for i in common]
+    rows = []
+    for name, p in preds.items():
+        mine = [p[i]["correct"] for i in common]
+        x, y, pv = mcnemar_exact(mine, ref)
+        rows.append({"run": name, "n": len(common), "accuracy": sum(mine) / len(common), "only_this_right": x,
+                     "only_reference_right": y, "p_value": pv, "reference": name == reference,
+                     "answered": len(p)})
+    golds = [str(preds[reference][i].get("gold", "")) for i in common]
+    if all(golds):
+        label, count = Counter(golds).most_common(1)[0]
+        maj = [g == label for g in golds]
+        x, y, pv = mcnemar_exact(maj, ref)
+        rows.append({"run": f"majority ({label})", "n": len(common), "accuracy": count / len(common),
+                     "only_this_right": x, "only_reference_right": y, "p_value": pv, "reference": False,
+                     "answered": len(common)})
+    return rows

@@ -45,3 +45,22 @@ def is_correct(dataset: str, prediction: str, label) -> bool:
     except KeyError:
         raise ValueError(f"unknown dataset {dataset!r}; one of {sorted(METRICS)}") from None
     return fn(prediction, label)
+
+
+def mcnemar_exact(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
+    """Paired comparison of two systems on the same examples: ``(only a right, only b right, p)``.
+
+    Exact McNemar test (= two-sided sign test on the discordant pairs): under H0 each discordant
+    example is a fair coin, ``p = min(1, 2 * P[Binomial(n, 1/2) <= min(x, y)])`` with ``n = x + y``.
+    """
+    from math import comb
+
+    if len(a) != len(b):
+        raise ValueError(f"mcnemar_exact: paired lists differ in length ({len(a)} vs {len(b)})")
+    x = sum(1 for u, v in zip(a, b) if u and not v)
+    y = sum(1 for u, v in zip(a, b) if v and not u)
+    n = x + y
+    if n == 0:
+        return 0, 0, 1.0
+    tail = sum(comb(n, i) for i in range(min(x, y) + 1)) / 2 ** n
+    return x, y, min(1.0, 2 * tail)

@@ -1,0 +1,42 @@
+"""``toporag compare``: paired comparison of evaluation runs on the same examples (exact McNemar).
+
+    toporag compare topo=preds_topo.jsonl text=preds_text.jsonl --reference topo [--json]
+
+Each argument is ``NAME=FILE`` (a ``toporag eval --out`` JSONL); rows are computed on the ids every
+file holds; a majority-answer row is added when the files carry ``gold``.
+"""
+from __future__ import annotations
+
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="paired accuracy table of several `toporag eval --out` files (McNemar)")
+    p.add_argument("runs", nargs="+", help="NAME=FILE pairs")
+    p.add_argument("--reference", default=None, help="the run the others are tested against (default: the first)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..evaluate import paired_table
+
+    runs = {}
+    for item in args.runs:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"compare: expected NAME=FILE, got {item!r}")
+        if name in runs:
+            raise ValueError(f"compare: run name {name!r} given twice")
+        runs[name] = path
+    rows = paired_table(runs, args.reference or next(iter(runs)))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("| run | n | accuracy | only this right | only reference right | McNemar p |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        p = "(reference)" if r["reference"] else f"{r['p_value']:.3g}"
+        print(f"| {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
+              f"{r['only_reference_right']} | {p} |")
+    return 0
