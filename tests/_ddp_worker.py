@@ -1,6 +1,7 @@
 """One rank of the DDP test job (``torchrun --nproc_per_node=2 tests/_ddp_worker.py OUT MODE``), or the
-one-process reference (``python tests/_ddp_worker.py OUT MODE``). MODE: ``ddp`` (train_distributed)
-or ``train`` (toporag_core.train.train, one process). Writes ``OUT/losses-rank<r>.json``."""
+one-process reference (``python tests/_ddp_worker.py OUT MODE [full]``). MODE: ``ddp`` (train with the torchrun
+env) or ``train`` (toporag_core.train.train, one process); ``full``: the :data:`FULL` settings.
+Writes ``OUT/losses-rank<r>.json``."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from toporag_core.distributed import DistEnv, init_distributed, shutdown, train_distributed
+from toporag_core.distributed import DistEnv, init_distributed, shutdown
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import RetrievalSetting
@@ -31,6 +32,12 @@ GRAPHS = [
 ANSWERS = ["support", "counter", "yes", "it counters the claim", "support", "no", "counter", "they support it"]
 CFG = TrainConfig(lr=3e-3, batch_size=4, eval_batch_size=4, epochs=3, max_steps=5, eval_every=2, patience=5,
                   seed=7, show_progress=False)
+# what the old DDP copy of the loop ignored: cosine schedule, stop_after_steps (schedule of 6 steps cut at 4),
+# gradient accumulation, length buckets, accuracy selection; 7 examples in global batches of 2 leave a last
+# batch of 1, i.e. an empty share for rank 1
+FULL = TrainConfig(lr=3e-3, batch_size=2, eval_batch_size=4, epochs=3, grad_accum=2, bucket=2, lr_schedule="cosine",
+                   warmup_steps=2, stop_after_steps=4, eval_every=3, patience=5, seed=7, select="accuracy",
+                   show_progress=False)
 
 
 def examples():
@@ -42,23 +49,28 @@ def examples():
     return exs, exs[:4]
 
 
-def main(out: str, mode: str) -> None:
+def main(out: str, mode: str, full: bool = False) -> None:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     env = init_distributed()
     train_set, val_set = examples()
-    model = tiny_model(in_dim=256, seed=0)
+    if full:
+        cfg, train_set = FULL, train_set[:7]
+        model = tiny_model(in_dim=256, seed=0, answer_set=tuple(sorted(set(ANSWERS))))
+    else:
+        cfg, model = CFG, tiny_model(in_dim=256, seed=0)
     if mode == "ddp":
-        summary = train_distributed(model, train_set, val_set, CFG, out, env=env)
+        summary = train(model, train_set, val_set, cfg, out, env=env)
         losses = summary["losses"]
     else:
-        summary = train(model, train_set, val_set, CFG, out)
-        losses = []
+        summary = train(model, train_set, val_set, cfg, out)
+        losses = summary["losses"] if full else []
     Path(out, f"losses-rank{env.rank}.json").write_text(json.dumps({"losses": losses, "steps": summary["steps"],
-                                                                    "world": env.world}))
+                                                                    "world": env.world,
+                                                                    "best_step": summary["best_step"]}))
     shutdown()
 
 
 if __name__ == "__main__":
     assert DistEnv.from_env().world in (1, 2)
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], full=sys.argv[3:] == ["full"])

@@ -547,18 +547,26 @@ def test_reload_restores_builtin_and_benchmark_graphs_from_the_address(shared_da
     assert any("New session: started on the scene sample" in i.value for i in fresh.info)
 
 
-def test_first_embedding_reports_progress_in_batches():
-    from toporag_core.embed import embed_complex
+def test_first_embedding_reports_progress_in_batches(tmp_path):
+    from toporag_core.embed import CachedEncoder, embed_complex
     from toporag_core.studio.resources import embed_with_progress
 
     cx = lift(samples.load_sample("kg"))
     calls = []
-    emb = embed_with_progress(cx, HashingEncoder(), lambda d, t: calls.append((d, t)), batch=7)
+    enc = CachedEncoder(HashingEncoder(), cache_dir=tmp_path)  # the app's encoder kind, with an empty cache
+    emb = embed_with_progress(cx, enc, lambda d, t, eta: calls.append((d, t, eta)), batch=7)
     total = len(set(cx.graph.node_text) | set(cx.graph.edge_text))  # each distinct text is encoded once
-    assert calls[0] == (0, total) and calls[-1] == (total, total)
-    assert len(calls) == 1 + -(-total // 7) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    assert calls[-1][:2] == (total, total) and all(c[1] == total for c in calls)
+    assert len(calls) == -(-total // 7) and all(a[0] < b[0] for a, b in zip(calls, calls[1:]))
+    assert calls[-1][2] == 0 and all(c[2] >= 0 for c in calls)  # seconds left, down to 0
+    assert enc.encoded_count == total
     ref = embed_complex(cx, HashingEncoder())
     assert np.allclose(emb.x0, ref.x0) and np.allclose(emb.x1, ref.x1) and np.allclose(emb.x2, ref.x2)
+    again = []  # a graph whose texts are cached: nothing encoded, no progress to show
+    embed_with_progress(cx, enc, lambda d, t, eta: again.append(d), batch=7)
+    assert again == [] and enc.encoded_count == total
+    with pytest.raises(ValueError, match="chunk_size"):
+        enc.prefetch(["x"], chunk_size=0)
 
 
 # ====================================================================== issue 12: pictures (items 13-15)

@@ -184,7 +184,8 @@ def test_train_resume_equals_uninterrupted(tmp_path, examples):
     assert all(torch.equal(sa[k], sb[k]) for k in sa)
     assert (tmp_path / "b" / "best" / "model.safetensors").is_file()
     log = [json.loads(x) for x in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in log] == [2, 3, 4, 5]  # 3 = end of epoch 1 (6 examples / batch 2)
+    assert [r["step"] for r in log if "val_loss" in r] == [2, 3, 4, 5]  # 3 = end of epoch 1 (6 examples / batch 2)
+    assert [r["step"] for r in log if "loss" in r] == [1, 2, 3, 4, 5]  # one line per step, the resumed ones too
 
 
 def test_evaluate_streams_jsonl_and_resumes(tmp_path, examples):

@@ -233,9 +233,11 @@ class CachedEncoder:
     most the chunk being written: SQLite's journal rolls it back). ``encoded_count`` counts texts
     actually sent to the model.
 
-    Progress: ``on_progress(done, total, seconds_left)`` (argument of :meth:`encode`, or the attribute
-    of the same name, which the app sets) is called after every chunk; with ``show_progress`` (or more
-    than ``progress_threshold`` texts to encode and no callback) a line with the time left goes to stderr.
+    Progress: ``on_progress(done, total, seconds_left)`` (argument of :meth:`encode` and
+    :meth:`prefetch`, or the attribute of the same name) is called after every chunk; with
+    ``show_progress`` (or more than ``progress_threshold`` texts to encode and no callback) a line with
+    the time left goes to stderr. This is the one progress mechanism for encoding: the app's
+    first-embedding bar is :meth:`prefetch` with a per-call callback and smaller chunks.
 
     Self-healing: the file is checked with ``PRAGMA quick_check`` when first opened in a process; a
     damaged file (or a ``DatabaseError`` at any later lookup or write) is moved aside as
@@ -322,28 +324,43 @@ class CachedEncoder:
     def encode(self, texts: Sequence[str], show_progress: bool = False,
                on_progress: ProgressCallback | None = None) -> np.ndarray:
         texts = [str(t) for t in texts]
-        uniq = list(dict.fromkeys(texts))
         with self._lock:
-            missing = [t for t in uniq if t not in self._mem]
-            if missing:
-                try:
-                    self._lookup(missing)
-                except sqlite3.DatabaseError as e:
-                    self._heal(e)
-                missing = [t for t in missing if t not in self._mem]
-            if missing:
-                cb = on_progress or self.on_progress
-                if cb is None and (show_progress or len(missing) > self.progress_threshold):
-                    cb = stderr_progress
-                self._encode_missing(missing, cb)
+            self._fill(texts, show_progress, on_progress, self.chunk_size)
             if not texts:
                 return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._mem[t] for t in texts])
 
-    def _encode_missing(self, missing: list[str], cb: ProgressCallback | None) -> None:
+    def prefetch(self, texts: Sequence[str], on_progress: ProgressCallback | None = None,
+                 chunk_size: int | None = None) -> int:
+        """Encode and store the texts not cached yet, ``chunk_size`` (default :attr:`chunk_size`) per
+        chunk, with ``on_progress(done, total, seconds_left)`` after each (``total``: the texts to
+        encode; cached ones are neither encoded nor counted). Returns that ``total``; a later
+        :meth:`encode` of these texts only reads the cache (the app's first-embedding progress bar)."""
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"CachedEncoder.prefetch: chunk_size must be >= 1, got {chunk_size}")
+        with self._lock:
+            return self._fill([str(t) for t in texts], False, on_progress, chunk_size or self.chunk_size)
+
+    def _fill(self, texts: list[str], show_progress: bool, on_progress: ProgressCallback | None, chunk: int) -> int:
+        """Make every text of ``texts`` a key of the memory cache (caller holds the lock)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._mem]
+        if missing:
+            try:
+                self._lookup(missing)
+            except sqlite3.DatabaseError as e:
+                self._heal(e)
+            missing = [t for t in missing if t not in self._mem]
+        if missing:
+            cb = on_progress or self.on_progress
+            if cb is None and (show_progress or len(missing) > self.progress_threshold):
+                cb = stderr_progress
+            self._encode_missing(missing, cb, chunk)
+        return len(missing)
+
+    def _encode_missing(self, missing: list[str], cb: ProgressCallback | None, chunk_size: int) -> None:
         t0, total = time.perf_counter(), len(missing)
-        for i in range(0, total, self.chunk_size):
-            chunk = missing[i:i + self.chunk_size]
+        for i in range(0, total, chunk_size):
+            chunk = missing[i:i + chunk_size]
             vecs = np.asarray(self.encoder.encode(chunk), dtype=np.float32)
             self.encoded_count += len(chunk)
             self._store(chunk, vecs)

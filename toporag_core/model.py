@@ -225,6 +225,11 @@ class TopoRAGModel(nn.Module):
             self.llm.eval()  # frozen: no dropout inside the LLM (LoRA keeps its own dropout)
         return self
 
+    def answer_ids(self, answer: str) -> list[int]:
+        """The label tokens of one answer: its ids cut at ``max_new_tokens``, then EOS (the positions
+        that carry the training loss; ``len`` of it is what the distributed loss weighting counts)."""
+        return list(self._ids(answer)[: self.config.max_new_tokens]) + list(self._layout["eos"])
+
     def _ids(self, text: str) -> list[int]:
         """Token ids of ``text`` (no special tokens), memoised: epochs re-read the same texts."""
         if not text:
@@ -386,7 +391,7 @@ class TopoRAGModel(nn.Module):
         for i, (_, before, after) in enumerate(rows):
             ans = []
             if with_answers:
-                ans = self._ids(batch.answers[i])[: self.config.max_new_tokens] + self._layout["eos"]
+                ans = self.answer_ids(batch.answers[i])
             parts = [emb_layer(torch.tensor(before, dtype=torch.long, device=dev))] if before else []
             parts += ([virt] if virt is not None else []) + ([soft[i]] if soft is not None else [])
             parts.append(emb_layer(torch.tensor(after + ans, dtype=torch.long, device=dev)))

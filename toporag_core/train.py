@@ -14,15 +14,25 @@
   ``warmup_steps`` then decays to 10% (a pure function of the step: resumes exactly).
 * Selection: ``select="loss"`` (validation answer loss) or ``"accuracy"`` (validation accuracy
   with label scoring over the model's ``answer_set``; ties go to the lower loss).
-* Checkpoints under ``out``: ``best/`` (lowest validation loss; what ``toporag eval`` loads) and
-  ``last/`` (model + AdamW moments + ``trainer.json`` with epoch/step/best/patience, all as
-  safetensors/JSON, no pickle) written after every evaluation; ``log.jsonl`` has one line per
-  evaluation; ``summary.json`` at the end.
-* Budgets: ``max_steps`` (optimiser steps), ``time_budget_s`` (wall seconds), ``eval_every``
-  (steps; default: once per epoch) so a short CPU run still selects on validation.
+* Checkpoints under ``out``: ``best/`` (best validation loss / accuracy; what ``toporag eval``
+  loads) and ``last/`` (model + AdamW moments + ``trainer.json`` with epoch/step/best/patience,
+  all as safetensors/JSON, no pickle) written after every evaluation; ``log.jsonl`` has one line
+  per optimiser step (``loss``, ``lr``) and one per evaluation (``val_loss``, ``val_accuracy``);
+  ``summary.json`` at the end.
+* Budgets: ``max_steps`` (optimiser steps; also the schedule's length), ``stop_after_steps``
+  (stop there, schedule unchanged), ``time_budget_s`` (wall seconds), ``eval_every`` (steps;
+  default: once per epoch) so a short CPU run still selects on validation.
+* Processes: this is the only training loop. ``env`` (:class:`ProcessEnv`: ``rank``, ``world``,
+  ``all_sum``, ``broadcast``, ``wrap``, ...) is the one process by default and
+  :class:`toporag_core.distributed.DistEnv` under ``torchrun``: each rank takes its share
+  ``batch[rank::world]`` of the same global batches, the loss of each share is weighted by its
+  answer tokens so that DDP's gradient mean is exactly the one-process gradient (the equations
+  are in :mod:`toporag_core.distributed`), and rank 0 validates, writes and broadcasts the
+  numbers every rank decides on.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -30,7 +40,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -166,20 +176,63 @@ def kv_store_key(model: TopoRAGModel, data_key: str) -> str:
     return f"{data_key}-{h}"
 
 
-def epoch_batches(n: int, lengths: list[int], cfg: TrainConfig, epoch: int) -> list[list[int]]:
-    """The batches (example indices) of one epoch: seeded shuffle, optional length buckets."""
+def epoch_batches(n: int, lengths: list[int], cfg: TrainConfig, epoch: int, rank: int = 0,
+                  world: int = 1) -> list[list[int]]:
+    """This rank's share of every batch (example indices) of epoch ``epoch``: THE data order.
+
+    The global batches are the same in every process: ``randperm(seed + epoch)`` cut into
+    ``cfg.batch_size`` slices (with ``bucket > 1``: cut from length-sorted windows of
+    ``bucket x batch_size``, then the batches shuffled by the same generator). Rank ``r`` of
+    ``world`` takes positions ``r, r + world, ...`` of each global batch, so the ranks' shares are
+    disjoint and together exactly the one-process batch (a short last batch can leave a rank an
+    empty share)."""
     g = torch.Generator().manual_seed(cfg.seed + epoch)
     order = torch.randperm(n, generator=g).tolist()
     bs = cfg.batch_size
     if cfg.bucket <= 1:
-        return [order[i:i + bs] for i in range(0, n, bs)]
-    batches = []
-    win = bs * cfg.bucket
-    for w in range(0, n, win):
-        window = sorted(order[w:w + win], key=lambda i: lengths[i])
-        batches += [window[i:i + bs] for i in range(0, len(window), bs)]
-    perm = torch.randperm(len(batches), generator=g).tolist()
-    return [batches[i] for i in perm]
+        batches = [order[i:i + bs] for i in range(0, n, bs)]
+    else:
+        batches = []
+        win = bs * cfg.bucket
+        for w in range(0, n, win):
+            window = sorted(order[w:w + win], key=lambda i: lengths[i])
+            batches += [window[i:i + bs] for i in range(0, len(window), bs)]
+        perm = torch.randperm(len(batches), generator=g).tolist()
+        batches = [batches[i] for i in perm]
+    return [b[rank::world] for b in batches] if world > 1 else batches
+
+
+class ProcessEnv:
+    """Where this process stands in a training job: here the one process (rank 0 of 1), whose
+    collectives are the identity. :class:`toporag_core.distributed.DistEnv` is the ``torchrun``
+    one (same methods over ``torch.distributed``); :func:`train` talks to the job only through these."""
+
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def main(self) -> bool:
+        """Rank 0: validates, decides and writes the files."""
+        return self.rank == 0
+
+    def all_sum(self, xs: Sequence[float]) -> list[float]:
+        """Element-wise sum of ``xs`` over the ranks (float64; one collective for the whole list)."""
+        return [float(x) for x in xs]
+
+    def broadcast(self, xs: Sequence[float]) -> list[float]:
+        """Rank 0's ``xs`` in every rank (the other ranks' values are ignored)."""
+        return [float(x) for x in xs]
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The module the training forward/backward runs through (DDP when there are several ranks)."""
+        return model
+
+    def no_sync(self, net: torch.nn.Module) -> contextlib.AbstractContextManager:
+        """Context for a backward whose gradient must not be reduced yet (gradient accumulation)."""
+        return contextlib.nullcontext()
+
+    def barrier(self) -> None:
+        """Wait until every rank is here."""
 
 
 def seed_everything(seed: int) -> None:
@@ -217,159 +270,204 @@ def validate(model: TopoRAGModel, examples: list[Example], batch_size: int = 16,
 
 
 # ----------------------------------------------------------------------------- optimiser state I/O
-def _save_optimizer(opt: torch.optim.Optimizer, names: dict[int, str], path: Path) -> None:
+def save_optimizer(opt: torch.optim.Optimizer, names: dict[int, str], path: Path) -> None:
+    """AdamW moments as ``{param name}::{key}`` safetensors (atomic write; no pickle)."""
     from safetensors.torch import save_file
 
-    flat = {}
-    for p, st in opt.state.items():
-        for k, v in st.items():
-            t = v if torch.is_tensor(v) else torch.tensor(float(v))
-            flat[f"{names[id(p)]}::{k}"] = t.detach().cpu().contiguous()
+    flat = {f"{names[id(p)]}::{k}": (v if torch.is_tensor(v) else torch.tensor(float(v))).detach().cpu().contiguous()
+            for p, st in opt.state.items() for k, v in st.items()}
     tmp = path.with_name(path.name + ".tmp")
     save_file(flat, str(tmp))
     os.replace(tmp, path)
 
 
-def _load_optimizer(opt: torch.optim.Optimizer, params: dict[str, torch.nn.Parameter], path: Path) -> None:
+def load_optimizer(opt: torch.optim.Optimizer, params: dict[str, torch.nn.Parameter], path: Path) -> None:
+    """Read :func:`save_optimizer`'s file into ``opt`` (an unknown parameter name is an error naming it)."""
     from safetensors.torch import load_file
 
-    flat = load_file(str(path))
-    for key, v in flat.items():
+    for key, v in load_file(str(path)).items():
         name, k = key.split("::", 1)
         if name not in params:
             raise ValueError(f"{path}: optimiser state for unknown parameter {name}")
-        p = params[name]
-        opt.state[p][k] = v.to(p.device) if k != "step" else v
+        opt.state[params[name]][k] = v.to(params[name].device) if k != "step" else v
 
 
 # ----------------------------------------------------------------------------- the loop
 def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,
           out: str | os.PathLike, resume: bool = False, extra_meta: dict[str, Any] | None = None,
-          kv: KVStore | None = None) -> dict[str, Any]:
+          kv: KVStore | None = None, env: ProcessEnv | None = None) -> dict[str, Any]:
     """Train ``model`` in place; the best validation weights are saved to ``out/best``.
 
     ``kv``: a :class:`KVStore` holding the frozen parts of ``train_set`` and ``val_set``
-    (``graph_position="suffix"`` only; missing entries are computed first).
-    Returns a summary dict (steps, best validation loss / accuracy, seconds, examples/s ...).
+    (``graph_position="suffix"`` only; missing entries are computed first; one process only).
+    ``env``: the job this process belongs to (default: the one process); under ``torchrun`` every
+    rank calls ``train`` with the same data, an identically built model and
+    :func:`toporag_core.distributed.init_distributed`'s env; ``cfg.batch_size`` is then the global
+    batch. Returns the summary dict (steps, best validation loss / accuracy, seconds, examples/s
+    ...; every rank) plus ``"losses"``: the global-batch loss of every step of this run.
     """
     from tqdm.auto import tqdm
 
+    env = env or ProcessEnv()
     if not train_set:
         raise ValueError("empty training set")
     if not val_set:
         raise ValueError("empty validation set (needed for model selection)")
     if cfg.select == "accuracy" and not model.config.answer_set:
         raise ValueError("TrainConfig.select='accuracy' needs a model with a closed answer_set")
+    if env.world > 1:
+        if cfg.batch_size % env.world:
+            raise ValueError(f"TrainConfig.batch_size ({cfg.batch_size}, the global batch) must be divisible by the "
+                             f"number of processes ({env.world})")
+        if kv is not None:
+            raise ValueError("the KV cache (KVStore) is not supported with several processes: every rank would "
+                             "build the same shard files in one folder; train without it (--no-kv-cache)")
+        if model.config.graph_label_weight > 0:
+            raise ValueError("graph_label_weight > 0 is not supported with several processes: its auxiliary loss "
+                             "is a mean over examples, not over answer tokens, so the token-weighted loss split "
+                             "across ranks would not equal the one-process loss")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    last = out / "last"
+    if env.main:
+        last.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     if not params:
         raise ValueError("this model has no trainable parameters")
     names = {id(p): n for n, p in params.items()}
     opt = torch.optim.AdamW(list(params.values()), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    meta = {"train": asdict(cfg), **(extra_meta or {})}
+    meta = {"train": asdict(cfg), "world_size": env.world, **(extra_meta or {})}
     state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "best_val": math.inf, "best_acc": -1.0, "best_step": -1,
              "bad_evals": 0, "seen": 0, "train_seconds": 0.0, "kv_seconds": 0.0, "done": False}
-    last = out / "last"
-    last.mkdir(parents=True, exist_ok=True)
-    if resume and (last / "trainer.json").is_file():
+    if resume and (last / "trainer.json").is_file():  # every rank reads the (shared) folder
         from safetensors.torch import load_file
 
         state.update(json.loads((last / "trainer.json").read_text()))
         model.load_trainable(load_file(str(last / "model.safetensors")), where=str(last))
-        _load_optimizer(opt, params, last / "optimizer.safetensors")
+        load_optimizer(opt, params, last / "optimizer.safetensors")
         state["done"] = False  # a finished run resumed with a larger budget simply goes on
     if kv is not None:
         t_kv = time.perf_counter()
         kv.build(model, train_set + val_set, batch_size=cfg.eval_batch_size, show_progress=cfg.show_progress)
         state["kv_seconds"] += time.perf_counter() - t_kv
+    net = env.wrap(model)  # DDP broadcasts rank 0's weights at construction
     lengths = [len(e.context) + len(e.question) for e in train_set]
     batches_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
     steps_per_epoch = math.ceil(batches_per_epoch / cfg.grad_accum)
     total_steps = min(cfg.epochs * steps_per_epoch, cfg.max_steps or 10 ** 12)
     eval_every = cfg.eval_every or steps_per_epoch
     t_start = time.perf_counter() - state["train_seconds"]
-    log = open(out / "log.jsonl", "a")
+    log = open(out / "log.jsonl", "a") if env.main else None
+    losses: list[float] = []
 
-    def checkpoint(val_loss: float, val_acc: float | None) -> bool:
-        """Evaluate-time bookkeeping; returns True when early stopping triggers."""
-        if cfg.select == "accuracy":
-            improved = (val_acc, -val_loss) > (state["best_acc"], -state["best_val"])
-        else:
-            improved = val_loss < state["best_val"]
-        if improved:
-            state.update(best_val=val_loss, best_acc=val_acc if val_acc is not None else -1.0,
-                         best_step=state["step"], bad_evals=0)
-            model.save(out / "best", extra={**meta, "best_step": state["step"], "val_loss": val_loss,
-                                            "val_accuracy": val_acc, "val_examples": len(val_set)})
-        else:
-            state["bad_evals"] += 1
-        state["train_seconds"] = time.perf_counter() - t_start
-        model.save(last, extra=meta)
-        _save_optimizer(opt, names, last / "optimizer.safetensors")
+    def write_state() -> None:
         tmp = last / "trainer.json.tmp"
         tmp.write_text(json.dumps(state))
         os.replace(tmp, last / "trainer.json")
-        log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": val_loss,
-                              "val_accuracy": val_acc, "best": improved, "seen": state["seen"],
-                              "seconds": state["train_seconds"]}) + "\n")
-        log.flush()
+
+    def checkpoint() -> bool:
+        """Rank 0 validates and writes; every rank gets its numbers, so all take the same decision.
+        Returns True when early stopping triggers."""
+        v_loss, v_acc = (validate(model, val_set, cfg.eval_batch_size, kv, accuracy=cfg.select == "accuracy")
+                         if env.main else (0.0, None))
+        v_loss, acc = env.broadcast([v_loss, math.nan if v_acc is None else v_acc])
+        v_acc = None if math.isnan(acc) else acc
+        if cfg.select == "accuracy":
+            improved = (v_acc, -v_loss) > (state["best_acc"], -state["best_val"])
+        else:
+            improved = v_loss < state["best_val"]
+        if improved:
+            state.update(best_val=v_loss, best_acc=v_acc if v_acc is not None else -1.0,
+                         best_step=state["step"], bad_evals=0)
+        else:
+            state["bad_evals"] += 1
+        state["train_seconds"] = time.perf_counter() - t_start
+        if env.main:
+            if improved:
+                model.save(out / "best", extra={**meta, "best_step": state["step"], "val_loss": v_loss,
+                                                "val_accuracy": v_acc, "val_examples": len(val_set)})
+            model.save(last, extra=meta)
+            save_optimizer(opt, names, last / "optimizer.safetensors")
+            write_state()
+            log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": v_loss,
+                                  "val_accuracy": v_acc, "best": improved, "seen": state["seen"],
+                                  "seconds": state["train_seconds"]}) + "\n")
+            log.flush()
         return state["bad_evals"] >= cfg.patience
 
     def over_budget() -> bool:
-        return ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
-                (cfg.stop_after_steps is not None and state["step"] >= cfg.stop_after_steps) or
-                (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
+        hit = ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
+               (cfg.stop_after_steps is not None and state["step"] >= cfg.stop_after_steps) or
+               (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
+        return bool(env.broadcast([float(hit)])[0])  # rank 0's clock decides for everyone
 
     model.train()
     stop = over_budget()
-    bar = tqdm(total=total_steps, initial=state["step"], disable=not cfg.show_progress, desc="train")
+    bar = tqdm(total=total_steps, initial=state["step"], disable=not (cfg.show_progress and env.main), desc="train")
     use_graph = model.config.use_graph
     while state["epoch"] < cfg.epochs and not stop:
-        batches = epoch_batches(len(train_set), lengths, cfg, state["epoch"])
+        batches = epoch_batches(len(train_set), lengths, cfg, state["epoch"], env.rank, env.world)
         groups = [batches[i:i + cfg.grad_accum] for i in range(0, len(batches), cfg.grad_accum)]
         for b in range(state["batch_in_epoch"], len(groups)):
+            lr = cfg.lr_at(state["step"], total_steps)
             for g in opt.param_groups:
-                g["lr"] = cfg.lr_at(state["step"], total_steps)
+                g["lr"] = lr
             opt.zero_grad(set_to_none=True)
-            n_ex = sum(len(x) for x in groups[b])
-            loss_sum = 0.0
-            for idx in groups[b]:
-                chunk = [train_set[i] for i in idx]
-                loss = model(make_batch(chunk, use_graph=use_graph, kv=kv).to(model.device))
-                (loss * len(chunk) / n_ex).backward()  # example-weighted mean over the accumulated batches
-                loss_sum += float(loss.detach()) * len(chunk)
+            # micro-batch j of this step: E_j examples and T_j answer tokens in all ranks together, of
+            # which this rank holds t_j tokens; its loss L_j (mean over its tokens) is weighted by
+            # (t_j / T_j) * W * (E_j / E): DDP's mean over the W ranks then gives the one-process
+            # gradient of sum_j (E_j / E) * (global token mean of micro-batch j).
+            sizes = [len(idx) for idx in groups[b]]
+            if env.world > 1:
+                toks = [sum(len(model.answer_ids(train_set[i].answer)) for i in idx) for idx in groups[b]]
+                tot = env.all_sum(sizes + toks)
+                ex_tot, tok_tot = tot[:len(sizes)], tot[len(sizes):]
+                share = [t * env.world / max(tt, 1.0) for t, tt in zip(toks, tok_tot)]
+            else:
+                ex_tot, share = [float(x) for x in sizes], [1.0] * len(sizes)
+            n_ex = sum(ex_tot)
+            part = 0.0  # this rank's part of the step's global loss
+            for j, idx in enumerate(groups[b]):
+                # an empty share (short last batch) still joins DDP's gradient reduction, with weight 0
+                chunk = [train_set[i] for i in idx] or [train_set[0]]
+                w = share[j] * ex_tot[j] / n_ex
+                with env.no_sync(net) if j + 1 < len(sizes) else contextlib.nullcontext():
+                    loss = net(make_batch(chunk, use_graph=use_graph, kv=kv).to(model.device))
+                    (loss * w).backward()
+                part += float(loss.detach()) * w / env.world
+            step_loss = env.all_sum([part])[0]
             if cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(list(params.values()), cfg.grad_clip)
             opt.step()
             state["step"] += 1
-            state["seen"] += n_ex
+            state["seen"] += int(n_ex)
             state["batch_in_epoch"] = b + 1
+            losses.append(step_loss)
+            if log is not None:
+                log.write(json.dumps({"step": state["step"], "loss": step_loss, "lr": lr}) + "\n")
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_sum / n_ex:.4f}", best_val=f"{state['best_val']:.4f}")
+            bar.set_postfix(loss=f"{step_loss:.4f}", best_val=f"{state['best_val']:.4f}")
             budget_hit = over_budget()
             if state["step"] % eval_every == 0 or budget_hit or b + 1 == len(groups):
                 if state["batch_in_epoch"] == len(groups):  # epoch finished: resume starts the next one
                     state["epoch"] += 1
                     state["batch_in_epoch"] = 0
-                v_loss, v_acc = validate(model, val_set, cfg.eval_batch_size, kv, accuracy=cfg.select == "accuracy")
-                stop = checkpoint(v_loss, v_acc) or budget_hit
+                stop = checkpoint() or budget_hit
                 model.train()
             if stop or state["batch_in_epoch"] == 0:
                 break
     bar.close()
     state["done"] = True
     state["train_seconds"] = time.perf_counter() - t_start
-    tmp = last / "trainer.json.tmp"
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, last / "trainer.json")
-    log.close()
     summary = {**meta, "steps": state["step"], "examples_seen": state["seen"], "best_val_loss": state["best_val"],
                "best_val_accuracy": state["best_acc"] if state["best_acc"] >= 0 else None,
                "best_step": state["best_step"], "train_seconds": state["train_seconds"],
                "kv_cache_seconds": state["kv_seconds"],
                "examples_per_s": state["seen"] / max(state["train_seconds"], 1e-9),
                "trainable_params": model.num_trainable()}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    if env.main:
+        write_state()
+        log.close()
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    env.barrier()  # nobody reads the checkpoint before rank 0 has written it
+    return {**summary, "losses": losses}

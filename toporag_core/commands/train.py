@@ -146,17 +146,12 @@ def run(args) -> int:
                      kv_store_key(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}"))
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
-    if env.world > 1:
-        if kv is not None or tcfg.grad_accum > 1 or tcfg.bucket > 1:
-            raise ValueError("several processes (torchrun) train without the KV cache, gradient accumulation or "
-                             "length buckets: pass --no-kv-cache --grad-accum 1 --bucket 1")
-        summary = distributed.train_distributed(model, train_set, val_set, tcfg, out, resume=args.resume,
-                                                extra_meta=meta, env=env)
+    try:
+        summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv, env=env)
+    finally:
         distributed.shutdown()
-        if not env.main:
-            return 0
-    else:
-        summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv)
+    if not env.main:
+        return 0
     print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_val_accuracy",
                                               "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s")
                       if k in summary}))

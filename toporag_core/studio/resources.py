@@ -5,10 +5,12 @@
 * One lifted complex and one embedded complex per ``(graph fingerprint, tree method,
   seed, encoder)``: a slider never re-lifts or re-encodes; only the retrieval runs again.
 
-* The first embedding of a graph shows a real progress bar in the page (batches of texts
-  encoded / total, :func:`embed_with_progress`); embedded complexes are kept in a small
-  process-wide LRU (:data:`EMBED_CACHE_SIZE`) rather than ``st.cache_resource``, whose replay of
-  elements drawn inside a cached function would redraw the bar on every later hit.
+* The first embedding of a graph shows a real progress bar in the page (texts encoded / total
+  and the time left, :func:`embed_with_progress`: the encoder's own progress mechanism,
+  :meth:`~toporag_core.embed.CachedEncoder.prefetch`, in chunks of :data:`EMBED_BATCH` texts);
+  embedded complexes are kept in a small process-wide LRU (:data:`EMBED_CACHE_SIZE`) rather
+  than ``st.cache_resource``, whose replay of elements drawn inside a cached function would
+  redraw the bar on every later hit.
 
 ``TOPORAG_ENCODER`` picks the encoder, as everywhere (:func:`toporag_core.embed.get_encoder`,
 the one factory): unset = the packaged all-MiniLM-L6-v2; ``hashing`` = the model-free
@@ -19,17 +21,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable
 
-import numpy as np
 import streamlit as st
 
 from ..complex import CellComplex
-from ..embed import CachedEncoder, CellEmbeddings, embed_complex, encoder_spec
+from ..embed import CachedEncoder, CellEmbeddings, ProgressCallback, embed_complex, encoder_spec
 from ..embed import get_encoder as make_encoder
 from ..graph import TextualGraph
 from ..lift import lift
 from ..retrieval import EmbeddedComplex
+from .state import progress_callback
 
 
 def encoder_choice() -> str:
@@ -55,37 +56,19 @@ _EMBEDDINGS: OrderedDict = OrderedDict()
 _EMBED_LOCK = threading.Lock()
 
 
-class _BatchedEncoder:
-    """Encodes in batches of ``batch`` texts and reports ``on_progress(done, total)`` after each."""
-
-    def __init__(self, inner, on_progress: Callable[[int, int], None], batch: int):
-        self.inner, self.on_progress, self.batch = inner, on_progress, max(1, int(batch))
-        self.dim, self.name = inner.dim, inner.name
-
-    def encode(self, texts, show_progress: bool = False) -> np.ndarray:
-        total = len(texts)
-        parts = []
-        self.on_progress(0, total)
-        for start in range(0, total, self.batch):
-            parts.append(np.asarray(self.inner.encode(list(texts[start:start + self.batch])), np.float32))
-            self.on_progress(min(start + self.batch, total), total)
-        return np.concatenate(parts) if parts else np.zeros((0, self.dim), np.float32)
-
-
-def embed_with_progress(cx: CellComplex, encoder, on_progress: Callable[[int, int], None] | None = None,
+def embed_with_progress(cx: CellComplex, encoder: CachedEncoder, on_progress: ProgressCallback | None = None,
                         batch: int = EMBED_BATCH) -> CellEmbeddings:
-    """:func:`~toporag_core.embed.embed_complex` with the texts encoded in batches and
-    ``on_progress(texts done, total)`` called after each batch (same vectors as one call)."""
-    return embed_complex(cx, _BatchedEncoder(encoder, on_progress or (lambda d, t: None), batch), show_progress=False)
+    """:func:`~toporag_core.embed.embed_complex` after the graph's distinct texts went through
+    :meth:`CachedEncoder.prefetch <toporag_core.embed.CachedEncoder.prefetch>`, ``batch`` texts per
+    chunk with ``on_progress(texts done, total, seconds left)`` after each (texts cached before are
+    neither encoded nor counted); the vectors are those of one ``embed_complex`` call."""
+    encoder.prefetch(list(cx.graph.node_text) + list(cx.graph.edge_text), on_progress, chunk_size=batch)
+    return embed_complex(cx, encoder, show_progress=False)
 
 
 def _progress_bar():
     bar = st.progress(0.0, text="Embedding every cell (once per graph) ...")
-
-    def update(done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0,
-                     text=f"Embedding every cell (once per graph): {done:,} of {total:,} texts")
-    return bar, update
+    return bar, progress_callback(lambda frac, text: bar.progress(frac, text=f"{text} (every cell, once per graph)"))
 
 
 def _get_embeddings(graph_key: str, tree: str, seed: int, choice: str, cx: CellComplex) -> CellEmbeddings:
