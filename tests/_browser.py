@@ -53,3 +53,11 @@ def streamlit_server(log: Path, env_overrides: dict[str, str], drop_env: tuple[s
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def settle(pg) -> None:
+    """Wait until Streamlit has finished the current rerun (its "Running..." status is gone)."""
+    pg.wait_for_timeout(300)
+    for test_id in ("stStatusWidgetRunningIcon", "stStatusWidgetRunningManIcon"):  # the "Running..." widget
+        pg.get_by_test_id(test_id).wait_for(state="detached", timeout=120_000)
+    pg.wait_for_timeout(300)

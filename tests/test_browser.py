@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, settle, streamlit_server
 
 EVIL = "<script>alert(1)</script>"
 
@@ -126,7 +126,7 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 
     uploader.locator("input[type=file]").set_input_files(str(bad))
     uploader.get_by_text("bad.csv").wait_for()
-    page.wait_for_timeout(500)  # the rerun the upload triggers must finish before the click
+    settle(page)  # the rerun the upload triggers must finish before the click
     page.get_by_role("button", name="Load file").click()
     err = page.get_by_test_id("stAlertContentError")
     err.wait_for()
@@ -142,13 +142,6 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
     assert frame.evaluate("() => document.querySelectorAll('body script').length") >= 1
     page.wait_for_timeout(1500)
     assert page.dialogs == []  # no alert ever ran
-
-
-def _settle(pg) -> None:
-    """Wait until Streamlit has finished the current rerun (its "Running..." status is gone)."""
-    pg.wait_for_timeout(300)
-    pg.get_by_test_id("stStatusWidget").filter(has_text="Running").wait_for(state="detached", timeout=120_000)
-    pg.wait_for_timeout(300)
 
 
 def _check_views(pg) -> list:
@@ -226,15 +219,15 @@ def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
     page.get_by_role("option").nth(1).click()
     # the pick reruns the page: wait until that has finished, else the next upload can land in a
     # widget the rerun is replacing (seen on a loaded CI machine)
-    _settle(page)
+    settle(page)
     questions = page.get_by_test_id("stFileUploader").filter(has_text="questions.csv")
     questions.locator("input[type=file]").set_input_files(str(qcsv))
     page.get_by_text("Question (2 for this image)").wait_for()
     page.get_by_test_id("stSelectbox").filter(has_text="Question (2 for this image)").click()
     page.get_by_role("option", name="What is near the ball?").click()
-    page.wait_for_timeout(1000)  # the rerun the pick triggers must finish before the click
+    settle(page)  # the rerun the pick triggers must finish before the click, else the old pick is loaded
     page.get_by_role("button", name="Load file").click()
     page.get_by_text("Loaded val_sceneGraphs.json").wait_for()
     page.get_by_text("Question that comes with this graph").wait_for()
-    assert page.get_by_text("What is near the ball?").count() >= 1
+    page.get_by_text("What is near the ball?").first.wait_for()  # the picked question, not the first one
     assert page.dialogs == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server
 
 QUESTION = "What is on the table? Answer in a few words."
 
@@ -67,7 +67,7 @@ def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
             box.wait_for()
             box.fill(QUESTION)
             box.press("Control+Enter")
-            pg.wait_for_timeout(500)  # the rerun the edit triggers must finish before the click
+            settle(pg)  # the rerun the edit triggers must finish before the click
             pg.get_by_role("button", name="Ask", exact=True).click()
             answer = pg.locator(".st-key-ask_answer_toporag code")
             answer.wait_for()
@@ -115,7 +115,7 @@ def test_ask_on_a_remote_core_in_the_browser(llm_folder, tmp_path_factory, tmp_p
                     box = pg.locator("textarea[aria-label='Question']")
                     box.fill(QUESTION)
                     box.press("Control+Enter")
-                    pg.wait_for_timeout(500)
+                    settle(pg)
                     pg.get_by_role("button", name="Ask", exact=True).click()
                     answer = pg.locator(".st-key-ask_answer_toporag code")
                     answer.wait_for()
