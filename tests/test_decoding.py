@@ -222,3 +222,28 @@ def test_graph_label_loss_adds_the_head_term_and_round_trips(examples, tmp_path)
     assert torch.equal(back.graph_head.weight, m.graph_head.weight)
     with pytest.raises(ValueError, match="graph_label_weight"):
         tiny_model(in_dim=DIM, graph_label_weight=1.0)  # no answer set to predict
+
+
+def test_graph_norm_standardises_pooled_graphs_from_training_data(examples, tmp_path):
+    """ActNorm is set from the training set's pooled graphs (mean 0, std 1 per feature there), an
+    example's tokens do not depend on its batch, and the trained shift/scale round-trip."""
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, graph_norm=True)
+    batch = make_batch(examples[:6], with_answers=False)
+    raw = m.encoder(batch.cells).float().detach()
+    assert torch.allclose(m.pooled(batch.cells), raw)  # identity before initialisation
+    m.init_graph_norm([batch.cells])
+    z = m.pooled(batch.cells).detach()
+    assert torch.allclose(z.mean(0), torch.zeros(z.shape[1]), atol=1e-5)
+    live = raw.std(0) > 1e-4
+    assert torch.allclose(z.std(0)[live], torch.ones(int(live.sum())), atol=1e-3)
+    assert torch.all(m.graph_norm.log_scale[~live] == 0)  # a feature constant in the sample is not blown up
+    m.eval()
+    alone = m.graph_tokens(make_batch(examples[:1], with_answers=False).cells)
+    assert torch.allclose(alone[0], m.graph_tokens(batch.cells)[0], atol=1e-5)
+    m.save(tmp_path / "ck")
+    back = TopoRAGModel.load(tmp_path / "ck", llm=tiny_model(in_dim=DIM).llm, tokenizer=m.tokenizer).eval()
+    assert torch.allclose(back.graph_tokens(batch.cells), m.graph_tokens(batch.cells), atol=1e-6)
+    cfg = TrainConfig(lr=1e-3, batch_size=2, epochs=1, max_steps=1, show_progress=False)
+    fresh = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, graph_norm=True)
+    train(fresh, examples[:4], examples[:2], cfg, tmp_path / "run")  # train() initialises it from the data
+    assert not torch.allclose(fresh.graph_norm.log_scale, torch.zeros_like(fresh.graph_norm.log_scale))

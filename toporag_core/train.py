@@ -346,6 +346,10 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
         model.load_trainable(load_file(str(last / "model.safetensors")), where=str(last))
         load_optimizer(opt, params, last / "optimizer.safetensors")
         state["done"] = False  # a finished run resumed with a larger budget simply goes on
+    if state["step"] == 0 and model.graph_norm is not None:  # a fresh run: standardise the pooled graphs
+        sample = train_set[:512]
+        model.init_graph_norm([make_batch(sample[i:i + 32], with_answers=False).cells
+                               for i in range(0, len(sample), 32)])
     if kv is not None:
         t_kv = time.perf_counter()
         kv.build(model, train_set + val_set, batch_size=cfg.eval_batch_size, show_progress=cfg.show_progress)

@@ -75,6 +75,8 @@ def register(subparsers) -> None:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--stop-after-steps", type=int, default=None,
                    help="stop at this optimiser step without shortening the lr schedule (equal budget to another run)")
+    p.add_argument("--graph-norm", action="store_true",
+                   help="standardise the pooled graph per feature (ActNorm from training data) before the projector")
     p.add_argument("--graph-label-weight", type=float, default=0.0,
                    help="beyond the paper: weight of an auxiliary label loss on the pooled graph (closed answer sets)")
     p.add_argument("--no-graph", action="store_true",
@@ -130,7 +132,8 @@ def run(args) -> int:
                         lora_r=args.lora_r, lora_alpha=args.lora_alpha,
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,
-                        use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight)
+                        use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight,
+                        graph_norm=args.graph_norm)
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
