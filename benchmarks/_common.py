@@ -29,3 +29,14 @@ def timeit(fn, repeat: int = 5) -> float:
         fn()
         ts.append(time.perf_counter() - t)
     return float(np.median(ts))
+
+
+def webqsp_items(enc):
+    """The shared WebQSP sample as :class:`QAGraph` items (graph lifted and embedded with ``enc``)."""
+    from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
+    from toporag_core.retrieval import EmbeddedComplex
+    from toporag_core.retrieval.report import QAGraph
+
+    return [QAGraph(EmbeddedComplex.from_graph(webqsp_record_to_graph(rec), enc), rec["question"],
+                    list(rec["answers"]), enc.encode([rec["question"]])[0])
+            for rec in read_webqsp(require_shared("webqsp_sample.json"))]

@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import require_shared
+from _common import webqsp_items
 
 from toporag_core.embed import get_encoder
-from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
-from toporag_core.retrieval import EmbeddedComplex, retrieve
+from toporag_core.retrieval import retrieve
 from toporag_core.retrieval.report import answer_found, format_table
 
 
@@ -34,10 +33,7 @@ def main() -> None:
     ap.add_argument("--c2", type=float, default=0.5)
     args = ap.parse_args()
     enc = get_encoder(args.encoder)
-    items = []
-    for rec in read_webqsp(require_shared("webqsp_sample.json")):
-        ecx = EmbeddedComplex.from_graph(webqsp_record_to_graph(rec), enc)
-        items.append((ecx, enc.encode([rec["question"]])[0], list(rec["answers"])))
+    items = [(it.ecx, it.q_vec, it.answers) for it in webqsp_items(enc)]
     variants = [("toporag", "-", {}), ("toporag-local", "flat", {"index": "flat"}),
                 ("toporag-local", "ivf", {"index": "ivf"})]
     rows = []

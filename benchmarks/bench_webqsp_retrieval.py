@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from _common import require_shared
-from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
+from _common import webqsp_items
 from toporag_core.embed import get_encoder
-from toporag_core.retrieval import EmbeddedComplex
-from toporag_core.retrieval.report import QAGraph, format_table, retrieval_report
+from toporag_core.retrieval.report import format_table, retrieval_report
 
 
 def main() -> None:
@@ -21,10 +19,7 @@ def main() -> None:
     ap.add_argument("--c2", type=float, default=0.5)
     args = ap.parse_args()
     enc = get_encoder(args.encoder)
-    items = []
-    for rec in read_webqsp(require_shared("webqsp_sample.json")):
-        ecx = EmbeddedComplex.from_graph(webqsp_record_to_graph(rec), enc)
-        items.append(QAGraph(ecx, rec["question"], list(rec["answers"]), enc.encode([rec["question"]])[0]))
+    items = webqsp_items(enc)
     rows = retrieval_report(items, ks=(1, 2, 3), c2=args.c2)
     ref = {r["k"]: r["answer_recall"] for r in rows if r["method"] == "g-retriever"}
     for r in rows:
