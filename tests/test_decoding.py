@@ -247,3 +247,16 @@ def test_graph_norm_standardises_pooled_graphs_from_training_data(examples, tmp_
     fresh = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, graph_norm=True)
     train(fresh, examples[:4], examples[:2], cfg, tmp_path / "run")  # train() initialises it from the data
     assert not torch.allclose(fresh.graph_norm.log_scale, torch.zeros_like(fresh.graph_norm.log_scale))
+
+
+def test_a_kv_cache_of_another_length_is_refused(examples, tmp_path):
+    """A cached frozen part that does not match the current prompt (other layout / budget) raises
+    instead of silently conditioning the tail on the wrong text."""
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"))
+    store = KVStore(tmp_path / "kv").build(m, examples[:2], show_progress=False)
+    assert float(m(make_batch(examples[:2], kv=store))) > 0  # the matching cache is used
+    short = [t[:, :, :, 1:] for t in store.get([e.id for e in examples[:2]])]  # one position too few
+    batch = make_batch(examples[:2])
+    batch.kv = short
+    with pytest.raises(ValueError, match="rebuild the KV cache"):
+        m(batch)

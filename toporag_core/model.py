@@ -447,9 +447,11 @@ class TopoRAGModel(nn.Module):
 
     def graph_tokens(self, cells: CellBatch) -> Tensor:
         """``(B, T, H)`` soft prompt tokens from a batch of subcomplexes."""
-        pooled = self.pooled(cells)  # (B, d_enc)
-        out = self.projector(pooled)  # (B, T * H)
-        return out.view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
+        return self.tokens_from_pooled(self.pooled(cells))
+
+    def tokens_from_pooled(self, pooled: Tensor) -> Tensor:
+        """``(B, d_enc) -> (B, T, H)``: the projector, reshaped into ``T`` soft tokens."""
+        return self.projector(pooled).view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
 
     @torch.no_grad()
     def init_graph_norm(self, batches: list[CellBatch]) -> None:
@@ -478,7 +480,7 @@ class TopoRAGModel(nn.Module):
         soft, aux = None, None
         if self.graph_head is not None:
             pooled = self.pooled(batch.cells)  # (B, d_enc), shared by the soft prompt and the label head
-            soft = self.projector(pooled).view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
+            soft = self.tokens_from_pooled(pooled)
             target = torch.tensor([self.config.answer_set.index(a.strip()) if a.strip() in self.config.answer_set
                                    else -100 for a in batch.answers], device=self.device)
             aux = nn.functional.cross_entropy(self.graph_head(pooled), target, ignore_index=-100)
