@@ -3,6 +3,8 @@ built so the answer is known, the generation stop rule, clean-answer checks, and
 key/value cache (precomputed == recomputed, LoRA never touches it)."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 
 import pytest
@@ -260,3 +262,55 @@ def test_a_kv_cache_of_another_length_is_refused(examples, tmp_path):
     batch.kv = short
     with pytest.raises(ValueError, match="rebuild the KV cache"):
         m(batch)
+
+
+def test_encoder_lr_moves_the_graph_encoder_at_its_own_rate(examples, tmp_path):
+    """``encoder_lr`` puts the encoder (+ label head) in its own AdamW group on the same schedule:
+    one step at encoder_lr 1e-9 leaves the encoder where it was while the projector and adapters move
+    at lr (AdamW's first step is ~lr per parameter whatever the gradient)."""
+    from toporag_core.train import param_groups
+
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
+                   graph_label_weight=1.0)
+    cfg = TrainConfig(lr=1e-2, encoder_lr=1e-9, weight_decay=0.0, batch_size=4, epochs=1, max_steps=1,
+                      show_progress=False, grad_clip=0.0)
+    params = {n: p for n, p in m.named_parameters() if p.requires_grad}
+    groups = param_groups(params, cfg)
+    graph_ids = {id(p) for p in groups[0]["params"]}
+    assert groups[0]["lr_scale"] == pytest.approx(1e-7) and groups[1]["lr_scale"] == 1.0
+    assert graph_ids == {id(p) for n, p in params.items() if n.startswith(("encoder.", "graph_head."))}
+    before = {n: p.detach().clone() for n, p in params.items()}
+    train(m, examples[:4], examples[:2], cfg, tmp_path / "run")
+    moved = {n: float((p.detach() - before[n]).abs().max()) for n, p in params.items()}
+    assert max(v for n, v in moved.items() if n.startswith("encoder.")) < 1e-6
+    assert min(v for n, v in moved.items() if n.startswith("projector.")) > 1e-3
+    assert max(v for n, v in moved.items() if "lora_B" in n) > 1e-3
+    with pytest.raises(ValueError, match="encoder_lr"):
+        TrainConfig(encoder_lr=0.0)
+
+
+def test_graph_pretraining_fits_the_label_head_and_keeps_the_best_epoch(examples, tmp_path):
+    """Pretraining fits encoder + label head alone to the answer set (the tiny graphs are told apart by
+    their label after a few epochs), restores the epoch of best validation accuracy (what it reports is
+    what the model now scores), leaves LLM-side parameters alone, and is logged by ``train()``."""
+    from toporag_core.train import graph_head_accuracy, pretrain_graph
+
+    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
+                   graph_label_weight=1.0, seed=3)
+    proj = {n: p.detach().clone() for n, p in m.named_parameters() if n.startswith("projector.")}
+    start = graph_head_accuracy(m, examples)
+    cfg = TrainConfig(lr=1e-2, graph_pretrain_epochs=30, batch_size=2, seed=0)
+    got = pretrain_graph(m, examples, examples, cfg, batch_size=2)
+    assert got["graph_pretrain_val_accuracy"] == graph_head_accuracy(m, examples)  # the restored epoch
+    assert got["graph_pretrain_val_accuracy"] == 1.0 > start
+    assert 1 <= got["graph_pretrain_best_epoch"] <= 30
+    assert all(torch.equal(p, proj[n]) for n, p in m.named_parameters() if n.startswith("projector."))
+    with pytest.raises(ValueError, match="label head"):
+        pretrain_graph(tiny_model(in_dim=DIM, answer_set=("support", "counter")), examples, examples, cfg)
+    run = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
+                     graph_label_weight=1.0, seed=3)
+    summary = train(run, examples, examples[:2], dataclasses.replace(cfg, max_steps=1, show_progress=False),
+                    tmp_path / "run")
+    logged = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [x["graph_pretrain_epoch"] for x in logged if "graph_pretrain_epoch" in x] == list(range(1, 31))
+    assert summary["graph_pretrain_best_epoch"] >= 1

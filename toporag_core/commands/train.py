@@ -79,6 +79,12 @@ def register(subparsers) -> None:
                    help="standardise the pooled graph per feature (ActNorm from training data) before the projector")
     p.add_argument("--graph-label-weight", type=float, default=0.0,
                    help="beyond the paper: weight of an auxiliary label loss on the pooled graph (closed answer sets)")
+    p.add_argument("--encoder-lr", type=float, default=None,
+                   help="peak lr of the graph encoder (+ graph norm, label head); default --lr. The CW encoder's "
+                        "ReLU states die at LoRA learning rates (5e-4): use ~1e-4")
+    p.add_argument("--graph-pretrain-epochs", type=int, default=0,
+                   help="beyond the paper: first fit encoder + label head alone to the answer set for N epochs "
+                        "(needs --graph-label-weight > 0), keeping the best validation epoch")
     p.add_argument("--no-graph", action="store_true",
                    help="text only: no graph encoder or graph tokens (the 'text only' ablation; LoRA still applies)")
     p.add_argument("--eval-every", type=int, default=None, help="validate every N steps (default: each epoch)")
@@ -140,7 +146,8 @@ def run(args) -> int:
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
                        stop_after_steps=args.stop_after_steps,
                        eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
-                       bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select)
+                       bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select,
+                       encoder_lr=args.encoder_lr, graph_pretrain_epochs=args.graph_pretrain_epochs)
     kv = None
     if args.graph_position == "suffix" and not args.no_kv_cache:
         from ..embed import default_cache_dir
@@ -156,7 +163,8 @@ def run(args) -> int:
     if not env.main:
         return 0
     print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_val_accuracy",
-                                              "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s")
+                                              "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s",
+                                              "graph_pretrain_val_accuracy", "graph_pretrain_best_epoch")
                       if k in summary}))
     print(f"best checkpoint: {out / 'best'}")
     return 0
