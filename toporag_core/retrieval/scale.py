@@ -46,6 +46,7 @@ Everything built once per complex lives in ``ecx.cache[("scale-index", kind)]``
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -163,8 +164,19 @@ class CellIndex:
             return None
         from ..embed import single_thread_blas
 
-        with single_thread_blas():
-            return np.round(self.unit0 @ q, ROUND)
+        u = self.unit0
+        parts = _row_blocks(u.shape[0])
+        out = np.empty(u.shape[0], dtype=np.float32)
+        with single_thread_blas():  # each block one single-threaded GEMV: per-row sums as in one call
+
+            def block(ab: tuple[int, int]) -> None:
+                np.matmul(u[ab[0]:ab[1]], q, out=out[ab[0]:ab[1]])
+
+            if len(parts) == 1:
+                block(parts[0])
+            else:  # numpy releases the GIL in matmul: one memory-bound pass per core
+                list(_pool().map(block, parts))
+        return np.round(out, ROUND)
 
     def node_scores(self, q: np.ndarray, ids: np.ndarray, s0: np.ndarray | None = None) -> np.ndarray:
         """Exact (rounded) cosine of nodes ``ids`` with the unit question ``q`` (looked up in ``s0`` if given)."""
@@ -206,8 +218,37 @@ class CellIndex:
         else:
             uniq, inv = np.unique(ends, return_inverse=True)
             tb = self.node_scores(q, uniq)[inv.reshape(-1)].reshape(-1, 2).sum(1)
-        order = np.lexsort((-tb, -cs[self.class_of_edge[cand]]))
-        return cand[order[:k]]
+        # score levels above the last are taken whole (fewer than k 1-cells); the last level only
+        # contributes its best (k - taken) by tie-break, found by partition instead of a full sort
+        ccs = cs[self.class_of_edge[cand]]
+        last = ccs == levels[take - 1]
+        head = np.flatnonzero(~last)
+        head = head[np.lexsort((-tb[head], -ccs[head]))]
+        tail = np.flatnonzero(last)
+        tail = tail[top_k_stable(tb[tail], k - head.size)] if k > head.size else tail[:0]
+        return cand[np.concatenate([head, tail])[:k]]
+
+
+PARALLEL_MIN_ROWS = 131_072  # node passes split across cores from this many rows
+
+
+def _row_blocks(n: int) -> list[tuple[int, int]]:
+    """Row ranges for the full node pass: one block per core for large ``n``, else one."""
+    parts = min(os.cpu_count() or 1, 4) if n >= PARALLEL_MIN_ROWS else 1
+    cuts = np.linspace(0, n, parts + 1).astype(int)
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+_POOL = None
+
+
+def _pool():
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=min(os.cpu_count() or 1, 4), thread_name_prefix="toporag-scan")
+    return _POOL
 
 
 def top_k_stable(s: np.ndarray, k: int) -> np.ndarray:
