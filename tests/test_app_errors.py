@@ -156,16 +156,27 @@ def checkpoint(tmp_path_factory) -> Path:
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ckpt") / "ckpt")
 
 
-def test_run_an_evaluation_from_the_page(tmp_path, monkeypatch, checkpoint):
+@pytest.fixture
+def tiny_studio(tmp_path, monkeypatch, checkpoint) -> Path:
+    """The page set up to evaluate the tiny checkpoint on the registered ``tiny_studio`` task; the cache folder."""
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
     if "tiny_studio" not in TASKS:
         register_task("tiny_studio", tiny_dataset, metric="expla_graphs")
+    return tmp_path / "cache"
+
+
+def run_evaluation(count: int):
+    """Open the page and run an evaluation of ``count`` examples of ``tiny_studio`` from it."""
     at = page().run()
     at.selectbox(key="err_dataset").set_value("tiny_studio")
-    at.number_input(key="err_count").set_value(3)
+    at.number_input(key="err_count").set_value(count)
     at.button(key="err_run").click()
-    at.run()
+    return at.run()
+
+
+def test_run_an_evaluation_from_the_page(tmp_path, tiny_studio):
+    at = run_evaluation(3)
     assert not at.exception and not at.error
     files = list((tmp_path / "cache" / "studio_eval").glob("tiny_studio-test-0-3-toporag-*.jsonl"))
     assert len(files) == 1
@@ -284,16 +295,8 @@ def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
 
 
 # ====================================================================== issue 12: banner, invalid files, questions, gold
-def test_finished_banner_belongs_to_the_evaluated_file_only(tmp_path, monkeypatch, checkpoint):
-    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
-    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
-    if "tiny_studio" not in TASKS:
-        register_task("tiny_studio", tiny_dataset, metric="expla_graphs")
-    at = page().run()
-    at.selectbox(key="err_dataset").set_value("tiny_studio")
-    at.number_input(key="err_count").set_value(2)
-    at.button(key="err_run").click()
-    at.run()
+def test_finished_banner_belongs_to_the_evaluated_file_only(tmp_path, tiny_studio):
+    at = run_evaluation(2)
     assert any("Finished: 2 of 2 examples answered" in s.value for s in at.success)
     at = load(at, write_jsonl(tmp_path / "a.jsonl", A_RECORDS))
     assert not at.exception and metrics(at)["Examples"] == "5"

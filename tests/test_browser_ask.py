@@ -43,34 +43,49 @@ def server(tmp_path_factory, llm_folder):
         yield url
 
 
-def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
+def expected_answer(llm_folder: Path):
+    """``(pipeline, in-process ask result)`` for QUESTION on the scene sample: what the page must show."""
     from toporag_core.embed import CachedEncoder, HashingEncoder
-    from toporag_core.retrieval import EmbeddedComplex
+    from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting
     from toporag_core.studio import ask, samples
-    from toporag_core.retrieval import RetrievalSetting
 
     pipe = ask.load_pipeline(ask.NO_CHECKPOINT, str(llm_folder), encoder=CachedEncoder(HashingEncoder()),
                              device="cpu")
-    ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder())
-    want = ask.ask(pipe, ecx, QUESTION, [RetrievalSetting()])["toporag"]
+    want = ask.ask(pipe, EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder()), QUESTION,
+                   [RetrievalSetting()])["toporag"]
     assert want.answer.strip()
+    return pipe, want
+
+
+def ask_in_page(pg, url: str, core_label: str | None = None):
+    """Open the app at ``url``, go to Ask (waiting for ``core_label`` when given), ask QUESTION and
+    return the TopoRAG answer's locator once it is shown."""
+    pg.set_default_timeout(120_000)
+    pg.goto(url)
+    pg.get_by_text("Current graph:").wait_for()
+    pg.get_by_role("link", name="Ask").first.click()
+    if core_label:
+        pg.get_by_text(core_label).first.wait_for()
+    box = pg.locator("textarea[aria-label='Question']")
+    box.wait_for()
+    box.fill(QUESTION)
+    box.press("Control+Enter")
+    settle(pg)  # the rerun the edit triggers must finish before the click
+    pg.get_by_role("button", name="Ask", exact=True).click()
+    answer = pg.locator(".st-key-ask_answer_toporag code")
+    answer.wait_for()
+    return answer
+
+
+def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
+
+    pipe, want = expected_answer(llm_folder)
 
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-            pg.set_default_timeout(120_000)
-            pg.goto(server)
-            pg.get_by_text("Current graph:").wait_for()
-            pg.get_by_role("link", name="Ask").first.click()
-            box = pg.locator("textarea[aria-label='Question']")
-            box.wait_for()
-            box.fill(QUESTION)
-            box.press("Control+Enter")
-            settle(pg)  # the rerun the edit triggers must finish before the click
-            pg.get_by_role("button", name="Ask", exact=True).click()
-            answer = pg.locator(".st-key-ask_answer_toporag code")
-            answer.wait_for()
+            answer = ask_in_page(pg, server)
             assert " ".join(answer.inner_text().split()) == " ".join(want.answer.split())
             # issue 12 item 7: the answer box wraps (no horizontal scrolling, nothing cut off)
             pre = pg.locator(".st-key-ask_answer_toporag pre").first
@@ -88,15 +103,9 @@ def test_ask_on_a_remote_core_in_the_browser(llm_folder, tmp_path_factory, tmp_p
     """Issue 16: the app pointed at a running `toporag serve` core answers like the in-process app and
     says which core answered (the core runs in this process on 127.0.0.1, the app in a Streamlit server)."""
     pytest.importorskip("fastapi")
-    from toporag_core.embed import CachedEncoder, HashingEncoder
-    from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting
     from toporag_core.serve.server import ServeConfig, load_engine, start_background
-    from toporag_core.studio import ask, samples
 
-    pipe = ask.load_pipeline(ask.NO_CHECKPOINT, str(llm_folder), encoder=CachedEncoder(HashingEncoder()),
-                             device="cpu")
-    want = ask.ask(pipe, EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder()), QUESTION,
-                   [RetrievalSetting()])["toporag"]
+    pipe, want = expected_answer(llm_folder)
     core = start_background(load_engine(ServeConfig(port=0), pipe=pipe))
     try:
         log = tmp_path_factory.mktemp("server_remote") / "streamlit.log"
@@ -107,18 +116,7 @@ def test_ask_on_a_remote_core_in_the_browser(llm_folder, tmp_path_factory, tmp_p
                 browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
                 try:
                     pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-                    pg.set_default_timeout(120_000)
-                    pg.goto(url)
-                    pg.get_by_text("Current graph:").wait_for()
-                    pg.get_by_role("link", name="Ask").first.click()
-                    pg.get_by_text("remote core").first.wait_for()
-                    box = pg.locator("textarea[aria-label='Question']")
-                    box.fill(QUESTION)
-                    box.press("Control+Enter")
-                    settle(pg)
-                    pg.get_by_role("button", name="Ask", exact=True).click()
-                    answer = pg.locator(".st-key-ask_answer_toporag code")
-                    answer.wait_for()
+                    answer = ask_in_page(pg, url, core_label="remote core")
                     assert " ".join(answer.inner_text().split()) == " ".join(want.answer.split())
                     pg.screenshot(path=str(tmp_path / "ask_remote.png"))
                 finally:

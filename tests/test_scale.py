@@ -138,17 +138,17 @@ def test_node_pass_split_across_threads_is_bit_identical(monkeypatch):
     assert len(scale._row_blocks(700)) == 3
     split = [cell_index(ecx, "flat").all_node_scores(ecx.question_vector(q)) for q in QUESTIONS]
     assert all(np.array_equal(a, b) for a, b in zip(one, split))
+    _assert_wide_radius_is_exact(ecx)
+
+
+def _assert_wide_radius_is_exact(ecx):
     for q in QUESTIONS:
         assert _same(retrieve(ecx, q, "toporag", k0=3, k1=3, k2=3),
                      retrieve(ecx, q, "toporag-local", k0=3, k1=3, k2=3, hops=50, index="flat"))
 
 
 def test_local_retrieval_wide_radius_is_exact():
-    g = random_graph(300, seed=3)
-    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
-    for q in QUESTIONS:
-        assert _same(retrieve(ecx, q, "toporag", k0=3, k1=3, k2=3),
-                     retrieve(ecx, q, "toporag-local", k0=3, k1=3, k2=3, hops=50, index="flat"))
+    _assert_wide_radius_is_exact(EmbeddedComplex.from_graph(random_graph(300, seed=3), HashingEncoder(64)))
 
 
 def test_local_retrieval_auto_uses_exact_path_on_small_graphs_and_ivf_runs():
