@@ -141,6 +141,36 @@ def test_node_pass_split_across_threads_is_bit_identical(monkeypatch):
     _assert_wide_radius_is_exact(ecx)
 
 
+@pytest.mark.parametrize("relations", [1, 3])
+def test_tied_one_cell_level_by_threshold_algorithm_equals_the_full_ranking(monkeypatch, relations):
+    """A huge tied last level of 1-cells is ranked from the endpoints of the best nodes (threshold
+    algorithm): the top-k1 equal the full ranking of the level, and the shortcut is really taken."""
+    from toporag_core.retrieval import scale
+
+    g = random_graph(900, relations=relations, seed=7)
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(64))
+    ix = cell_index(ecx, "flat")
+    edges = ecx.complex.edges
+    taken = []
+    real = scale.CellIndex._best_by_endpoints
+
+    def spy(self, *a, **kw):
+        out = real(self, *a, **kw)
+        taken.append(out is not None)
+        return out
+
+    for q in QUESTIONS + ["item 5", "zzz"]:
+        qv = ecx.question_vector(q)
+        s0 = ix.all_node_scores(qv)
+        for k in (1, 4, 9):
+            full = ix.top_edges(qv, k, edges, s0)
+            with monkeypatch.context() as mp:
+                mp.setattr(scale, "LEVEL_SCAN_MAX", 0)
+                mp.setattr(scale.CellIndex, "_best_by_endpoints", spy)
+                assert np.array_equal(ix.top_edges(qv, k, edges, s0), full), (q, k)
+    assert sum(taken) >= len(taken) // 2 > 0
+
+
 def _assert_wide_radius_is_exact(ecx):
     for q in QUESTIONS:
         assert _same(retrieve(ecx, q, "toporag", k0=3, k1=3, k2=3),

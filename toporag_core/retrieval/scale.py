@@ -91,7 +91,8 @@ class CellIndex:
     ``unit0 (N, d)`` unit node vectors; ``ivf`` a faiss IVF index or ``None``; 1-cell classes
     ``class_unit (G, d)``, ``class_of_edge (M,)``, ``class_ptr / class_edges`` (CSR);
     cofaces ``node_cells_ptr / node_cells`` and ``edge_cells_ptr / edge_cells``; skeleton
-    adjacency ``adj`` (CSR ``(N, N)``, data = 1-cell id + 1); ``blen (F,)`` boundary lengths.
+    adjacency ``adj`` (CSR ``(N, N)``, data = 1-cell id + 1); ``blen (F,)`` boundary lengths;
+    incident 1-cells of each node ``node_edges_ptr / node_edges`` (CSR).
     """
 
     kind: str
@@ -107,6 +108,8 @@ class CellIndex:
     edge_cells: np.ndarray
     adj: sp.csr_matrix
     blen: np.ndarray
+    node_edges_ptr: np.ndarray
+    node_edges: np.ndarray
     nprobe: int = 16
 
     @classmethod
@@ -149,12 +152,14 @@ class CellIndex:
         eptr, eitems = _csr_groups(cx.cell_edges, m)
         u, v = cx.edges[:, 0], cx.edges[:, 1]
         ids = np.arange(1, m + 1, dtype=np.float64)
+        ne_ptr, ne = _csr_groups(np.concatenate([u, v]), n)  # node -> incident 1-cells (CSR)
         adj = sp.csr_matrix((np.concatenate([ids, ids]), (np.concatenate([u, v]), np.concatenate([v, u]))),
                             shape=(n, n))
         return cls(kind=kind, unit0=unit0, ivf=ivf, class_unit=class_unit, class_of_edge=cls_of,
                    class_ptr=class_ptr, class_edges=class_edges, node_cells_ptr=nptr,
                    node_cells=cell_of_entry[nitems], edge_cells_ptr=eptr, edge_cells=cell_of_entry[eitems],
-                   adj=adj, blen=np.diff(cx.cell_ptr), nprobe=nprobe)
+                   adj=adj, blen=np.diff(cx.cell_ptr), node_edges_ptr=ne_ptr, node_edges=ne % max(m, 1),
+                   nprobe=nprobe)
 
     # ------------------------------------------------------------ 0-cells
     def all_node_scores(self, q: np.ndarray) -> np.ndarray | None:
@@ -210,6 +215,14 @@ class CellIndex:
         counts = np.bincount(np.searchsorted(-levels, -cs), weights=np.diff(self.class_ptr), minlength=levels.size)
         take = int(np.searchsorted(np.cumsum(counts), k)) + 1  # score levels needed to hold k 1-cells
         classes = np.flatnonzero(cs >= levels[take - 1])
+        if s0 is not None and counts[take - 1] > LEVEL_SCAN_MAX:  # a huge tied last level
+            head = np.sort(_gather(self.class_ptr, self.class_edges, np.flatnonzero(cs > levels[take - 1]))[0])
+            best = self._best_by_endpoints(s0, edges, self._class_mask(np.flatnonzero(cs == levels[take - 1])),
+                                           k - head.size)
+            if best is not None:
+                hs = s0[edges[head]].sum(1)
+                head = head[np.lexsort((-hs, -cs[self.class_of_edge[head]]))]
+                return np.concatenate([head, best])[:k]
         cand, _ = _gather(self.class_ptr, self.class_edges, classes)
         cand = np.sort(cand)
         ends = edges[cand]
@@ -228,7 +241,37 @@ class CellIndex:
         tail = tail[top_k_stable(tb[tail], k - head.size)] if k > head.size else tail[:0]
         return cand[np.concatenate([head, tail])[:k]]
 
+    def _class_mask(self, classes: np.ndarray) -> np.ndarray:
+        member = np.zeros(self.class_unit.shape[0], dtype=bool)
+        member[classes] = True
+        return member
 
+    def _best_by_endpoints(self, s0: np.ndarray, edges: np.ndarray, member: np.ndarray, k: int,
+                           seeds: int = 32) -> np.ndarray | None:
+        """The top-``k`` 1-cells of the classes in ``member`` by ``s0(u) + s0(v)`` (desc, index asc)
+        without touching every 1-cell of a huge tied level (threshold algorithm): the 1-cells at the
+        best ``seeds`` nodes give a lower bound ``t`` on the k-th best sum; any 1-cell reaching ``t``
+        has an endpoint scoring >= t / 2, so only the 1-cells at those nodes are ranked. Exact; ``None``
+        when the bound prunes too little (the caller then ranks the whole level)."""
+        n = s0.size
+
+        def at(nodes: np.ndarray) -> np.ndarray:
+            e, _ = _gather(self.node_edges_ptr, self.node_edges, nodes)
+            e = np.unique(e)
+            return e[member[self.class_of_edge[e]]]
+
+        first = at(top_k_stable(s0, min(seeds, n)))
+        if first.size < k:
+            return None
+        t = np.partition(s0[edges[first]].sum(1), first.size - k)[first.size - k]
+        nodes = np.flatnonzero(s0 >= t / 2 - 1e-6)  # margin: float32 rounding of the sums
+        if nodes.size > max(1024, n // 32):
+            return None
+        cand = at(nodes)  # sorted: ties go to the lower index
+        return cand[top_k_stable(s0[edges[cand]].sum(1), k)]
+
+
+LEVEL_SCAN_MAX = 8192  # a tied last 1-cell level larger than this is ranked by the threshold algorithm
 PARALLEL_MIN_ROWS = 131_072  # node passes split across cores from this many rows
 
 
