@@ -449,6 +449,12 @@ class TopoRAGModel(nn.Module):
         """``(B, T, H)`` soft prompt tokens from a batch of subcomplexes."""
         return self.tokens_from_pooled(self.pooled(cells))
 
+    def label_targets(self, answers: list[str]) -> Tensor:
+        """``(B,)`` index of each answer in ``config.answer_set`` (-100 = not in it: ignored by the label loss)."""
+        aset = self.config.answer_set
+        return torch.tensor([aset.index(a.strip()) if a.strip() in aset else -100 for a in answers],
+                            device=self.device)
+
     def tokens_from_pooled(self, pooled: Tensor) -> Tensor:
         """``(B, d_enc) -> (B, T, H)``: the projector, reshaped into ``T`` soft tokens."""
         return self.projector(pooled).view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
@@ -481,9 +487,8 @@ class TopoRAGModel(nn.Module):
         if self.graph_head is not None:
             pooled = self.pooled(batch.cells)  # (B, d_enc), shared by the soft prompt and the label head
             soft = self.tokens_from_pooled(pooled)
-            target = torch.tensor([self.config.answer_set.index(a.strip()) if a.strip() in self.config.answer_set
-                                   else -100 for a in batch.answers], device=self.device)
-            aux = nn.functional.cross_entropy(self.graph_head(pooled), target, ignore_index=-100)
+            aux = nn.functional.cross_entropy(self.graph_head(pooled), self.label_targets(batch.answers),
+                                              ignore_index=-100)
         past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True, soft=soft)
         body, head = self.llm.get_decoder(), self.llm.get_output_embeddings()
         hidden = body(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, past_key_values=past,

@@ -319,12 +319,6 @@ def param_groups(params: dict[str, torch.nn.Parameter], cfg: TrainConfig) -> lis
     return [g for g in ({"params": graph, "lr_scale": scale}, {"params": rest, "lr_scale": 1.0}) if g["params"]]
 
 
-def _label_targets(model: TopoRAGModel, examples: list[Example]) -> torch.Tensor:
-    answers = model.config.answer_set
-    return torch.tensor([answers.index(e.answer.strip()) if e.answer.strip() in answers else -100
-                         for e in examples], device=model.device)
-
-
 @torch.no_grad()
 def graph_head_accuracy(model: TopoRAGModel, examples: list[Example], batch_size: int = 64) -> float:
     """Accuracy of the label head on the pooled graph alone (examples whose answer is in the answer set)."""
@@ -333,7 +327,7 @@ def graph_head_accuracy(model: TopoRAGModel, examples: list[Example], batch_size
     right = n = 0
     for i in range(0, len(examples), batch_size):
         chunk = examples[i:i + batch_size]
-        target = _label_targets(model, chunk)
+        target = model.label_targets([e.answer for e in chunk])
         pred = model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device))).argmax(1)
         keep = target >= 0
         right += int((pred[keep] == target[keep]).sum())
@@ -366,7 +360,7 @@ def pretrain_graph(model: TopoRAGModel, train_set: list[Example], val_set: list[
         total = 0.0
         for i in range(0, len(order), batch_size):
             chunk = [train_set[j] for j in order[i:i + batch_size]]
-            target = _label_targets(model, chunk)
+            target = model.label_targets([e.answer for e in chunk])
             if not bool((target >= 0).any()):
                 continue
             logits = model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device)))
