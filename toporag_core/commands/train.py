@@ -85,6 +85,9 @@ def register(subparsers) -> None:
     p.add_argument("--graph-pretrain-epochs", type=int, default=0,
                    help="beyond the paper: first fit encoder + label head alone to the answer set for N epochs "
                         "(needs --graph-label-weight > 0), keeping the best validation epoch")
+    p.add_argument("--freeze-graph", action="store_true",
+                   help="beyond the paper: after pretraining, the graph encoder takes no step in joint training "
+                        "(only projector and adapters learn), so its tokens cannot leak training labels")
     p.add_argument("--no-graph", action="store_true",
                    help="text only: no graph encoder or graph tokens (the 'text only' ablation; LoRA still applies)")
     p.add_argument("--eval-every", type=int, default=None, help="validate every N steps (default: each epoch)")
@@ -106,6 +109,10 @@ def run(args) -> int:
 
     from .. import distributed
 
+    if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:  # before data and LLM are loaded
+        raise ValueError("--graph-pretrain-epochs needs --graph-label-weight > 0 (the label head it fits)")
+    if args.freeze_graph and (args.graph_pretrain_epochs <= 0 or args.no_graph):
+        raise ValueError("--freeze-graph needs --graph-pretrain-epochs > 0 (a frozen untrained encoder is noise)")
     if args.threads:
         torch.set_num_threads(args.threads)
     env = distributed.init_distributed()  # under torchrun: DDP (gloo on CPU, NCCL on GPUs); else one process
@@ -147,7 +154,8 @@ def run(args) -> int:
                        stop_after_steps=args.stop_after_steps,
                        eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
                        bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select,
-                       encoder_lr=args.encoder_lr, graph_pretrain_epochs=args.graph_pretrain_epochs)
+                       encoder_lr=args.encoder_lr, graph_pretrain_epochs=args.graph_pretrain_epochs,
+                       freeze_graph=args.freeze_graph)
     kv = None
     if args.graph_position == "suffix" and not args.no_kv_cache:
         from ..embed import default_cache_dir
