@@ -328,20 +328,27 @@ def param_groups(params: dict[str, torch.nn.Parameter], cfg: TrainConfig) -> lis
 
 
 @torch.no_grad()
-def graph_head_accuracy(model: TopoRAGModel, examples: list[Example], batch_size: int = 64) -> float:
-    """Accuracy of the label head on the pooled graph alone (examples whose answer is in the answer set)."""
+def graph_head_predictions(model: TopoRAGModel, examples: list[Example], batch_size: int = 64
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """The label head's answer on the pooled graph alone: ``(predicted, target)`` label indices into
+    ``model.config.answer_set``, shape ``(len(examples),)`` each (target -100: answer not in the set)."""
     was = model.training
     model.eval()
-    right = n = 0
+    pred, target = [], []
     for i in range(0, len(examples), batch_size):
         chunk = examples[i:i + batch_size]
-        target = model.label_targets([e.answer for e in chunk])
-        pred = model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device))).argmax(1)
-        keep = target >= 0
-        right += int((pred[keep] == target[keep]).sum())
-        n += int(keep.sum())
+        target.append(model.label_targets([e.answer for e in chunk]))
+        pred.append(model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device)))
+                    .argmax(1).cpu())
     model.train(was)
-    return right / max(n, 1)
+    return torch.cat(pred).numpy(), torch.cat(target).cpu().numpy()
+
+
+def graph_head_accuracy(model: TopoRAGModel, examples: list[Example], batch_size: int = 64) -> float:
+    """Accuracy of the label head on the pooled graph alone (examples whose answer is in the answer set)."""
+    pred, target = graph_head_predictions(model, examples, batch_size)
+    keep = target >= 0
+    return int((pred[keep] == target[keep]).sum()) / max(int(keep.sum()), 1)
 
 
 def pretrain_graph(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,
