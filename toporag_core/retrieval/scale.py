@@ -76,6 +76,13 @@ def _csr_groups(keys: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, order
 
 
+
+def _exact_order(score: np.ndarray, endpoint_sum: np.ndarray) -> np.ndarray:
+    """Positions sorted as the exact path ranks 1-cells: score desc, ``s0(u) + s0(v)`` desc, then
+    position asc (the inputs are in ascending 1-cell index; lexsort is stable)."""
+    return np.lexsort((-endpoint_sum, -score))
+
+
 def _gather(ptr: np.ndarray, items: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Items of the CSR rows ``rows`` (concatenated) and, for each, the position in ``rows`` it came from."""
     lens = ptr[rows + 1] - ptr[rows]
@@ -220,8 +227,7 @@ class CellIndex:
             best = self._best_by_endpoints(s0, edges, self._class_mask(np.flatnonzero(cs == levels[take - 1])),
                                            k - head.size)
             if best is not None:
-                hs = s0[edges[head]].sum(1)
-                head = head[np.lexsort((-hs, -cs[self.class_of_edge[head]]))]
+                head = head[_exact_order(cs[self.class_of_edge[head]], s0[edges[head]].sum(1))]
                 return np.concatenate([head, best])[:k]
         cand, _ = _gather(self.class_ptr, self.class_edges, classes)
         cand = np.sort(cand)
@@ -236,7 +242,7 @@ class CellIndex:
         ccs = cs[self.class_of_edge[cand]]
         last = ccs == levels[take - 1]
         head = np.flatnonzero(~last)
-        head = head[np.lexsort((-tb[head], -ccs[head]))]
+        head = head[_exact_order(ccs[head], tb[head])]
         tail = np.flatnonzero(last)
         tail = tail[top_k_stable(tb[tail], k - head.size)] if k > head.size else tail[:0]
         return cand[np.concatenate([head, tail])[:k]]
