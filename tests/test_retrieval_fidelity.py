@@ -91,3 +91,29 @@ def test_cycle_text_lists_every_relation_of_its_boundary():
             shown = sorted(r for group in re.findall(r"\[([^\]]*)\]", text) for r in group.split(" / "))
             boundary = sorted(rel for e in cx.cell2_edges(f).tolist() for _, rel, _ in cx.edge_relations(e))
             assert shown == boundary, text
+
+
+def test_walks_name_attribute_rich_nodes_by_label_and_node_id():
+    """A scene node's text (``name: x; attribute: ...; (x,y,w,h): ...``) is not repeated at every step
+    of a walk: the walk names it ``x [node_id]`` with the node_id of the nodes table above it, still
+    lists every relation, and plain names (ExplaGraphs concepts) are written as they are."""
+    from toporag_core.lift import lift
+    from toporag_core.retrieval import node_label, textualize
+
+    assert node_label("cannabis") == "cannabis" and node_label("cannabis", 4) == "cannabis"
+    assert node_label("name: cup; attribute: red; (x,y,w,h): (1, 2, 3, 4)", 3) == "cup [3]"
+    assert node_label("apple; fruit") == "apple"
+    obj = {c: f"name: {c}; attribute: big, {c}ish; (x,y,w,h): (10, 20, 30, 40)" for c in "abc"}
+    g = TextualGraph.from_triples([(obj["a"], "left of", obj["b"]), (obj["b"], "right of", obj["a"]),
+                                   (obj["b"], "on", obj["c"]), (obj["c"], "under", obj["a"])])
+    enc = get_encoder("hashing")
+    ecx = EmbeddedComplex.from_graph(g, enc)
+    sub = retrieve(ecx, "what is left of b", "whole")
+    text = textualize(sub)
+    table = dict(re.findall(r'^(\d+),"name: (\w)', text, flags=re.M))  # node_id -> object
+    walk = text.split("2-cells (closed loops)\n")[1]
+    assert "(x,y,w,h)" not in walk and len(walk) < 120
+    named = re.findall(r"(\w) \[(\d)\]", walk)
+    assert {obj for obj, _ in named} == {"a", "b", "c"}
+    assert all(table[i] == obj for obj, i in named)  # the id points at that object's row
+    assert sorted(re.findall(r"\[([a-z ]+?)\]", walk)) == ["left of", "on", "right of", "under"]

@@ -32,7 +32,8 @@ from ..nn import SubcomplexTensors, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .registry import SPLITS, RawExample, load_raw
 
-PREP_VERSION = 3  # 3: registry settings, w/o TSR without 2-cells, w/o CRL with k2 = 0, G-Retriever self-loops
+PREP_VERSION = 4  # 3: registry settings, w/o TSR without 2-cells, w/o CRL with k2 = 0, G-Retriever self-loops;
+# 4: 2-cell walks name attribute-rich nodes by label + node_id (retrieval.textualize.node_label)
 
 
 @dataclass
