@@ -97,7 +97,6 @@ def test_walks_name_attribute_rich_nodes_by_label_and_node_id():
     """A scene node's text (``name: x; attribute: ...; (x,y,w,h): ...``) is not repeated at every step
     of a walk: the walk names it ``x [node_id]`` with the node_id of the nodes table above it, still
     lists every relation, and plain names (ExplaGraphs concepts) are written as they are."""
-    from toporag_core.lift import lift
     from toporag_core.retrieval import node_label, textualize
 
     assert node_label("cannabis") == "cannabis" and node_label("cannabis", 4) == "cannabis"
