@@ -61,3 +61,21 @@ def settle(pg) -> None:
     for test_id in ("stStatusWidgetRunningIcon", "stStatusWidgetRunningManIcon"):  # the "Running..." widget
         pg.get_by_test_id(test_id).wait_for(state="detached", timeout=120_000)
     pg.wait_for_timeout(300)
+
+
+def upload(pg, uploader, path: Path, shown: str | None = None) -> None:
+    """Put ``path`` into ``uploader``'s file input and wait until the page shows ``shown`` (default: the
+    file name, i.e. the upload reached the server). A rerun still in flight can replace the widget and
+    drop the file (seen on a loaded CI machine): settle first, and send it once more if it was dropped."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    target = pg.get_by_text(shown) if shown else uploader.get_by_text(path.name)
+    for attempt in (1, 2):
+        settle(pg)
+        uploader.locator("input[type=file]").set_input_files(str(path))
+        try:
+            target.first.wait_for(timeout=60_000 * attempt)
+            return
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise

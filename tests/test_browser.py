@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, settle, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, settle, streamlit_server, upload
 
 EVIL = "<script>alert(1)</script>"
 
@@ -119,13 +119,11 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
     page.get_by_text("Current graph:").wait_for()
     page.get_by_role("tab", name="Upload").click()
     uploader = page.get_by_test_id("stFileUploader").first
-    uploader.locator("input[type=file]").set_input_files(str(evil))
-    uploader.get_by_text("evil.csv").wait_for()  # the upload has reached the server: only now click
+    upload(page, uploader, evil)  # the upload has reached the server: only now click
     page.get_by_role("button", name="Load file").click()
     page.get_by_text("Loaded evil.csv").wait_for()
 
-    uploader.locator("input[type=file]").set_input_files(str(bad))
-    uploader.get_by_text("bad.csv").wait_for()
+    upload(page, uploader, bad)
     settle(page)  # the rerun the upload triggers must finish before the click
     page.get_by_role("button", name="Load file").click()
     err = page.get_by_test_id("stAlertContentError")
@@ -212,17 +210,14 @@ def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
     page.goto(server)
     page.get_by_text("Current graph:").wait_for()
     page.get_by_role("tab", name="Upload").click()
-    page.get_by_test_id("stFileUploader").filter(has_text="Graph file").locator("input[type=file]") \
-        .set_input_files(str(scenes))
-    page.get_by_text("Record (2 in this file)").wait_for()
+    upload(page, page.get_by_test_id("stFileUploader").filter(has_text="Graph file"), scenes,
+           shown="Record (2 in this file)")
     page.get_by_test_id("stSelectbox").filter(has_text="Record (2 in this file)").click()
     page.get_by_role("option").nth(1).click()
     # the pick reruns the page: wait until that has finished, else the next upload can land in a
     # widget the rerun is replacing (seen on a loaded CI machine)
-    settle(page)
-    questions = page.get_by_test_id("stFileUploader").filter(has_text="questions.csv")
-    questions.locator("input[type=file]").set_input_files(str(qcsv))
-    page.get_by_text("Question (2 for this image)").wait_for()
+    upload(page, page.get_by_test_id("stFileUploader").filter(has_text="questions.csv"), qcsv,
+           shown="Question (2 for this image)")
     page.get_by_test_id("stSelectbox").filter(has_text="Question (2 for this image)").click()
     page.get_by_role("option", name="What is near the ball?").click()
     settle(page)  # the rerun the pick triggers must finish before the click, else the old pick is loaded
