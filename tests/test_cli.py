@@ -103,3 +103,14 @@ def test_argparse_errors_are_one_line(capsys):
         main(["lift"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "the following arguments are required" in err
+
+
+@pytest.mark.parametrize("flags, needs", [(["--graph-pretrain-epochs", "3"], "--graph-label-weight"),
+                                          (["--freeze-graph"], "--graph-pretrain-epochs")])
+def test_train_refuses_inconsistent_graph_flags_before_loading_anything(capsys, tmp_path, flags, needs):
+    """Pretraining needs the label head, freezing needs pretraining: refused in one line, exit 2,
+    before the data are prepared or the LLM loaded (nothing is written to --out)."""
+    code, out, err = run(capsys, "train", "--dataset", "expla_graphs", "--data-dir", tmp_path / "absent",
+                         "--out", tmp_path / "run", *flags)
+    assert code == 2 and needs in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
