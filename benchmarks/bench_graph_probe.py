@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--dataset", default="expla_graphs")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--lr", type=float, default=1e-4, help="AdamW lr (the CW encoder's ReLUs die at 5e-4)")
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--batch-size", type=int, default=32)

@@ -347,3 +347,5 @@ def test_freeze_graph_keeps_the_pretrained_encoder_through_joint_training(exampl
     enc = {n: p for n, p in m.named_parameters() if n.startswith("encoder.")}
     assert set(enc) <= set(saved)
     assert all(torch.equal(saved[n].to(p.dtype), p.detach()) for n, p in enc.items())
+    with pytest.raises(ValueError, match="freeze_graph"):  # nothing pretrained: a frozen random encoder
+        TrainConfig(freeze_graph=True)

@@ -104,6 +104,9 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.encoder_lr: must be > 0 (or None), got {self.encoder_lr}")
         if self.graph_pretrain_epochs < 0:
             raise ValueError(f"TrainConfig.graph_pretrain_epochs: must be >= 0, got {self.graph_pretrain_epochs}")
+        if self.freeze_graph and self.graph_pretrain_epochs <= 0:
+            raise ValueError("TrainConfig.freeze_graph (--freeze-graph) needs graph_pretrain_epochs > 0 "
+                             "(--graph-pretrain-epochs): a frozen untrained encoder is noise")
 
     def lr_at(self, step: int, total: int) -> float:
         """Learning rate of optimiser step ``step`` (0-based) out of ``total``."""

@@ -99,6 +99,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import dataclasses
+
     import torch
 
     from ..llm import DEFAULT_LLM, load_llm
@@ -109,10 +111,16 @@ def run(args) -> int:
 
     from .. import distributed
 
-    if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:  # before data and LLM are loaded
+    # training options are checked before the data are prepared and the LLM loaded (minutes)
+    if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:
         raise ValueError("--graph-pretrain-epochs needs --graph-label-weight > 0 (the label head it fits)")
-    if args.freeze_graph and (args.graph_pretrain_epochs <= 0 or args.no_graph):
-        raise ValueError("--freeze-graph needs --graph-pretrain-epochs > 0 (a frozen untrained encoder is noise)")
+    tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
+                       patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
+                       stop_after_steps=args.stop_after_steps,
+                       eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
+                       bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup,
+                       encoder_lr=args.encoder_lr, graph_pretrain_epochs=args.graph_pretrain_epochs,
+                       freeze_graph=args.freeze_graph)
     if args.threads:
         torch.set_num_threads(args.threads)
     env = distributed.init_distributed()  # under torchrun: DDP (gloo on CPU, NCCL on GPUs); else one process
@@ -149,13 +157,7 @@ def run(args) -> int:
                         graph_norm=args.graph_norm)
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
-    tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
-                       patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
-                       stop_after_steps=args.stop_after_steps,
-                       eval_every=args.eval_every, time_budget_s=args.time_budget, grad_accum=args.grad_accum,
-                       bucket=args.bucket, lr_schedule=args.lr_schedule, warmup_steps=args.warmup, select=select,
-                       encoder_lr=args.encoder_lr, graph_pretrain_epochs=args.graph_pretrain_epochs,
-                       freeze_graph=args.freeze_graph)
+    tcfg = dataclasses.replace(tcfg, select=select)  # the answer set is known only now
     kv = None
     if args.graph_position == "suffix" and not args.no_kv_cache:
         from ..embed import default_cache_dir

@@ -76,7 +76,6 @@ def _csr_groups(keys: np.ndarray, num: int) -> tuple[np.ndarray, np.ndarray]:
     return ptr, order
 
 
-
 def _exact_order(score: np.ndarray, endpoint_sum: np.ndarray) -> np.ndarray:
     """Positions sorted as the exact path ranks 1-cells: score desc, ``s0(u) + s0(v)`` desc, then
     position asc (the inputs are in ascending 1-cell index; lexsort is stable)."""
