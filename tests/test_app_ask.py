@@ -206,6 +206,16 @@ def test_settings_and_tables_from_a_checkpoint(tmp_path, pipe):
     assert set(cells["role"]) <= {"terminal", "steiner", "closure"}
 
 
+def test_prompt_view_puts_the_soft_prompt_where_the_layout_does():
+    base = {"prefix": "<s>", "context": "ctx", "question": "q?", "suffix": "</s>", "graph_tokens": 4,
+            "prompt_tuning_tokens": 0}
+    order = {pos: [p.split(" (")[0] for p in ask.prompt_layout_frame({**base, "graph_position": pos})["part"]]
+             for pos in ("prefix", "suffix", "before_question")}
+    assert order["prefix"] == ["chat prefix", "soft prompt", "context", "question", "chat suffix"]
+    assert order["suffix"] == ["chat prefix", "context", "question", "soft prompt", "chat suffix"]
+    assert order["before_question"] == ["chat prefix", "context", "soft prompt", "question", "chat suffix"]
+
+
 # ====================================================================== issue 12: answers the user can judge
 def argument_page(monkeypatch=None) -> AppTest:
     at = ask_page()

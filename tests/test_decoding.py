@@ -47,7 +47,7 @@ def unigram_model(probs: dict[str, float], eos_p: float, **kw) -> TopoRAGModel:
     return m
 
 
-@pytest.mark.parametrize("position", ["prefix", "suffix"])
+@pytest.mark.parametrize("position", ["prefix", "suffix", "before_question"])
 def test_label_scoring_picks_the_higher_likelihood_label(position):
     # p(a) = 0.5, p(b) = 0.2 at every position: "aa" scores log .25 + log p(eos) > "b" (log .2 + log p(eos)),
     # and its probability among {aa, b} is .25 / (.25 + .2): a longer answer wins when it is likelier.
@@ -64,7 +64,7 @@ def test_label_scoring_picks_the_higher_likelihood_label(position):
     assert [r["answer"] for r in m.answer(batch)] == ["aa", "aa"]
 
 
-@pytest.mark.parametrize("position", ["prefix", "suffix"])
+@pytest.mark.parametrize("position", ["prefix", "suffix", "before_question"])
 @pytest.mark.parametrize("mode", ["soft_prompt", "lora"])
 def test_choice_scores_equal_teacher_forced_loss(examples, position, mode):
     """score(c) == -(answer loss x answer tokens) of the training forward with answer c, row by row,
@@ -134,8 +134,9 @@ def test_short_answer_and_clean_check():
     assert not is_clean(" ".join(["word"] * 20), q, ctx)  # not a short phrase
 
 
-def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path):
-    m = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
+@pytest.mark.parametrize("position", ["suffix", "before_question"])
+def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, position):
+    m = tiny_model(in_dim=DIM, graph_position=position, mode="lora", tokens=2, seed=4)
     store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
     assert len(store) == len(examples)
     batch = make_batch(examples)
@@ -153,6 +154,37 @@ def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(example
     lora = [p for n, p in m.named_parameters() if "lora_" in n and p.requires_grad]
     assert lora and any(p.grad is not None and p.grad.abs().sum() > 0 for p in lora)
     assert all(p.grad is not None for p in m.encoder.parameters() if p.requires_grad)
+
+
+def test_before_question_caches_only_the_context_and_reads_the_question_after_the_graph(examples):
+    """The "before_question" frozen part is the "suffix" frozen part minus the question: the same
+    cache, cut where the question starts; the question moves into the trained tail, after the graph
+    tokens, so the answer's score depends on the graph through the question's positions too."""
+    sfx = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
+    bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
+    batch = make_batch(examples, with_answers=False)
+    for e, full, cut in zip(examples, sfx.context_kv(batch), bq.context_kv(batch)):
+        n_q = bq.count_tokens(e.question)
+        assert n_q > 0 and full.shape[3] == cut.shape[3] + n_q
+        assert torch.allclose(full[:, :, :, :cut.shape[3]], cut, atol=1e-5)
+    # same weights, same graph tokens: the two layouts score differently (the question is now read with LoRA on)
+    with torch.no_grad():
+        for n, p in bq.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+        sfx.load_state_dict(bq.state_dict())
+        assert not torch.allclose(sfx.score_choices(batch, ["support", "counter"]),
+                                  bq.score_choices(batch, ["support", "counter"]), atol=1e-3)
+
+
+def test_kv_store_key_changes_with_the_frozen_part():
+    from toporag_core.train import kv_store_key
+
+    keys = {pos: kv_store_key(tiny_model(in_dim=DIM, graph_position=pos, tokens=2), "data")
+            for pos in ("suffix", "before_question")}
+    assert keys["suffix"] != keys["before_question"]  # different frozen parts never share a cache
+    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="suffix", tokens=4, seed=3), "data") == keys["suffix"]
+    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="suffix", tokens=2), "other") != keys["suffix"]
 
 
 def test_suffix_training_with_kv_store_learns_through_the_graph(examples, tmp_path):

@@ -7,12 +7,14 @@ Read top to bottom:
 3. :class:`TopoRAGModel` -
    * ``graph_tokens``: CW encoder -> pooled ``(B, hidden)`` -> MLP projector ->
      ``(B, T, H)`` soft prompt tokens in the LLM's embedding space (``T = num_graph_tokens``);
-   * the input layout, one of two ``graph_position`` values::
+   * the input layout, one of three ``graph_position`` values::
 
-         "prefix" (the paper's): [chat prefix] [prompt-tuning] [graph tokens] context \n question
-                                 [chat suffix] (answer <eos>)
-         "suffix" (cacheable):   [chat prefix] context \n question | [prompt-tuning] [graph tokens]
-                                 [chat suffix] (answer <eos>)
+         "prefix" (the paper's):  [chat prefix] [prompt-tuning] [graph tokens] context \n question
+                                  [chat suffix] (answer <eos>)
+         "suffix" (cacheable):    [chat prefix] context \n question | [prompt-tuning] [graph tokens]
+                                  [chat suffix] (answer <eos>)
+         "before_question"        [chat prefix] context \n | [prompt-tuning] [graph tokens] question
+           (cacheable):           [chat suffix] (answer <eos>)
 
      The chat prefix/suffix come from the tokenizer's chat template, or G-Retriever's
      ``<s>[INST] ... [/INST]`` layout when it has none. The context (the textualized subcomplex)
@@ -21,12 +23,18 @@ Read top to bottom:
      (:func:`~toporag_core.retrieval.budget.fit_context`: 2-cells and the highest-prize cells are
      kept, what was dropped is reported); :meth:`TopoRAGModel.context_ids`' prefix cut is only
      the last-resort safety net for contexts that come in unfitted (prepared datasets).
-     In the ``"suffix"`` layout everything left of ``|`` (the *frozen part*) is read by the
+     In the two cacheable layouts everything left of ``|`` (the *frozen part*) is read by the
      plain frozen LLM - LoRA adapters are switched off there and no soft token precedes it -
      so its key/value cache does not depend on anything trainable: training computes it once
      per example (:meth:`TopoRAGModel.context_kv`, no grad) and reuses it every epoch; only the
-     *tail* (soft tokens, chat suffix, answer: ~5-10 positions) runs with grad, and LoRA
-     adapts the tail's computation only. Labels are ``-100`` everywhere but on the answer
+     *tail* runs with grad, and LoRA adapts the tail's computation only. ``"suffix"``: the
+     tail is the soft tokens, chat suffix and answer (~5-10 positions); the question is read by
+     the frozen LLM, so LoRA can only re-weigh what frozen layers made of it.
+     ``"before_question"``: the question moves into the tail, after the graph tokens (as in
+     the paper, the text that matters is read *after* the soft prompt): LoRA re-reads the
+     question (ExplaGraphs: both arguments, ~60 tokens) at every layer, with the graph tokens
+     in view, while the context stays cached - a step costs ``~(T + |question| + |answer|)``
+     positions with grad instead of ``~(T + |answer|)``. Labels are ``-100`` everywhere but on the answer
      tokens and the closing EOS (loss on answer tokens only);
    * ``forward(batch) -> loss``;
    * decoding for the task (:meth:`answer`): a **closed answer set** (ExplaGraphs
@@ -73,7 +81,7 @@ from .nn import CellBatch, CWNConfig, build_encoder
 
 IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
-GRAPH_POSITIONS = ("prefix", "suffix")
+GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -97,7 +105,7 @@ class TopoRAGConfig:
     max_input_tokens: int = 512
     max_new_tokens: int = 32
     system_prompt: str | None = None  # None: the chat template's own default
-    graph_position: str = "prefix"  # "prefix" (paper) | "suffix" (frozen, cacheable context; LoRA on the tail)
+    graph_position: str = "prefix"  # "prefix" (paper) | "suffix" | "before_question" (cached frozen part)
     answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
     graph_norm: bool = False  # standardise the pooled graph per feature (ActNorm, set from training data)
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
@@ -147,7 +155,7 @@ class QABatch:
     questions: list[str]
     contexts: list[str]
     answers: list[str] | None = None
-    kv: list[Tensor] | None = None  # precomputed frozen-part caches (graph_position "suffix"), one per row
+    kv: list[Tensor] | None = None  # precomputed frozen-part caches (cacheable layouts), one per row
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -243,9 +251,10 @@ class TopoRAGModel(nn.Module):
         return self.llm.get_input_embeddings().weight.dtype
 
     @property
-    def suffix(self) -> bool:
-        """Graph tokens after the text: the frozen part's key/value cache can be precomputed."""
-        return self.config.graph_position == "suffix"
+    def cacheable(self) -> bool:
+        """A frozen part before the soft tokens (``"suffix"``, ``"before_question"``): its
+        key/value cache does not depend on anything trainable and can be precomputed."""
+        return self.config.graph_position in ("suffix", "before_question")
 
     def train(self, mode: bool = True) -> TopoRAGModel:
         super().train(mode)
@@ -326,8 +335,10 @@ class TopoRAGModel(nn.Module):
         lay, rows = self._layout, []
         for ctx, question in zip(batch.contexts, batch.questions):
             c, q = self.context_ids(ctx, question)
-            if self.suffix:
+            if self.config.graph_position == "suffix":
                 rows.append((lay["pre"] + c + lay["sep"] + q, [], lay["post"]))
+            elif self.config.graph_position == "before_question":
+                rows.append((lay["pre"] + c + lay["sep"], [], q + lay["post"]))
             else:
                 rows.append(([], lay["pre"], c + lay["sep"] + q + lay["post"]))
         return rows
@@ -362,11 +373,13 @@ class TopoRAGModel(nn.Module):
     def context_kv(self, batch: QABatch) -> list[Tensor]:
         """The frozen part's key/value cache per example, ``(layers, 2, kv_heads, S_i, head_dim)``.
 
-        Only for ``graph_position="suffix"``: the frozen part (chat prefix, context, question) is
-        read with adapters off and no soft token, so this does not change while training.
+        Only for the cacheable layouts: the frozen part (chat prefix, context, and for
+        ``"suffix"`` the question) is read with adapters off and no soft token, so this does not
+        change while training.
         """
-        if not self.suffix:
-            raise ValueError("context_kv() needs graph_position='suffix' (the prefix layout has no frozen part)")
+        if not self.cacheable:
+            raise ValueError("context_kv() needs graph_position 'suffix' or 'before_question' "
+                             "(the prefix layout has no frozen part)")
         rows = [r[0] for r in self._rows(batch)]
         ids, mask = self._left_pad(rows)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
@@ -405,7 +418,7 @@ class TopoRAGModel(nn.Module):
         virt = self.prompt.embedding.weight.to(dt) if self.prompt is not None else None
         rows = self._rows(batch)
         past, fmask = None, torch.zeros((len(batch), 0), dtype=torch.long, device=dev)
-        if self.suffix:
+        if self.cacheable:
             if batch.kv is not None:
                 bad = [i for i, (t, r) in enumerate(zip(batch.kv, rows)) if int(t.shape[3]) != len(r[0])]
                 if bad:  # a cache built for another prompt layout / input budget would silently mislead
@@ -474,8 +487,8 @@ class TopoRAGModel(nn.Module):
                      soft: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
         """Prefix layout only: left-padded ``inputs_embeds (B, S, H)``, ``attention_mask (B, S)``,
         ``position_ids (B, S)`` and ``labels (B, S)`` (``None`` unless ``with_answers``)."""
-        if self.suffix:
-            raise ValueError("build_inputs() is the prefix layout; the suffix layout has a cached frozen part")
+        if self.cacheable:
+            raise ValueError("build_inputs() is the prefix layout; the cacheable layouts have a frozen part")
         _, mask, pos, embeds, lab = self._inputs(batch, with_answers, soft)
         return embeds, mask, pos, lab
 

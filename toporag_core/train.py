@@ -6,8 +6,9 @@
   then shuffled.
 * Order: epoch ``e`` derives its batches from ``randperm(seed + e)``, so a resumed run skips
   exactly the batches already done and sees the same data as an uninterrupted run.
-* Cheap steps: with ``graph_position="suffix"`` the frozen part of every example (chat prefix,
-  context, question) has a key/value cache that no trainable parameter changes; :class:`KVStore`
+* Cheap steps: with ``graph_position="suffix"`` (or ``"before_question"``) the frozen part of every
+  example (chat prefix, context, and with ``"suffix"`` the question) has a key/value cache that no
+  trainable parameter changes; :class:`KVStore`
   computes it once (no grad, float16 safetensors shards on disk, memory-mapped) and every epoch
   reuses it, so a step runs only the few tail positions with grad. ``grad_accum`` sums gradients
   over several batches per optimiser step; ``lr_schedule="cosine"`` warms up linearly over
@@ -194,8 +195,10 @@ def kv_store_key(model: TopoRAGModel, data_key: str) -> str:
     import hashlib
 
     lay = model.prompt_layout_ids()
-    h = hashlib.sha1(json.dumps([model.config.llm, lay, model.config.max_input_tokens,
-                                 str(model.dtype), data_key]).encode()).hexdigest()[:12]
+    key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key]
+    if model.config.graph_position != "suffix":  # the first cacheable layout keeps its original keys
+        key.append(model.config.graph_position)
+    h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
     return f"{data_key}-{h}"
 
 
@@ -409,7 +412,8 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """Train ``model`` in place; the best validation weights are saved to ``out/best``.
 
     ``kv``: a :class:`KVStore` holding the frozen parts of ``train_set`` and ``val_set``
-    (``graph_position="suffix"`` only; missing entries are computed first; one process only).
+    (cacheable layouts ``"suffix"`` / ``"before_question"`` only; missing entries are computed first;
+    one process only).
     ``env``: the job this process belongs to (default: the one process); under ``torchrun`` every
     rank calls ``train`` with the same data, an identically built model and
     :func:`toporag_core.distributed.init_distributed`'s env; ``cfg.batch_size`` is then the global

@@ -42,9 +42,11 @@ def register(subparsers) -> None:
     add_data_args(p)
     p.add_argument("--encoder", default="cwn", choices=("cwn", "gcn"), help="gcn = 'w/o MTR'")
     p.add_argument("--mode", default="soft_prompt", choices=("soft_prompt", "prompt_tuning", "lora"))
-    p.add_argument("--graph-position", default="prefix", choices=("prefix", "suffix"),
+    p.add_argument("--graph-position", default="prefix", choices=("prefix", "suffix", "before_question"),
                    help="prefix: the paper's layout; suffix: graph tokens after context + question, whose "
-                        "frozen key/value cache is computed once and reused every epoch (LoRA on the tail)")
+                        "frozen key/value cache is computed once and reused every epoch (LoRA on the tail); "
+                        "before_question: only the context is frozen and cached, the graph tokens come next "
+                        "and LoRA re-reads the question after them")
     p.add_argument("--lora-r", type=int, default=8)
     p.add_argument("--lora-alpha", type=int, default=16)
     p.add_argument("--lora-targets", default="q_proj,v_proj", help="comma-separated module names")
@@ -58,7 +60,8 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=0, help="warm-up steps (cosine schedule)")
     p.add_argument("--select", default="auto", choices=("auto", "loss", "accuracy"),
                    help="model selection on validation (auto: accuracy when there is a closed answer set)")
-    p.add_argument("--no-kv-cache", action="store_true", help="suffix layout: recompute the frozen part each step")
+    p.add_argument("--no-kv-cache", action="store_true",
+                   help="suffix / before_question layouts: recompute the frozen part each step")
     p.add_argument("--llm", default=None, help="local HF folder or hub id (default: packaged SmolLM2-135M)")
     p.add_argument("--device", default="auto")
     p.add_argument("--hidden", type=int, default=256, help="encoder width")
@@ -159,7 +162,7 @@ def run(args) -> int:
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = dataclasses.replace(tcfg, select=select)  # the answer set is known only now
     kv = None
-    if args.graph_position == "suffix" and not args.no_kv_cache:
+    if model.cacheable and not args.no_kv_cache:
         from ..embed import default_cache_dir
 
         kv = KVStore(default_cache_dir() / "kv" /

@@ -296,18 +296,22 @@ def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
                          for m, a in answers.items()])
 
 
+# where the soft prompt sits, per ``TopoRAGConfig.graph_position`` (index into the text parts below)
+_SOFT_AT = {"prefix": 1, "before_question": 2, "suffix": 3}
+
+
 def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
-    """The LLM input in reading order: chat prefix, soft tokens, context, question, suffix."""
+    """The LLM input in reading order: chat prefix, context, question, chat suffix, with the soft
+    prompt where the model's ``graph_position`` puts it (the paper's prefix: right after the chat prefix)."""
     soft = []
     if layout.get("prompt_tuning_tokens"):
         soft.append(f"{layout['prompt_tuning_tokens']} prompt-tuning token(s)")
     if layout.get("graph_tokens"):
         soft.append(f"{layout['graph_tokens']} graph token(s) from the cell-complex encoder")
-    ctx = layout.get("context", "")
-    rows = [("chat prefix", layout.get("prefix", "")),
-            ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)"),
-            (context_part(layout), ctx),
+    rows = [("chat prefix", layout.get("prefix", "")), (context_part(layout), layout.get("context", "")),
             ("question", layout.get("question", "")), ("chat suffix", layout.get("suffix", ""))]
+    rows.insert(_SOFT_AT.get(layout.get("graph_position", "prefix"), 1),
+                ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)"))
     return pd.DataFrame(rows, columns=["part", "content"])
 
 
