@@ -234,6 +234,28 @@ def test_yes_no_questions_are_closed_others_open():
         assert yes_no_choices(q) is None, q
 
 
+def test_eval_scores_yes_no_for_polar_questions_like_the_pipeline(examples, tmp_path):
+    """An open-answer model (no answer_set, as the scene checkpoint): ``toporag eval`` scores yes/no
+    on polar questions (an answer with a probability, never free text) and generates for the rest -
+    the rule the pipeline and the app use (``choices_for``)."""
+    from toporag_core.evaluate import evaluate
+
+    polar = "Question: Is the cup red?\nAnswer:"
+    rows = [dataclasses.replace(e, question=polar if i % 2 == 0 else "What colour is the cup?")
+            for i, e in enumerate(examples[:4])]
+    m = tiny_model(in_dim=DIM, tokens=2).eval()
+    assert m.choices_for(polar) == ("yes", "no") and m.choices_for("What colour is the cup?") is None
+    evaluate(m, rows, "scene_graphs", out=tmp_path / "p.jsonl", batch_size=4, show_progress=False)
+    recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    for r in recs:
+        if r["question"] == polar:
+            assert r["answer"] in ("yes", "no") and 0.5 <= r["probability"] <= 1
+        else:
+            assert r["probability"] is None
+    closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
+    assert closed.choices_for(polar) == ("support", "counter")  # a checkpoint's own label set wins
+
+
 def test_graph_label_loss_adds_the_head_term_and_round_trips(examples, tmp_path):
     """With graph_label_weight > 0 the loss is the LM loss plus w x CE of the label head on the pooled
     graph (computed here by hand); the head trains and is saved/loaded with the checkpoint."""

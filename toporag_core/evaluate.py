@@ -1,15 +1,16 @@
 """GraphQA evaluation: answer with the task decoding, score with the benchmark's metric, stream JSONL.
 
-Answers come from :meth:`~toporag_core.model.TopoRAGModel.answer`: label scoring over the
-model's closed ``answer_set`` (or ``choices``) when it has one, else greedy generation cut to a
-short phrase. Every prediction is written as one JSON line the moment its batch is done (and
-flushed), so a killed run keeps what it had; ``resume=True`` skips ids already in the file. Line
-fields: ``id, qtype, question, gold, answer, probability, correct, clean, seconds`` (per example:
-the batch's wall time divided by its size), plus ``prediction`` (= answer), ``label`` (= gold),
-``cells {nodes, edges, cells2, counts}``, ``context``, ``method``, ``dataset`` - what the
-error-analysis page reads. The summary counts unclean answers (context dumps, repeated
-questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph tokens
-across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
+Answers come from :meth:`~toporag_core.model.TopoRAGModel.answer`: label scoring over the model's
+closed ``answer_set`` (or ``choices``) when it has one, or over yes/no for a polar question, else
+greedy generation cut to a short phrase (the pipeline's rule,
+:meth:`~toporag_core.model.TopoRAGModel.choices_for`). Every prediction is written as one JSON line
+the moment its batch is done (and flushed), so a killed run keeps what it had; ``resume=True`` skips
+ids already in the file. Line fields: ``id, qtype, question, gold, answer, probability, correct,
+clean, seconds`` (per example: the batch's wall time divided by its size), plus ``prediction`` (=
+answer), ``label`` (= gold), ``cells {nodes, edges, cells2, counts}``, ``context``, ``method``,
+``dataset`` - what the error-analysis page reads. The summary counts unclean answers (context dumps,
+repeated questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph
+tokens across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
 the norm of the mean token; near 0 means the soft prompt is the same for every example).
 """
 from __future__ import annotations
@@ -53,7 +54,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
              show_progress: bool = True, choices=None) -> dict[str, Any]:
     """Answer every example, score it, stream predictions to ``out`` (JSONL).
 
-    ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: the model's ``answer_set``).
+    ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: per question, the model's
+    ``answer_set``, else yes/no for a polar question, else open).
     Returns ``{"accuracy", "correct", "n", "unclean", "seconds", "examples_per_s", "by_type": {qtype:
     acc}, "graph_token_rel_std"}`` over all examples in the file (earlier lines included when resuming).
     """

@@ -605,20 +605,28 @@ class TopoRAGModel(nn.Module):
             scores = scores + (lp * real).sum(-1).view(n_b, n_c)
         return scores
 
+    def choices_for(self, question: str) -> tuple[str, ...] | None:
+        """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
+        support/counter), else ``("yes", "no")`` for a polar question (scenes, WebQSP), else
+        ``None`` (an open question: greedy generation)."""
+        return tuple(self.config.answer_set) or yes_no_choices(question)
+
     @torch.no_grad()
     def answer(self, batch: QABatch, choices=None, soft: Tensor | None = None,
                max_new_tokens: int | None = None) -> list[dict[str, Any]]:
         """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
 
-        ``choices``: ``None`` (the config's ``answer_set``; open generation when that is empty),
-        one candidate list for every row, or a list with one candidate list (or ``None``: open)
-        per row. Closed rows get the arg-max candidate and its softmax probability over the
-        candidates (``scores``: candidate -> log-likelihood); open rows get greedy generation cut
-        to a short phrase (``probability`` ``None``); ``clean`` is :func:`is_clean`.
+        ``choices``: ``None`` (each row's :meth:`choices_for`: the config's ``answer_set``, else
+        yes/no for a polar question, else open generation - the one rule ``toporag ask``, ``toporag
+        eval``, the pipeline and the app share), one candidate list for every row, or a list with
+        one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
+        its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open
+        rows get greedy generation cut to a short phrase (``probability`` ``None``); ``clean`` is
+        :func:`is_clean`.
         """
         n = len(batch)
         if choices is None:
-            per_row = [self.config.answer_set or None] * n
+            per_row = [self.choices_for(q) for q in batch.questions]
         elif len(choices) and all(isinstance(c, (list, tuple)) or c is None for c in choices):
             if len(choices) != n:
                 raise ValueError(f"answer: {len(choices)} candidate lists for {n} rows")

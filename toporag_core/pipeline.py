@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import QABatch, TopoRAGConfig, TopoRAGModel, yes_no_choices
+from .model import QABatch, TopoRAGConfig, TopoRAGModel
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
@@ -184,7 +184,7 @@ class TopoRAGPipeline:
     def choices_for(self, question: str) -> tuple[str, ...] | None:
         """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
         support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
-        return tuple(self.model.config.answer_set or ()) or yes_no_choices(question)
+        return self.model.choices_for(question)
 
     def decode(self, jobs: Sequence[DecodeJob], max_new_tokens: int | None = None
                ) -> tuple[list[dict[str, Any]], dict[str, float]]:
