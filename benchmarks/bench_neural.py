@@ -23,6 +23,7 @@ folder when present, else synthetic graphs.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -79,12 +80,14 @@ def main() -> None:
     ap.add_argument("--answers", type=int, default=12, help="questions to time answering on")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--checkpoint", default=None)
+    ap.add_argument("--llm", default=None, help="LLM of every row (default: the checkpoint's, else the packaged "
+                    "SmolLM2-135M; e.g. gemma3-270m)")
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from toporag_core.llm import load_llm
+    from toporag_core.llm import DEFAULT_LLM, load_llm
     from toporag_core.model import QABatch, TopoRAGConfig, TopoRAGModel
     from toporag_core.nn import CWNConfig
     from toporag_core.pipeline import DEFAULT_CHECKPOINT, TopoRAGPipeline
@@ -92,15 +95,20 @@ def main() -> None:
 
     bs = 8
     exs, raws, source = load_examples(max(args.steps * bs, args.answers))
-    llm, tok = load_llm(device=args.device)
+    ck = Path(args.checkpoint) if args.checkpoint else DEFAULT_CHECKPOINT
+    ck_llm = json.loads((ck / "config.json").read_text())["config"]["llm"] if (ck / "config.json").is_file() else None
+    if args.llm and ck_llm and args.llm != ck_llm:  # a checkpoint's adapters only fit the LLM it was trained on
+        ap.error(f"--llm {args.llm}: checkpoint {ck} was trained on {ck_llm} (pass a matching --checkpoint)")
+    llm_name = args.llm or ck_llm
+    llm, tok = load_llm(llm_name, device=args.device)
     dev = llm.get_input_embeddings().weight.device
     sync = (lambda: torch.cuda.synchronize()) if dev.type == "cuda" else (lambda: None)
-    ck = Path(args.checkpoint) if args.checkpoint else DEFAULT_CHECKPOINT
     if (ck / "config.json").is_file():
         model = TopoRAGModel.load(ck, llm=llm, tokenizer=tok)
     else:
-        model = TopoRAGModel(TopoRAGConfig(cwn=CWNConfig(in_dim=exs[0].tensors.dim)), llm, tok)
-    plain = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
+        model = TopoRAGModel(TopoRAGConfig(cwn=CWNConfig(in_dim=exs[0].tensors.dim), llm=llm_name or DEFAULT_LLM),
+                             llm, tok)
+    plain = TopoRAGModel(TopoRAGConfig(use_graph=False, llm=llm_name or DEFAULT_LLM), llm, tok)
 
     # -- training throughput ------------------------------------------------------------
     from toporag_core.train import KVStore
@@ -132,8 +140,9 @@ def main() -> None:
     for name, position in (("LoRA + soft prompt, prefix (paper w/ LoRA)", "prefix"),
                            ("LoRA + soft prompt, suffix, cached context", "suffix"),
                            ("LoRA + soft prompt, before_question, cached context", "before_question")):
-        llm_l, tok_l = load_llm(device=args.device)  # LoRA is injected into its own LLM instance
-        m = TopoRAGModel(TopoRAGConfig(cwn=CWNConfig(in_dim=dim), num_graph_tokens=4, mode="lora", lora_r=16,
+        llm_l, tok_l = load_llm(llm_name, device=args.device)  # LoRA is injected into its own LLM instance
+        m = TopoRAGModel(TopoRAGConfig(cwn=CWNConfig(in_dim=dim), llm=llm_name or DEFAULT_LLM, num_graph_tokens=4,
+                                       mode="lora", lora_r=16,
                                        lora_alpha=32, lora_targets=lora_targets, graph_position=position),
                          llm_l, tok_l)
         kv = None
@@ -166,7 +175,8 @@ def main() -> None:
         gen_same.append(timed(lambda b=same_text: plain.generate(b, max_new_tokens=n_new), sync))
 
     dev_name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
-    print(f"\nneural core on {dev_name}, {source} examples, model: {'checkpoint ' + str(ck) if (ck / 'config.json').is_file() else 'untrained'}")
+    print(f"\nneural core on {dev_name}, {source} examples, LLM {llm_name or DEFAULT_LLM}, model: "
+          f"{'checkpoint ' + str(ck) if (ck / 'config.json').is_file() else 'untrained'}")
     fw = n_train / t_fwd
     print(f"\n| training set-up (batch {bs}) | examples/s | tokens/s | frozen forward ex/s | ratio |")
     print("|---|---|---|---|---|")
