@@ -69,7 +69,15 @@ def main() -> None:
           f"({len(cue_wrong)}) | only model / only cue right | McNemar p |")
     print("|---|---|---|---|---|---|---|")
     for path in args.preds:
-        recs = {str(r["id"]): r for r in map(json.loads, Path(path).read_text().splitlines())}
+        recs, n = {}, 0
+        try:
+            for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+                rec = json.loads(line)
+                recs[str(rec["id"])] = rec
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+            where = f"line {n}" if n else "file"
+            print(f"| {path} | skipped: {where}: {type(e).__name__}: {e} | | | | | |")
+            continue
         missing = [i for i in ids if i not in recs]
         if missing:
             print(f"| {path} | skipped: {len(missing)} test ids missing (e.g. {missing[0]}) | | | | | |")
