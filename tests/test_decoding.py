@@ -177,6 +177,35 @@ def test_before_question_caches_only_the_context_and_reads_the_question_after_th
                                   bq.score_choices(batch, ["support", "counter"]), atol=1e-3)
 
 
+def test_before_question_store_is_cut_from_the_suffix_store_without_an_llm_pass(examples, tmp_path):
+    """``open_kv_store`` fills a before_question store from the suffix store of the same data: the
+    same caches as a real pass (float16 storage), no LLM call; a source of other data is refused,
+    naming the example; examples the source lacks are left to ``build``."""
+    from toporag_core.train import kv_store_key, open_kv_store
+
+    sfx = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
+    bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
+    root = tmp_path / "kv"
+    KVStore(root / kv_store_key(bq, "data", graph_position="suffix")).build(sfx, examples[:-1], show_progress=False)
+    calls = []
+    bq.llm.get_decoder().register_forward_hook(lambda *a: calls.append(1))
+    store = open_kv_store(bq, "data", root, examples)
+    assert not calls and len(store) == len(examples) - 1 and examples[-1].id not in store
+    real = KVStore(tmp_path / "real").build(bq, examples, show_progress=False)
+    ids = [e.id for e in examples[:-1]]
+    for a, b in zip(store.get(ids), real.get(ids)):
+        assert a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=2e-3)
+    store.build(bq, examples, show_progress=False)  # the rest by a real pass
+    assert len(store) == len(examples) and calls
+    # a suffix store whose caches are not this data's suffix frozen part: refused, naming the example
+    other = [dataclasses.replace(e, question=e.question + " and more words here") for e in examples[:2]]
+    bad_src = KVStore(tmp_path / "bad").build(sfx, other, show_progress=False)
+    with pytest.raises(ValueError, match=f"example {examples[0].id}: the cache has"):
+        KVStore(tmp_path / "dst").cut_from(bad_src, bq, examples[:2], "suffix")
+    with pytest.raises(ValueError, match="has no frozen part"):
+        bq.frozen_ids("c", "q", graph_position="prefix")
+
+
 def test_kv_store_key_changes_with_the_frozen_part():
     from toporag_core.train import kv_store_key
 

@@ -331,18 +331,30 @@ class TopoRAGModel(nn.Module):
                 "input_tokens": len(lay["pre"]) + self.num_soft_tokens() + len(c) + len(lay["sep"]) + len(q)
                 + len(lay["post"])}
 
+    def _row(self, context: str, question: str,
+             graph_position: str | None = None) -> tuple[list[int], list[int], list[int]]:
+        """``(frozen ids, tail ids before the soft tokens, tail ids after them)`` of one example in
+        this model's layout, or in ``graph_position``'s (same tokenizer and budget)."""
+        lay, pos = self._layout, graph_position or self.config.graph_position
+        c, q = self.context_ids(context, question)
+        if pos == "suffix":
+            return lay["pre"] + c + lay["sep"] + q, [], lay["post"]
+        if pos == "before_question":
+            return lay["pre"] + c + lay["sep"], [], q + lay["post"]
+        return [], lay["pre"], c + lay["sep"] + q + lay["post"]
+
     def _rows(self, batch: QABatch) -> list[tuple[list[int], list[int], list[int]]]:
-        """Per example ``(frozen ids, tail ids before the soft tokens, tail ids after them)``."""
-        lay, rows = self._layout, []
-        for ctx, question in zip(batch.contexts, batch.questions):
-            c, q = self.context_ids(ctx, question)
-            if self.config.graph_position == "suffix":
-                rows.append((lay["pre"] + c + lay["sep"] + q, [], lay["post"]))
-            elif self.config.graph_position == "before_question":
-                rows.append((lay["pre"] + c + lay["sep"], [], q + lay["post"]))
-            else:
-                rows.append(([], lay["pre"], c + lay["sep"] + q + lay["post"]))
-        return rows
+        return [self._row(ctx, question) for ctx, question in zip(batch.contexts, batch.questions)]
+
+    def frozen_ids(self, context: str, question: str, graph_position: str | None = None) -> list[int]:
+        """Token ids of the frozen part (what :meth:`context_kv` caches) of one example, in this
+        model's layout or in another cacheable ``graph_position``: ``KVStore.cut_from`` uses the
+        second to check that one layout's frozen part is a token prefix of another's."""
+        pos = graph_position or self.config.graph_position
+        if pos not in ("suffix", "before_question"):
+            raise ValueError(f"frozen_ids: graph_position {pos!r} has no frozen part "
+                             "(cacheable layouts: 'suffix', 'before_question')")
+        return self._row(context, question, pos)[0]
 
     @contextlib.contextmanager
     def _adapters_off(self):

@@ -10,7 +10,11 @@
   example (chat prefix, context, and with ``"suffix"`` the question) has a key/value cache that no
   trainable parameter changes; :class:`KVStore`
   computes it once (no grad, float16 safetensors shards on disk, memory-mapped) and every epoch
-  reuses it, so a step runs only the few tail positions with grad. ``grad_accum`` sums gradients
+  reuses it, so a step runs only the few tail positions with grad. A ``"before_question"``
+  store is cut out of the ``"suffix"`` store of the same data when there is one
+  (:func:`open_kv_store`, :meth:`KVStore.cut_from`): its frozen part is the suffix one minus the
+  question, and a causal LM's first ``n`` cached positions depend on the first ``n`` tokens
+  only. ``grad_accum`` sums gradients
   over several batches per optimiser step; ``lr_schedule="cosine"`` warms up linearly over
   ``warmup_steps`` then decays to 10% (a pure function of the step: resumes exactly).
 * Selection: ``select="loss"`` (validation answer loss) or ``"accuracy"`` (validation accuracy
@@ -161,7 +165,6 @@ class KVStore:
 
     def build(self, model: TopoRAGModel, examples: list[Example], batch_size: int = 8, shard_size: int = 64,
               show_progress: bool = True) -> KVStore:
-        from safetensors.torch import save_file
         from tqdm.auto import tqdm
 
         # longest-first by text length: rows of one forward pass have similar lengths (little padding)
@@ -175,13 +178,49 @@ class KVStore:
                 chunk = todo[b0:min(b0 + batch_size, s0 + shard_size, len(todo))]
                 kvs = model.context_kv(make_batch(chunk, with_answers=False, use_graph=False))
                 shard.update({str(e.id): t.to(torch.float16).cpu().contiguous() for e, t in zip(chunk, kvs)})
-            path = self.folder / f"shard_{len(list(self.folder.glob('shard_*.safetensors'))):05d}.safetensors"
-            tmp = path.with_name(path.name + ".tmp")
-            save_file(shard, str(tmp))
-            os.replace(tmp, path)
-            self._scan()
+            self._write(shard)
         model.train(was)
         return self
+
+    def _write(self, shard: dict[str, torch.Tensor]) -> None:
+        """One more shard file, written atomically (an interrupted build or cut resumes)."""
+        from safetensors.torch import save_file
+
+        path = self.folder / f"shard_{len(list(self.folder.glob('shard_*.safetensors'))):05d}.safetensors"
+        tmp = path.with_name(path.name + ".tmp")
+        save_file(shard, str(tmp))
+        os.replace(tmp, path)
+        self._scan()
+
+    def cut_from(self, source: KVStore, model: TopoRAGModel, examples: list[Example], source_position: str,
+                 shard_size: int = 64) -> int:
+        """Fill missing caches by cutting ``source``'s longer ones; returns how many were cut.
+
+        A causal LM's key/value states at positions ``< n`` depend only on tokens ``< n``. When
+        this store's frozen part is a token prefix of ``source``'s (``before_question``: chat
+        prefix + context + separator; ``suffix``: the same + the question), the first ``n``
+        positions of the source cache *are* this cache, with no LLM pass. Checked per example:
+        the token prefix, and the source cache's length against ``source_position``'s frozen part
+        (a store built for other data or another layout raises, naming the example). Examples
+        the source lacks are left to :meth:`build`."""
+        todo = [e for e in examples if str(e.id) not in self._where and str(e.id) in source]
+        shard: dict[str, torch.Tensor] = {}
+        for i, e in enumerate(todo):
+            mine = model.frozen_ids(e.context, e.question)
+            theirs = model.frozen_ids(e.context, e.question, graph_position=source_position)
+            if theirs[:len(mine)] != mine:
+                raise ValueError(f"KVStore.cut_from: example {e.id}: the {model.config.graph_position} frozen part "
+                                 f"is not a token prefix of the {source_position} one")
+            t = source.get([e.id])[0]
+            if t.shape[3] != len(theirs):
+                raise ValueError(f"KVStore.cut_from: {source.folder}, example {e.id}: the cache has {t.shape[3]} "
+                                 f"positions, the {source_position} frozen part {len(theirs)} tokens "
+                                 "(a store of other data or another layout)")
+            shard[str(e.id)] = t[:, :, :, :len(mine)].contiguous()
+            if len(shard) == shard_size or i == len(todo) - 1:
+                self._write(shard)
+                shard = {}
+        return len(todo)
 
     def get(self, ids: list[str]) -> list[torch.Tensor]:
         missing = [i for i in ids if str(i) not in self._where]
@@ -190,16 +229,35 @@ class KVStore:
         return [self._handles[self._where[str(i)]].get_tensor(str(i)) for i in ids]
 
 
-def kv_store_key(model: TopoRAGModel, data_key: str) -> str:
-    """A folder name that changes with the LLM, the prompt layout, the input budget and the data."""
+def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None = None) -> str:
+    """A folder name that changes with the LLM, the prompt layout, the input budget and the data
+    (``graph_position``: the key of another cacheable layout of the same model)."""
     import hashlib
 
+    pos = graph_position or model.config.graph_position
     lay = model.prompt_layout_ids()
     key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key]
-    if model.config.graph_position != "suffix":  # the first cacheable layout keeps its original keys
-        key.append(model.config.graph_position)
+    if pos != "suffix":  # the first cacheable layout keeps its original keys
+        key.append(pos)
     h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
     return f"{data_key}-{h}"
+
+
+def open_kv_store(model: TopoRAGModel, data_key: str, root: str | os.PathLike,
+                  examples: list[Example] = ()) -> KVStore:
+    """``model``'s key/value store for ``data_key`` under ``root``. For ``before_question``, the
+    ``examples`` it lacks are first cut out of the ``suffix`` store of the same data when one
+    exists (:meth:`KVStore.cut_from`): that saves the LLM pass (ExplaGraphs: 2,688 s for 1,859
+    examples on one thread) and its result is the same cache."""
+    root = Path(root)
+    store = KVStore(root / kv_store_key(model, data_key))
+    if model.config.graph_position == "before_question" and examples:
+        src = root / kv_store_key(model, data_key, graph_position="suffix")
+        if src.is_dir():
+            n = store.cut_from(KVStore(src), model, list(examples), "suffix")
+            if n:
+                print(f"kv cache: {n} examples cut from the suffix layout's store {src.name}")
+    return store
 
 
 def epoch_batches(n: int, lengths: list[int], cfg: TrainConfig, epoch: int, rank: int = 0,

@@ -110,7 +110,7 @@ def run(args) -> int:
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
     from ..tasks.prep import prepare_dataset
-    from ..train import KVStore, TrainConfig, kv_store_key, seed_everything, train
+    from ..train import TrainConfig, open_kv_store, seed_everything, train
 
     from .. import distributed
 
@@ -165,8 +165,8 @@ def run(args) -> int:
     if model.cacheable and not args.no_kv_cache:
         from ..embed import default_cache_dir
 
-        kv = KVStore(default_cache_dir() / "kv" /
-                     kv_store_key(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}"))
+        kv = open_kv_store(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}",
+                           default_cache_dir() / "kv", train_set + val_set)
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
     try:
