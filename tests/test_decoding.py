@@ -202,6 +202,8 @@ def test_before_question_store_is_cut_from_the_suffix_store_without_an_llm_pass(
     bad_src = KVStore(tmp_path / "bad").build(sfx, other, show_progress=False)
     with pytest.raises(ValueError, match=f"example {examples[0].id}: the cache has"):
         KVStore(tmp_path / "dst").cut_from(bad_src, bq, examples[:2], "suffix")
+    with pytest.raises(ValueError, match="is not a token prefix"):  # the wrong way round: suffix is longer
+        KVStore(tmp_path / "dst2").cut_from(store, sfx, examples[:2], "before_question")
     with pytest.raises(ValueError, match="has no frozen part"):
         bq.frozen_ids("c", "q", graph_position="prefix")
 
