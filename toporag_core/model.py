@@ -83,6 +83,7 @@ from .nn import CellBatch, CWNConfig, build_encoder
 IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
 GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
+CACHEABLE_POSITIONS = ("suffix", "before_question")  # layouts with a frozen, cacheable part
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -255,7 +256,7 @@ class TopoRAGModel(nn.Module):
     def cacheable(self) -> bool:
         """A frozen part before the soft tokens (``"suffix"``, ``"before_question"``): its
         key/value cache does not depend on anything trainable and can be precomputed."""
-        return self.config.graph_position in ("suffix", "before_question")
+        return self.config.graph_position in CACHEABLE_POSITIONS
 
     def train(self, mode: bool = True) -> TopoRAGModel:
         super().train(mode)
@@ -351,9 +352,9 @@ class TopoRAGModel(nn.Module):
         model's layout or in another cacheable ``graph_position``: ``KVStore.cut_from`` uses the
         second to check that one layout's frozen part is a token prefix of another's."""
         pos = graph_position or self.config.graph_position
-        if pos not in ("suffix", "before_question"):
+        if pos not in CACHEABLE_POSITIONS:
             raise ValueError(f"frozen_ids: graph_position {pos!r} has no frozen part "
-                             "(cacheable layouts: 'suffix', 'before_question')")
+                             f"(cacheable layouts: {', '.join(CACHEABLE_POSITIONS)})")
         return self._row(context, question, pos)[0]
 
     @contextlib.contextmanager

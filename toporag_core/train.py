@@ -244,7 +244,7 @@ def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None 
 
 
 def open_kv_store(model: TopoRAGModel, data_key: str, root: str | os.PathLike,
-                  examples: list[Example] = ()) -> KVStore:
+                  examples: Sequence[Example] = ()) -> KVStore:
     """``model``'s key/value store for ``data_key`` under ``root``. For ``before_question``, the
     ``examples`` it lacks are first cut out of the ``suffix`` store of the same data when one
     exists (:meth:`KVStore.cut_from`): that saves the LLM pass (ExplaGraphs: 2,688 s for 1,859
