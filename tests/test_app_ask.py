@@ -452,3 +452,20 @@ def test_ask_reports_a_cut_context_and_the_dropped_cells(checkpoint):
         assert sorted(shown[shown["dim"] == 0]["cell"]) == sorted(cut["dropped_nodes"])
     finally:
         pipe_app.model.config.max_input_tokens = old
+
+
+def test_a_compact_checkpoint_reads_compact_contexts(pipe):
+    """A checkpoint trained with ``--text compact`` (its saved retrieval setting says so) answers from
+    the compact text, fitted by prize like the CSV one; a checkpoint without the key reads CSV."""
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.retrieval import textualize
+
+    meta = {**pipe.meta, "retrieval": {**pipe.meta.get("retrieval", {}), "text": "compact"}}
+    compact = TopoRAGPipeline(pipe.model, HashingEncoder(), None, meta)
+    assert compact.text_format == "compact" and TopoRAGPipeline(pipe.model, HashingEncoder()).text_format == "csv"
+    ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder())
+    setting = RetrievalSetting.make("toporag", k=3)
+    out = compact.answer(ecx, QUESTION, setting)
+    assert out["context"].startswith("nodes\n") and "node_id,node_attr" not in out["context"]
+    assert set(out["context"].split("\n")) <= set(textualize(out["subcomplex"], fmt="compact").split("\n"))
+    assert pipe.answer(ecx, QUESTION, setting)["context"].startswith("node_id,node_attr")

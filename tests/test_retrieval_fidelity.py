@@ -116,3 +116,88 @@ def test_walks_name_attribute_rich_nodes_by_label_and_node_id():
     assert {obj for obj, _ in named} == {"a", "b", "c"}
     assert all(table[i] == obj for obj, i in named)  # the id points at that object's row
     assert sorted(re.findall(r"\[([a-z ]+?)\]", walk)) == ["left of", "on", "right of", "under"]
+
+
+def _scene_sub():
+    obj = {c: f"name: {c}; attribute: big, {c}ish; (x,y,w,h): (10, 20, 30, 40)" for c in "abc"}
+    g = TextualGraph.from_triples([(obj["a"], "left of", obj["b"]), (obj["b"], "right of", obj["a"]),
+                                   (obj["b"], "on", obj["c"]), (obj["c"], "under", obj["a"]),
+                                   (obj["c"], "near", obj["c"])])  # a self-loop
+    return retrieve(EmbeddedComplex.from_graph(g, get_encoder("hashing")), "what is left of b", "whole")
+
+
+def test_compact_text_names_both_ends_of_every_relation_and_drops_boxes():
+    """``compact``: a node line is ``label [id]: details`` without the letter-free box field; every
+    relation of every 1-cell (and every self-loop) is one line naming both ends, and the id in a name
+    is that object's own node line; the 2-cells section is the CSV format's, word for word."""
+    from toporag_core.retrieval import TEXT_FORMATS, textualize
+    from toporag_core.retrieval.textualize import node_details
+
+    assert set(TEXT_FORMATS) >= {"csv", "compact"}
+    assert node_details("name: cup; attribute: red, ceramic; (x,y,w,h): (1, 2, 3, 4)") == "red, ceramic"
+    assert node_details("cannabis") == "" and node_details("apple; fruit") == "fruit"
+    sub = _scene_sub()
+    text = textualize(sub, fmt="compact")
+    nodes, rel, cells = text.split("\n\n")
+    node_lines = nodes.splitlines()[1:]
+    assert nodes.splitlines()[0] == "nodes" and rel.splitlines()[0] == "relations"
+    assert "(x,y,w,h)" not in text and "10, 20" not in text and "node_id" not in text
+    own = dict(re.match(r"^(\w) \[(\d)\]: big, \1ish$", t).group(2, 1) for t in node_lines)  # id -> object
+    assert sorted(own.values()) == ["a", "b", "c"]
+    triples = [re.match(r"^(\w) \[(\d)\] ([a-z ]+?) (\w) \[(\d)\]$", t).groups() for t in rel.splitlines()[1:]]
+    assert all(own[i] == a and own[j] == b for a, i, _, b, j in triples)  # each name's id is its own line
+    assert sorted((a, r, b) for a, _, r, b, _ in triples) == \
+        [("a", "left of", "b"), ("b", "on", "c"), ("b", "right of", "a"), ("c", "near", "c"), ("c", "under", "a")]
+    assert cells == textualize(sub).split("\n\n")[2]  # the same walks, the same ids
+    assert len(text) < 0.7 * len(textualize(sub))
+    with pytest.raises(ValueError, match="registered: csv, compact"):
+        textualize(sub, fmt="yaml")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "compact"])
+def test_budget_cut_keeps_whole_cells_in_every_text_format(fmt):
+    """The prize cut reads each format's owned lines: the cut text is a subset of the format's own
+    lines, a dropped 1-cell's relation lines are all gone, a kept one's are all there."""
+    from toporag_core.retrieval import textualize
+    from toporag_core.retrieval.budget import fit_context
+    from toporag_core.retrieval.textualize import text_lines
+
+    sub = _scene_sub()
+    rows = text_lines(sub, fmt=fmt)
+    assert "\n".join(t for t, _ in rows) == textualize(sub, fmt=fmt)
+    count = len  # characters as tokens: deterministic
+    full = count(textualize(sub, fmt=fmt))
+    for budget in (full, full // 2, full // 3):
+        fit = fit_context(sub, budget, count, fmt=fmt)
+        assert fit.tokens <= budget and set(fit.text.split("\n")) <= {t for t, _ in rows}
+        assert fit.truncated == (budget < full)
+        kept_lines = set(fit.text.split("\n"))
+        for t, o in rows:
+            if o is not None and o[0] == "e":
+                assert (t in kept_lines) == (o[1] not in fit.dropped_edges)
+
+
+def test_text_format_is_a_saved_prep_setting():
+    """``PrepConfig.text`` goes into the cache key only when it is not the default (old caches and KV
+    stores keep their keys), round-trips through ``to_dict`` (what a checkpoint saves), an older dict
+    reads CSV, ``--text`` on the command line wins over the checkpoint's, and an unknown name is refused."""
+    import argparse
+
+    from toporag_core.commands.train import add_data_args, prep_config_from_args
+    from toporag_core.tasks.prep import PrepConfig
+
+    csv_, compact = PrepConfig(), PrepConfig(text="compact")
+    assert "text" not in csv_.key() and compact.key() == csv_.key().replace("-v", "-text=compact-v")
+    assert PrepConfig.from_dict(compact.to_dict()) == compact
+    old = compact.to_dict()
+    old.pop("text")
+    assert PrepConfig.from_dict(old).text == "csv"
+    with pytest.raises(ValueError, match="unknown text format 'yaml'"):
+        PrepConfig(text="yaml")
+    p = argparse.ArgumentParser()
+    add_data_args(p, defaults=False)
+    assert prep_config_from_args(p.parse_args([]), compact.to_dict()).text == "compact"  # the checkpoint's
+    assert prep_config_from_args(p.parse_args(["--text", "csv"]), compact.to_dict()).text == "csv"
+    p = argparse.ArgumentParser()
+    add_data_args(p)
+    assert prep_config_from_args(p.parse_args(["--text", "compact"])).text == "compact"

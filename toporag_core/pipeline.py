@@ -147,6 +147,12 @@ class TopoRAGPipeline:
     def use_cells2(self) -> bool:
         return bool(self.model.config.cwn.use_cells2) if self.model.config.use_graph else True
 
+    @property
+    def text_format(self) -> str:
+        """How the checkpoint reads a subcomplex (:data:`~toporag_core.retrieval.TEXT_FORMATS`; its saved
+        retrieval setting's ``text``, ``"csv"`` for a checkpoint saved before text formats existed)."""
+        return str((self.meta.get("retrieval") or {}).get("text", "csv"))
+
     def default_setting(self, method: str | None = None, k: int | None = None, **params) -> RetrievalSetting:
         """The retrieval setting the checkpoint was trained with (the method defaults without a
         checkpoint), with ``method`` / ``k`` / parameters given here on top (``None`` = keep)."""
@@ -170,7 +176,8 @@ class TopoRAGPipeline:
         beside ``question`` (:meth:`~toporag_core.model.TopoRAGModel.context_budget`), by prize:
         2-cells first, then 0/1-cells by prize; what did not fit is listed as dropped."""
         model = self.model
-        return fit_context(sub, model.context_budget(question), model.count_tokens, include_cells2=self.use_cells2)
+        return fit_context(sub, model.context_budget(question), model.count_tokens, include_cells2=self.use_cells2,
+                           fmt=self.text_format)
 
     def prompt_layout(self, fit: ContextFit, question: str) -> dict[str, Any]:
         """:meth:`~toporag_core.model.TopoRAGModel.prompt_layout` of the fitted context, plus

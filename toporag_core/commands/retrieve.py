@@ -16,6 +16,10 @@ def register(sub) -> None:
                    help="'default' (all-MiniLM-L6-v2), 'hashing', 'hashing-<dim>', 'onnx', 'onnx-int8', or a model "
                         "folder (default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
     p.add_argument("--context", action="store_true", help="also print the textualized context")
+    from ..retrieval import TEXT_FORMATS
+
+    p.add_argument("--text", default="csv", choices=tuple(TEXT_FORMATS),
+                   help="text format of the context: csv (G-Retriever's) or compact (names inline, boxes dropped)")
     p.set_defaults(func=run)
 
 
@@ -53,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     out["warnings"] = list(graph.meta.get("warnings", [])) + list(sub.warnings)
     warn(sub.warnings)
     if args.context:
-        out["context"] = textualize(sub)
+        out["context"] = textualize(sub, fmt=args.text)
     n, m, f = sub.counts
-    human = [f"{setting.method}: {n} nodes, {m} edges, {f} 2-cells ({out['seconds']:.2f} s)", "", textualize(sub)]
+    human = [f"{setting.method}: {n} nodes, {m} edges, {f} 2-cells ({out['seconds']:.2f} s)", "",
+             textualize(sub, fmt=args.text)]
     emit(out, args.json, "\n".join(human))
     return 0

@@ -18,6 +18,13 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     add_method_args(p, dimension="cells", default="toporag" if defaults else None)
     p.add_argument("--no-cells2", action="store_true", default=None if not defaults else False,
                    help="'w/o CRL': retrieve with k2 = 0 and drop 2-cells from encoder and text")
+    from ..retrieval import TEXT_FORMATS
+
+    p.add_argument("--text", default="csv" if defaults else None, choices=tuple(TEXT_FORMATS),
+                   help="how the subcomplex is written for the LLM: csv (G-Retriever's nodes/edges CSV, the paper's) "
+                        "or compact (beyond the paper: 'desk [0]: green, wooden', relations name both ends, "
+                        "letter-free fields such as boxes dropped)"
+                        + ("" if defaults else "; default: the checkpoint's"))
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="auto",
                    help="LLM precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16")
@@ -32,9 +39,11 @@ def prep_config_from_args(args, base: dict | None = None):
     base = dict(base or {})
     use_cells2 = bool(base.pop("use_cells2", True))
     tree = str(base.pop("tree", "bfs"))
+    text = getattr(args, "text", None) or str(base.pop("text", "csv"))
+    base.pop("text", None)
     if getattr(args, "no_cells2", None):
         use_cells2 = False
-    return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree)
+    return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree, text=text)
 
 
 def register(subparsers) -> None:

@@ -9,10 +9,10 @@ from .registry import (METHODS, Param, RetrievalMethod, RetrievalSetting, get_me
                        register_method, unregister_method)
 from .api import retrieve
 from .methods import whole_subcomplex
-from .textualize import cycle_text, node_label, textualize
+from .textualize import TEXT_FORMATS, cycle_text, node_label, textualize
 from .toporag import cell2_prizes, rank_prizes, retrieve_subcomplex
 
 __all__ = ["retrieve", "METHODS", "Param", "RetrievalMethod", "RetrievalSetting", "register_method",
            "unregister_method", "get_method", "method_names", "method_label", "whole_subcomplex",
            "EmbeddedComplex", "Subcomplex", "retrieve_subcomplex", "rank_prizes", "cell2_prizes",
-           "textualize", "cycle_text", "node_label", "TERMINAL", "STEINER", "CLOSURE", "ROLES"]
+           "textualize", "TEXT_FORMATS", "cycle_text", "node_label", "TERMINAL", "STEINER", "CLOSURE", "ROLES"]

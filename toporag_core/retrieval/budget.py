@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 
 from .result import Subcomplex
-from .textualize import textualize
+from .textualize import DEFAULT_TEXT, text_lines
 
 
 @dataclass
@@ -71,42 +71,17 @@ class ContextFit:
         return "dropped " + ", ".join(f"{n} {w}{'' if n == 1 else 's'}" for n, w in parts)
 
 
-def _line_layout(sub: Subcomplex, include_cells2: bool = True) -> tuple[list[str], dict]:
-    """The lines of ``textualize(sub, include_cells2)`` and which cell each belongs to."""
-    lines = textualize(sub, include_cells2=include_cells2).split("\n")
-    cx = sub.complex
-    nodes, edges = sub.nodes.tolist(), sub.edges.tolist()
-    cells2 = sub.cells2.tolist() if include_cells2 else []
-    owner: dict = {}
-    i = 1  # "node_id,node_attr"
-    for n in nodes:
-        owner[i] = ("n", n)
-        i += 1
-    i += 2  # "", "src,edge_attr,dst"
-    for e in edges:
-        for _ in cx.edge_members(e).tolist():
-            owner[i] = ("e", e)
-            i += 1
-    # self-loop lines follow (they belong to their node), then the 2-cells section
-    local = set(nodes)
-    g = cx.graph
-    for s in cx.self_loops.tolist():
-        a = int(g.edge_index[0, s])
-        if a in local:
-            owner[i] = ("n", a)
-            i += 1
-    if cells2:
-        i += 2  # "", "2-cells (closed loops)"
-        for f in cells2:
-            owner[i] = ("f", f)
-            i += 1
-    return lines, owner
+def _line_layout(sub: Subcomplex, include_cells2: bool = True, fmt: str = DEFAULT_TEXT) -> tuple[list[str], dict]:
+    """The lines of ``textualize(sub, include_cells2, fmt)`` and which cell each belongs to."""
+    rows = text_lines(sub, include_cells2, fmt)
+    return [t for t, _ in rows], {i: o for i, (_, o) in enumerate(rows) if o is not None}
 
 
-def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int], include_cells2: bool = True) -> ContextFit:
-    """``textualize(sub, include_cells2)`` cut to ``budget`` tokens by prize (see the module
+def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int], include_cells2: bool = True,
+                fmt: str = DEFAULT_TEXT) -> ContextFit:
+    """``textualize(sub, include_cells2, fmt)`` cut to ``budget`` tokens by prize (see the module
     docstring); without ``include_cells2`` no 2-cell is written, so none counts as dropped."""
-    lines, owner = _line_layout(sub, include_cells2)
+    lines, owner = _line_layout(sub, include_cells2, fmt)
     full = "\n".join(lines)
     full_tokens = int(count(full))
     budget = int(max(0, budget))
@@ -159,10 +134,11 @@ def fit_context(sub: Subcomplex, budget: int, count: Callable[[str], int], inclu
                       dropped_cells2=[int(f) for f in cells2.tolist() if ("f", f) not in kept])
 
 
-def prefix_cut(sub: Subcomplex, kept_text: str, kept_tokens: int, full_tokens: int) -> ContextFit:
+def prefix_cut(sub: Subcomplex, kept_text: str, kept_tokens: int, full_tokens: int,
+               fmt: str = DEFAULT_TEXT) -> ContextFit:
     """What a *prefix* cut of ``textualize(sub)`` to ``kept_text`` dropped (how a model that simply
     truncates its input ids loses cells): a cell is dropped when none of its lines survives whole."""
-    lines, owner = _line_layout(sub)
+    lines, owner = _line_layout(sub, fmt=fmt)
     n_whole = len(kept_text.split("\n")) - (0 if "\n".join(lines).startswith(kept_text + "\n") or
                                             kept_text == "\n".join(lines) else 1)
     surviving = {owner[i] for i in range(min(n_whole, len(lines))) if i in owner}

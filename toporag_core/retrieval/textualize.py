@@ -13,11 +13,28 @@ concepts, WebQSP entities), else its first field plus its ``node_id`` in the nod
 tokens with attributes and box; repeating it at every step of every loop made 2-cell sections ~3x
 longer than the nodes table they refer to (generated SceneGraphs: contexts 1,084 tokens on average,
 so a 512-token model never read a single 2-cell).
+
+Text formats (:data:`TEXT_FORMATS`, a registry: name -> function giving the owned lines):
+
+* ``"csv"`` (default, G-Retriever's layout, what the paper's prompts read): the nodes CSV with the
+  node's full text, the edges CSV with local ids, the 2-cells section.
+* ``"compact"`` (beyond the paper): no CSV and no id look-ups for relations: a node line is
+  ``label: details`` (``desk [0]: green, wooden`` -- the node's other fields, key prefixes and
+  letter-free fields such as bounding boxes dropped), a relation line names both ends
+  (``plant [3] behind desk [0]``), the 2-cells section is the same. Why: a scene node's box is ~20
+  of its ~35 tokens and answers no question, and a relation line that names its ends reads on its
+  own, where a CSV row needs two joins on ``node_id`` (which a 135M model learns slowly). Plain-name
+  nodes (ExplaGraphs, WebQSP) print as themselves, so there it is the triple list ``dog capable of bark``.
+
+Every format writes one line per cell and says which cell owns it (:func:`text_lines`: ``("n", node)``,
+``("e", 1-cell)``, ``("f", 2-cell)`` or ``None`` for headers), so the token-budget cut
+(:mod:`~toporag_core.retrieval.budget`) keeps or drops whole cells in any format.
 """
 from __future__ import annotations
 
 import csv
 import io
+from typing import Callable
 
 from .result import Subcomplex
 
@@ -65,23 +82,93 @@ def cycle_text(sub_or_cx, f: int, local: dict[int, int] | None = None) -> str:
     return "".join(parts)
 
 
-def textualize(sub: Subcomplex, include_cells2: bool = True) -> str:
-    """The subcomplex as text: nodes CSV, edges CSV, then the 2-cells section."""
-    g = sub.complex.graph
-    local = {n: i for i, n in enumerate(sub.nodes.tolist())}
-    lines = ["node_id,node_attr"]
-    lines += [f"{local[n]},{_csv_field(g.node_text[n])}" for n in sub.nodes.tolist()]
-    lines += ["", "src,edge_attr,dst"]
-    cx = sub.complex
+Owner = tuple  # ("n", node) | ("e", 1-cell) | ("f", 2-cell)
+
+
+def node_details(text: str) -> str:
+    """A node's fields after the first, ``key:`` prefixes and letter-free fields dropped, ``"; "``-joined
+    (``"name: cup; attribute: red, ceramic; (x,y,w,h): (1, 2, 3, 4)"`` -> ``"red, ceramic"``; ``""`` for
+    a plain name)."""
+    if ";" not in text:
+        return ""
+    out = []
+    for field_ in text.split(";")[1:]:
+        v = field_.strip()
+        if ": " in v:
+            v = v.split(": ", 1)[1].strip()
+        if any(ch.isalpha() for ch in v):
+            out.append(v)
+    return "; ".join(out)
+
+
+def _relation_rows(sub: Subcomplex) -> list[tuple[int, int, str, Owner]]:
+    """``(src, dst, relation, owner)`` for every relation of every retrieved 1-cell, then the retrieved
+    nodes' self-loops (owned by their node), in textualize order."""
+    cx, g = sub.complex, sub.complex.graph
+    rows = []
     for e in sub.edges.tolist():
         for i in cx.edge_members(e).tolist():
             a, b = g.edge_index[:, i].tolist()
-            lines.append(f"{local[a]},{_csv_field(g.edge_text[i])},{local[b]}")
+            rows.append((a, b, g.edge_text[i], ("e", e)))
+    kept = set(sub.nodes.tolist())
     for i in cx.self_loops.tolist():
         a = int(g.edge_index[0, i])
-        if a in local:
-            lines.append(f"{local[a]},{_csv_field(g.edge_text[i])},{local[a]}")
-    if include_cells2 and sub.cells2.size:
-        lines += ["", "2-cells (closed loops)"]
-        lines += [f"c{f}: {cycle_text(cx, f, local)}" for f in sub.cells2.tolist()]
-    return "\n".join(lines)
+        if a in kept:
+            rows.append((a, a, g.edge_text[i], ("n", a)))
+    return rows
+
+
+def _cells2_lines(sub: Subcomplex, local: dict[int, int], include_cells2: bool) -> list[tuple[str, Owner | None]]:
+    if not (include_cells2 and sub.cells2.size):
+        return []
+    return [("", None), ("2-cells (closed loops)", None)] + \
+        [(f"c{f}: {cycle_text(sub.complex, f, local)}", ("f", f)) for f in sub.cells2.tolist()]
+
+
+def _csv_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
+    g = sub.complex.graph
+    local = {n: i for i, n in enumerate(sub.nodes.tolist())}
+    lines: list[tuple[str, Owner | None]] = [("node_id,node_attr", None)]
+    lines += [(f"{local[n]},{_csv_field(g.node_text[n])}", ("n", n)) for n in sub.nodes.tolist()]
+    lines += [("", None), ("src,edge_attr,dst", None)]
+    lines += [(f"{local[a]},{_csv_field(r)},{local[b]}", o) for a, b, r, o in _relation_rows(sub)]
+    return lines + _cells2_lines(sub, local, include_cells2)
+
+
+def _compact_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
+    g = sub.complex.graph
+    local = {n: i for i, n in enumerate(sub.nodes.tolist())}
+
+    def name(n: int) -> str:
+        return node_label(g.node_text[n], local[n])
+
+    lines: list[tuple[str, Owner | None]] = [("nodes", None)]
+    for n in sub.nodes.tolist():
+        d = node_details(g.node_text[n])
+        lines.append((f"{name(n)}: {d}" if d else name(n), ("n", n)))
+    lines += [("", None), ("relations", None)]
+    lines += [(f"{name(a)} {r} {name(b)}", o) for a, b, r, o in _relation_rows(sub)]
+    return lines + _cells2_lines(sub, local, include_cells2)
+
+
+TEXT_FORMATS: dict[str, Callable[..., list[tuple[str, Owner | None]]]] = {"csv": _csv_lines,
+                                                                          "compact": _compact_lines}
+DEFAULT_TEXT = "csv"
+
+
+def check_text_format(fmt: str) -> str:
+    """``fmt`` when registered, else a ``ValueError`` listing :data:`TEXT_FORMATS`."""
+    if fmt not in TEXT_FORMATS:
+        raise ValueError(f"unknown text format {fmt!r}; registered: {', '.join(TEXT_FORMATS)}")
+    return fmt
+
+
+def text_lines(sub: Subcomplex, include_cells2: bool = True, fmt: str = DEFAULT_TEXT) -> list[tuple[str, Owner | None]]:
+    """The lines of :func:`textualize`, each with the cell that owns it (``None``: a header or blank)."""
+    return TEXT_FORMATS[check_text_format(fmt)](sub, include_cells2)
+
+
+def textualize(sub: Subcomplex, include_cells2: bool = True, fmt: str = DEFAULT_TEXT) -> str:
+    """The subcomplex as text in format ``fmt`` (:data:`TEXT_FORMATS`; default the G-Retriever CSV
+    layout: nodes CSV, edges CSV, then the 2-cells section)."""
+    return "\n".join(t for t, _ in text_lines(sub, include_cells2, fmt))

@@ -14,7 +14,8 @@ token, so a half-written pair is detected and rebuilt. Reruns of one (dataset, c
 
 Ablations are retrieval settings plus one switch: ``method="shortest-path"`` is "w/o TSR"
 (no 2-cells), ``use_cells2=False`` is "w/o CRL": retrieval with ``k2 = 0`` and no 2-cells in
-the tensors or the text; ``method="whole"`` takes every cell (no retrieval).
+the tensors or the text; ``method="whole"`` takes every cell (no retrieval). ``text`` picks the
+text format (``"csv"``, the default, or ``"compact"``; :data:`~toporag_core.retrieval.TEXT_FORMATS`).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from typing import Any, Callable
 from ..lift import TREE_METHODS
 from ..nn import SubcomplexTensors, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
+from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .registry import SPLITS, RawExample, load_raw
 
 PREP_VERSION = 4  # 3: registry settings, w/o TSR without 2-cells, w/o CRL with k2 = 0, G-Retriever self-loops;
@@ -63,8 +65,10 @@ class PrepConfig:
     retrieval: RetrievalSetting = field(default_factory=RetrievalSetting)
     use_cells2: bool = True
     tree: str = "bfs"
+    text: str = DEFAULT_TEXT  # how the subcomplex is written for the LLM (retrieval.textualize.TEXT_FORMATS)
 
     def __post_init__(self) -> None:
+        check_text_format(self.text)
         if self.tree not in TREE_METHODS:
             raise ValueError(f"tree must be one of {TREE_METHODS}, got {self.tree!r}")
         if self.retrieval.spec.dimension != "cells":
@@ -77,24 +81,28 @@ class PrepConfig:
 
     def key(self) -> str:
         """A readable, unique folder name for the cache."""
-        return f"{self.effective.key()}-{self.tree}{'' if self.use_cells2 else '-no2cells'}-v{PREP_VERSION}"
+        text = "" if self.text == DEFAULT_TEXT else f"-text={self.text}"  # csv keys are unchanged
+        return f"{self.effective.key()}-{self.tree}{'' if self.use_cells2 else '-no2cells'}{text}-v{PREP_VERSION}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.retrieval.to_dict(), "use_cells2": self.use_cells2, "tree": self.tree}
+        return {**self.retrieval.to_dict(), "use_cells2": self.use_cells2, "tree": self.tree, "text": self.text}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None, **overrides: Any) -> "PrepConfig":
-        """From :meth:`to_dict` output or an older flat dict (``method, k0, ..., use_cells2, tree``)."""
+        """From :meth:`to_dict` output or an older flat dict (``method, k0, ..., use_cells2, tree``);
+        a dict without ``text`` (written before text formats existed) reads the CSV layout."""
         d = dict(d or {})
         use_cells2, tree = bool(d.pop("use_cells2", True)), str(d.pop("tree", "bfs"))
-        return cls(RetrievalSetting.from_dict(d, **overrides), use_cells2, tree)
+        text = str(d.pop("text", DEFAULT_TEXT))
+        return cls(RetrievalSetting.from_dict(d, **overrides), use_cells2, tree, text)
 
 
 def prepare_example(raw: RawExample, encoder, config: PrepConfig) -> Example:
     """Lift, embed, retrieve, textualize one example."""
     ecx = EmbeddedComplex.from_graph(raw.graph, encoder, tree=config.tree)
     sub = retrieve(ecx, raw.query or raw.question, setting=config.effective)
-    return Example(id=raw.id, question=raw.question, context=textualize(sub, include_cells2=config.use_cells2),
+    return Example(id=raw.id, question=raw.question,
+                   context=textualize(sub, include_cells2=config.use_cells2, fmt=config.text),
                    label=raw.label, answer=raw.answer,
                    tensors=subcomplex_tensors(sub, ecx.emb, use_cells2=config.use_cells2),
                    cells=sub.cell_texts(config.use_cells2), qtype=raw.qtype)
