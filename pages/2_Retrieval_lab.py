@@ -5,7 +5,7 @@ Next to the cell-complex methods, the two topology-aware node retrievers of Wang
 """
 import streamlit as st
 
-from toporag_core.retrieval import method_label, method_names, textualize
+from toporag_core.retrieval import TEXT_FORMATS, method_label, method_names, textualize
 from toporag_core.studio import resources
 from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.controls import setting_controls
@@ -143,13 +143,17 @@ if subs:
         st.plotly_chart(prize_chart(table), key="prize_chart")
         st.dataframe(table, hide_index=True)
 with tabs["Context for the LLM"]:
+    text_fmt = st.radio("Text format", tuple(TEXT_FORMATS), horizontal=True, key="lab_text",
+                        help="csv: G-Retriever's nodes/edges tables (the paper's); compact: 'cup [0]: red', "
+                             "relations name both ends, letter-free fields such as boxes dropped. A checkpoint "
+                             "reads the format it was trained with.")
     for col, (m, res) in zip(st.columns(len(results)), results.items()):
         if is_node(m):
             col.markdown(f"**{method_label(m)}**: the prompt of topology-aware RAG")
             col.code(build_topo_prompt(graph, res, partial), language=None)
         else:
-            col.markdown(f"**{method_label(m)}**: exactly the text the LLM reads")
-            col.code(textualize(res), language=None)
+            col.markdown(f"**{method_label(m)}**: exactly the text the LLM reads ({text_fmt})")
+            col.code(textualize(res, fmt=text_fmt), language=None)
 with tabs["Sweep: k and C2"]:
     if is_node(method):
         st.info("The sweeps vary k and C2 of the cell-complex methods: pick one as the first method.")

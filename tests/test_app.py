@@ -226,6 +226,10 @@ def test_lab_counts_match_the_library_and_context_is_textualize():
     assert sub.counts[0] > 0
     assert textualize(sub) in [c.value for c in at.code]
     assert len(iframes(at)) == 1
+    at.radio(key="lab_text").set_value("compact").run()  # the other registered text format, same cells
+    assert not at.exception
+    codes = [c.value for c in at.code]
+    assert textualize(sub, fmt="compact") in codes and textualize(sub) not in codes
 
 
 def test_lab_raising_c2_never_adds_candidate_2_cells():
