@@ -469,3 +469,26 @@ def test_a_compact_checkpoint_reads_compact_contexts(pipe):
     assert out["context"].startswith("nodes\n") and "node_id,node_attr" not in out["context"]
     assert set(out["context"].split("\n")) <= set(textualize(out["subcomplex"], fmt="compact").split("\n"))
     assert pipe.answer(ecx, QUESTION, setting)["context"].startswith("node_id,node_attr")
+
+
+def test_a_checkpoint_with_an_unknown_text_format_is_refused_before_the_llm_loads(tmp_path, monkeypatch):
+    """A hand-edited or newer ``config.json`` whose ``retrieval.text`` is not registered fails at load with
+    one message naming the file, the field and the registered formats, and no LLM is loaded first."""
+    import json
+
+    import toporag_core.llm as llm_mod
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.testing import build_tiny_checkpoint
+
+    folder = build_tiny_checkpoint(tmp_path / "ckpt")
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.setdefault("retrieval", {})["text"] = "yaml"
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+    def no_llm(*a, **k):
+        raise AssertionError("the LLM was loaded before the config was checked")
+
+    monkeypatch.setattr(llm_mod, "load_llm", no_llm)
+    with pytest.raises(ValueError, match=r"config\.json: retrieval\.text: unknown text format 'yaml'; "
+                                         r"registered: csv, compact"):
+        TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder())

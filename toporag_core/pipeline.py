@@ -33,6 +33,7 @@ from .model import QABatch, TopoRAGConfig, TopoRAGModel
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
+from .retrieval.textualize import DEFAULT_TEXT, check_text_format
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
@@ -76,6 +77,10 @@ class TopoRAGPipeline:
         if folder is None:
             return cls.text_only(llm, device=device, dtype=dtype, encoder=encoder)
         meta = json.loads((folder / "config.json").read_text())
+        try:  # a bad text format fails here, before minutes of LLM loading, naming the file
+            check_text_format(str((meta.get("retrieval") or {}).get("text", DEFAULT_TEXT)))
+        except ValueError as err:
+            raise ValueError(f"{folder / 'config.json'}: retrieval.text: {err}") from None
         model_llm, tok = load_llm(llm or meta["config"]["llm"], device=device, dtype=dtype)
         model = TopoRAGModel.load(folder, llm=model_llm, tokenizer=tok, device=device)
         return cls(model, encoder, str(folder), meta)
@@ -151,7 +156,7 @@ class TopoRAGPipeline:
     def text_format(self) -> str:
         """How the checkpoint reads a subcomplex (:data:`~toporag_core.retrieval.TEXT_FORMATS`; its saved
         retrieval setting's ``text``, ``"csv"`` for a checkpoint saved before text formats existed)."""
-        return str((self.meta.get("retrieval") or {}).get("text", "csv"))
+        return str((self.meta.get("retrieval") or {}).get("text", DEFAULT_TEXT))
 
     def default_setting(self, method: str | None = None, k: int | None = None, **params) -> RetrievalSetting:
         """The retrieval setting the checkpoint was trained with (the method defaults without a

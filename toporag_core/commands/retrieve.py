@@ -16,9 +16,9 @@ def register(sub) -> None:
                    help="'default' (all-MiniLM-L6-v2), 'hashing', 'hashing-<dim>', 'onnx', 'onnx-int8', or a model "
                         "folder (default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
     p.add_argument("--context", action="store_true", help="also print the textualized context")
-    from ..retrieval import TEXT_FORMATS
+    from ..retrieval.textualize import DEFAULT_TEXT, TEXT_FORMATS
 
-    p.add_argument("--text", default="csv", choices=tuple(TEXT_FORMATS),
+    p.add_argument("--text", default=DEFAULT_TEXT, choices=tuple(TEXT_FORMATS),
                    help="text format of the context: csv (G-Retriever's) or compact (names inline, boxes dropped)")
     p.set_defaults(func=run)
 

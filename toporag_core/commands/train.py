@@ -18,9 +18,9 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     add_method_args(p, dimension="cells", default="toporag" if defaults else None)
     p.add_argument("--no-cells2", action="store_true", default=None if not defaults else False,
                    help="'w/o CRL': retrieve with k2 = 0 and drop 2-cells from encoder and text")
-    from ..retrieval import TEXT_FORMATS
+    from ..retrieval.textualize import DEFAULT_TEXT, TEXT_FORMATS
 
-    p.add_argument("--text", default="csv" if defaults else None, choices=tuple(TEXT_FORMATS),
+    p.add_argument("--text", default=DEFAULT_TEXT if defaults else None, choices=tuple(TEXT_FORMATS),
                    help="how the subcomplex is written for the LLM: csv (G-Retriever's nodes/edges CSV, the paper's) "
                         "or compact (beyond the paper: 'desk [0]: green, wooden', relations name both ends, "
                         "letter-free fields such as boxes dropped)"
@@ -33,14 +33,15 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
 def prep_config_from_args(args, base: dict | None = None):
     """A :class:`~toporag_core.tasks.prep.PrepConfig`: explicit options win, then ``base`` (a
     checkpoint's saved setting), then the method's defaults."""
+    from ..retrieval.textualize import DEFAULT_TEXT
     from ..tasks.prep import PrepConfig
     from ._common import setting_from_args
 
     base = dict(base or {})
     use_cells2 = bool(base.pop("use_cells2", True))
     tree = str(base.pop("tree", "bfs"))
-    text = getattr(args, "text", None) or str(base.pop("text", "csv"))
-    base.pop("text", None)
+    saved_text = str(base.pop("text", DEFAULT_TEXT))  # the checkpoint's (CSV when saved before formats)
+    text = getattr(args, "text", None) or saved_text
     if getattr(args, "no_cells2", None):
         use_cells2 = False
     return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree, text=text)
