@@ -214,6 +214,13 @@ def test_prompt_view_puts_the_soft_prompt_where_the_layout_does():
     assert order["prefix"] == ["chat prefix", "soft prompt", "context", "question", "chat suffix"]
     assert order["suffix"] == ["chat prefix", "context", "question", "soft prompt", "chat suffix"]
     assert order["before_question"] == ["chat prefix", "context", "soft prompt", "question", "chat suffix"]
+    first = ask.prompt_layout_frame({**base, "graph_position": "before_question", "question_first": True})
+    assert list(first["part"]) == ["chat prefix", "question (read first)", "context", "soft prompt", "question",
+                                   "chat suffix"]
+    # the one-string view reads in the same order, soft tokens where the layout puts them
+    assert ask.prompt_text({**base, "graph_position": "before_question", "question_first": True}) == \
+        "<s>q?\nctx\n<graph token x 4>q?</s>"
+    assert ask.prompt_text({**base, "graph_position": "suffix"}) == "<s>ctx\nq?<graph token x 4></s>"
 
 
 # ====================================================================== issue 12: answers the user can judge

@@ -64,12 +64,13 @@ def test_label_scoring_picks_the_higher_likelihood_label(position):
     assert [r["answer"] for r in m.answer(batch)] == ["aa", "aa"]
 
 
-@pytest.mark.parametrize("position", ["prefix", "suffix", "before_question"])
+@pytest.mark.parametrize("position,question_first", [("prefix", False), ("suffix", False),
+                                                     ("before_question", False), ("before_question", True)])
 @pytest.mark.parametrize("mode", ["soft_prompt", "lora"])
-def test_choice_scores_equal_teacher_forced_loss(examples, position, mode):
+def test_choice_scores_equal_teacher_forced_loss(examples, position, question_first, mode):
     """score(c) == -(answer loss x answer tokens) of the training forward with answer c, row by row,
     in a batch whose rows need padding: scoring measures what training fits."""
-    m = tiny_model(in_dim=DIM, graph_position=position, mode=mode, tokens=2, seed=2)
+    m = tiny_model(in_dim=DIM, graph_position=position, mode=mode, tokens=2, seed=2, question_first=question_first)
     with torch.no_grad():
         for p in m.parameters():
             if p.requires_grad:
@@ -134,9 +135,11 @@ def test_short_answer_and_clean_check():
     assert not is_clean(" ".join(["word"] * 20), q, ctx)  # not a short phrase
 
 
-@pytest.mark.parametrize("position", ["suffix", "before_question"])
-def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, position):
-    m = tiny_model(in_dim=DIM, graph_position=position, mode="lora", tokens=2, seed=4)
+@pytest.mark.parametrize("position,question_first", [("suffix", False), ("before_question", False),
+                                                     ("before_question", True)])
+def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, position,
+                                                                         question_first):
+    m = tiny_model(in_dim=DIM, graph_position=position, mode="lora", tokens=2, seed=4, question_first=question_first)
     store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
     assert len(store) == len(examples)
     batch = make_batch(examples)
@@ -434,3 +437,36 @@ def test_freeze_graph_keeps_the_pretrained_encoder_through_joint_training(exampl
     assert all(torch.equal(saved[n].to(p.dtype), p.detach()) for n, p in enc.items())
     with pytest.raises(ValueError, match="freeze_graph"):  # nothing pretrained: a frozen random encoder
         TrainConfig(freeze_graph=True)
+
+
+def test_question_first_reads_the_context_knowing_the_question(examples):
+    """``question_first``: the frozen part is ``prefix, question, \\n, context, \\n`` (the question is
+    still re-read after the graph tokens); the context budget shrinks by the extra question; the
+    cached context states now depend on the question (they do not without it); a saved config
+    keeps the switch and the KV store key tells the two apart."""
+    from toporag_core.model import TopoRAGConfig
+    from toporag_core.train import kv_store_key
+
+    bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
+    qf = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4, question_first=True)
+    lay = qf.prompt_layout_ids()
+    for e in examples:
+        q, sep = qf._ids(e.question), lay["sep"]
+        assert qf.context_budget(e.question) == max(0, bq.context_budget(e.question) - len(q) - len(sep))
+        c = qf.context_ids(e.context, e.question)[0]
+        assert qf.frozen_ids(e.context, e.question) == lay["pre"] + q + sep + c + sep
+        shown = qf.prompt_layout(e.context, e.question)
+        assert shown["question_first"] and shown["input_tokens"] == len(lay["pre"]) + 2 + 2 * (len(q) + len(sep)) \
+            + len(c) + len(lay["post"])
+    # same context, two questions of one length (same positions, so RoPE cannot tell them apart): the
+    # context's cached states differ only when the question comes first
+    e, questions = examples[0], ["which one is it?", "where was it now"]
+    assert len(qf._ids(questions[0])) == len(qf._ids(questions[1]))
+    two = QABatch(None, questions, [e.context, e.context])
+    for m, differ in ((bq, False), (qf, True)):
+        kv = m.context_kv(two)
+        n_ctx = len(m.context_ids(e.context, "x")[0])
+        last = [t[:, :, :, -(n_ctx + 1):-1] for t in kv]  # the context positions (before the final "\n")
+        assert (not torch.allclose(last[0], last[1], atol=1e-5)) == differ
+    assert TopoRAGConfig.from_dict(qf.config.to_dict()).question_first
+    assert kv_store_key(qf, "data") != kv_store_key(bq, "data")

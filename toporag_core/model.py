@@ -16,6 +16,14 @@ Read top to bottom:
          "before_question"        [chat prefix] context \n | [prompt-tuning] [graph tokens] question
            (cacheable):           [chat suffix] (answer <eos>)
 
+     ``question_first=True`` (beyond the paper, any layout) puts the question once more in front
+     of the context: ``[chat prefix] question \n context \n ...``. A causal LM's context states
+     cannot see a question that comes after them; read after the question, they are
+     question-aware ("query-aware contextualization", Liu et al. 2024, *Lost in the Middle*, where
+     it lifts key-value look-up to near perfect). In the cacheable layouts this is free while
+     training: the frozen part is cached per example anyway, so it simply starts with the
+     question; the context budget shrinks by the question's tokens.
+
      The chat prefix/suffix come from the tokenizer's chat template, or G-Retriever's
      ``<s>[INST] ... [/INST]`` layout when it has none. The context (the textualized subcomplex)
      must fit ``context_budget(question) = max_input_tokens - (fixed + soft + question tokens)``;
@@ -108,6 +116,7 @@ class TopoRAGConfig:
     max_new_tokens: int = 32
     system_prompt: str | None = None  # None: the chat template's own default
     graph_position: str = "prefix"  # "prefix" (paper) | "suffix" | "before_question" (cached frozen part)
+    question_first: bool = False  # the question also before the context (query-aware context; beyond the paper)
     answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
     graph_norm: bool = False  # standardise the pooled graph per feature (ActNorm, set from training data)
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
@@ -308,8 +317,10 @@ class TopoRAGModel(nn.Module):
         """Context tokens that fit beside ``question``: ``max_input_tokens`` minus the chat prefix,
         soft tokens, separator, question and chat suffix (never negative)."""
         lay = self._layout
-        fixed = len(lay["pre"]) + self.num_soft_tokens() + len(lay["sep"]) + self.count_tokens(question) \
-            + len(lay["post"])
+        n_q = self.count_tokens(question)
+        fixed = len(lay["pre"]) + self.num_soft_tokens() + len(lay["sep"]) + n_q + len(lay["post"])
+        if self.config.question_first:  # read twice: before the context and at its usual place
+            fixed += n_q + len(lay["sep"])
         return max(0, self.config.max_input_tokens - fixed)
 
     def context_ids(self, context: str, question: str) -> tuple[list[int], list[int]]:
@@ -325,12 +336,12 @@ class TopoRAGModel(nn.Module):
         graph = self.config.num_graph_tokens if self.config.use_graph else 0
         return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": graph,
                 "prompt_tuning_tokens": self.num_soft_tokens() - graph,
-                "graph_position": self.config.graph_position,
+                "graph_position": self.config.graph_position, "question_first": self.config.question_first,
                 "prefix": self.tokenizer.decode(lay["pre"]), "context": self.tokenizer.decode(c),
                 "context_truncated": len(c) < len(self._ids(context)), "question": question,
                 "suffix": self.tokenizer.decode(lay["post"]),
                 "input_tokens": len(lay["pre"]) + self.num_soft_tokens() + len(c) + len(lay["sep"]) + len(q)
-                + len(lay["post"])}
+                + len(lay["post"]) + (len(q) + len(lay["sep"]) if self.config.question_first else 0)}
 
     def _row(self, context: str, question: str,
              graph_position: str | None = None) -> tuple[list[int], list[int], list[int]]:
@@ -338,6 +349,8 @@ class TopoRAGModel(nn.Module):
         this model's layout, or in ``graph_position``'s (same tokenizer and budget)."""
         lay, pos = self._layout, graph_position or self.config.graph_position
         c, q = self.context_ids(context, question)
+        if self.config.question_first:  # the context is read knowing the question
+            c = q + lay["sep"] + c
         if pos == "suffix":
             return lay["pre"] + c + lay["sep"] + q, [], lay["post"]
         if pos == "before_question":

@@ -239,6 +239,8 @@ def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None 
     key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key]
     if pos != "suffix":  # the first cacheable layout keeps its original keys
         key.append(pos)
+    if model.config.question_first:
+        key.append("question_first")
     h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
     return f"{data_key}-{h}"
 

@@ -57,6 +57,10 @@ def register(subparsers) -> None:
                         "frozen key/value cache is computed once and reused every epoch (LoRA on the tail); "
                         "before_question: only the context is frozen and cached, the graph tokens come next "
                         "and LoRA re-reads the question after them")
+    p.add_argument("--question-first", action="store_true",
+                   help="also read the question before the context, so the context is read knowing it "
+                        "(query-aware context, beyond the paper; in the cacheable layouts it costs no training "
+                        "time: the frozen part simply starts with the question)")
     p.add_argument("--lora-r", type=int, default=8)
     p.add_argument("--lora-alpha", type=int, default=16)
     p.add_argument("--lora-targets", default="q_proj,v_proj", help="comma-separated module names")
@@ -163,6 +167,7 @@ def run(args) -> int:
                                                             use_cells2=setting.use_cells2),
                         num_graph_tokens=args.graph_tokens, projector_hidden=args.projector_hidden,
                         llm=args.llm or DEFAULT_LLM, mode=args.mode, graph_position=args.graph_position,
+                        question_first=args.question_first,
                         lora_r=args.lora_r, lora_alpha=args.lora_alpha,
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,

@@ -300,19 +300,32 @@ def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
 _SOFT_AT = {"prefix": 1, "before_question": 2, "suffix": 3}
 
 
-def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
-    """The LLM input in reading order: chat prefix, context, question, chat suffix, with the soft
+def _prompt_parts(layout: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(part name, content, text as the LLM reads it)`` in reading order: chat prefix, (the
+    question once more when ``question_first``), context, question, chat suffix, with the soft
     prompt where the model's ``graph_position`` puts it (the paper's prefix: right after the chat prefix)."""
-    soft = []
+    soft, soft_text = [], ""
     if layout.get("prompt_tuning_tokens"):
         soft.append(f"{layout['prompt_tuning_tokens']} prompt-tuning token(s)")
+        soft_text += f"<prompt-tuning token x {layout['prompt_tuning_tokens']}>"
     if layout.get("graph_tokens"):
         soft.append(f"{layout['graph_tokens']} graph token(s) from the cell-complex encoder")
-    rows = [("chat prefix", layout.get("prefix", "")), (context_part(layout), layout.get("context", "")),
-            ("question", layout.get("question", "")), ("chat suffix", layout.get("suffix", ""))]
-    rows.insert(_SOFT_AT.get(layout.get("graph_position", "prefix"), 1),
-                ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)"))
-    return pd.DataFrame(rows, columns=["part", "content"])
+        soft_text += f"<graph token x {layout['graph_tokens']}>"
+    question = layout.get("question", "")
+    parts = [("chat prefix", layout.get("prefix", ""), layout.get("prefix", "")),
+             (context_part(layout), layout.get("context", ""), layout.get("context", "") + "\n"),
+             ("question", question, question), ("chat suffix", layout.get("suffix", ""), layout.get("suffix", ""))]
+    parts.insert(_SOFT_AT.get(layout.get("graph_position", "prefix"), 1),
+                 ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)", soft_text))
+    if layout.get("question_first"):  # read before the context too, so the context is read knowing it
+        at = next(i for i, p in enumerate(parts) if p[0].startswith("context"))
+        parts.insert(at, ("question (read first)", question, question + "\n"))
+    return parts
+
+
+def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
+    """The LLM input in reading order (:func:`_prompt_parts`), one row per part."""
+    return pd.DataFrame([p[:2] for p in _prompt_parts(layout)], columns=["part", "content"])
 
 
 def context_part(layout: dict[str, Any]) -> str:
@@ -324,14 +337,9 @@ def context_part(layout: dict[str, Any]) -> str:
 
 
 def prompt_text(layout: dict[str, Any]) -> str:
-    """The whole input as one string, soft tokens shown as ``<graph token x T>`` placeholders."""
-    soft = ""
-    if layout.get("prompt_tuning_tokens"):
-        soft += f"<prompt-tuning token x {layout['prompt_tuning_tokens']}>"
-    if layout.get("graph_tokens"):
-        soft += f"<graph token x {layout['graph_tokens']}>"
-    return f"{layout.get('prefix', '')}{soft}{layout.get('context', '')}\n{layout.get('question', '')}" \
-           f"{layout.get('suffix', '')}"
+    """The whole input as one string in reading order, soft tokens shown as ``<graph token x T>``
+    placeholders where the layout puts them."""
+    return "".join(p[2] for p in _prompt_parts(layout))
 
 
 def model_summary(pipe: TopoRAGPipeline) -> dict[str, str]:
