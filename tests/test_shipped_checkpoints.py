@@ -1,0 +1,53 @@
+"""The committed checkpoints in ``assets/checkpoints/`` are what their READMEs say: the config loads,
+the text format is registered, the weights are the float16 trainable parameters, and the README's
+training command and code revision match the saved config (a retrained checkpoint whose README was
+not updated, or the reverse, fails here). No LLM is loaded."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from safetensors import safe_open
+
+from toporag_core.cli import build_parser
+from toporag_core.model import TopoRAGConfig
+from toporag_core.retrieval import TEXT_FORMATS
+from toporag_core.retrieval.textualize import DEFAULT_TEXT
+
+ROOT = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
+FOLDERS = sorted(p for p in ROOT.iterdir() if (p / "config.json").is_file())
+
+
+def test_both_task_checkpoints_are_shipped():
+    assert {p.name for p in FOLDERS} >= {"expla_graphs", "scene_graphs"}
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_shipped_checkpoint_matches_its_readme(folder):
+    meta = json.loads((folder / "config.json").read_text())
+    cfg = TopoRAGConfig.from_dict(meta["config"])
+    assert meta["retrieval"].get("text", "csv") in TEXT_FORMATS
+    with safe_open(folder / "model.safetensors", framework="pt") as f:
+        names = list(f.keys())
+        assert names and all(str(f.get_slice(n).get_dtype()) == "F16" for n in names)
+    assert meta["weights_dtype"] == "float16"
+    if cfg.mode == "lora":
+        assert any("lora_" in n for n in names)
+    readme = (folder / "README.md").read_text()
+    # the first "How it was trained" section is the shipped run
+    rev = re.search(r"## How it was trained \(code revision (\w+)", readme)
+    assert rev and rev.group(1) == meta["code_revision"]
+    cmd = re.search(r"\n    (?:\S+=\S+ )*toporag train (.*?)\n\n", readme[rev.end():], re.S)
+    assert cmd, "no training command under the first 'How it was trained' heading"
+    argv = shlex.split(cmd.group(1).replace("\\\n", " "), comments=True)
+    args = build_parser().parse_args(["train", *argv])  # the command as the CLI reads it, defaults included
+    assert args.dataset == meta["dataset"]
+    assert (args.graph_position, args.question_first, args.max_input_tokens, args.mode) == \
+        (cfg.graph_position, cfg.question_first, cfg.max_input_tokens, cfg.mode)
+    assert (args.graph_tokens, args.lora_r, args.lora_alpha) == (cfg.num_graph_tokens, cfg.lora_r, cfg.lora_alpha)
+    assert tuple(args.lora_targets.split(",")) == cfg.lora_targets
+    assert (args.text or DEFAULT_TEXT) == meta["retrieval"].get("text", DEFAULT_TEXT)
+    assert args.no_cells2 == (not meta["retrieval"]["use_cells2"])
