@@ -458,6 +458,9 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
         shown = qf.prompt_layout(e.context, e.question)
         assert shown["question_first"] and shown["input_tokens"] == len(lay["pre"]) + 2 + 2 * (len(q) + len(sep)) \
             + len(c) + len(lay["post"])
+        c_bq = bq.context_ids(e.context, e.question)[0]
+        assert bq.prompt_layout(e.context, e.question)["input_tokens"] == len(lay["pre"]) + 2 + len(q) + len(sep) \
+            + len(c_bq) + len(lay["post"])
     # same context, two questions of one length (same positions, so RoPE cannot tell them apart): the
     # context's cached states differ only when the question comes first
     e, questions = examples[0], ["which one is it?", "where was it now"]

@@ -29,7 +29,7 @@ def test_both_task_checkpoints_are_shipped():
 def test_shipped_checkpoint_matches_its_readme(folder):
     meta = json.loads((folder / "config.json").read_text())
     cfg = TopoRAGConfig.from_dict(meta["config"])
-    assert meta["retrieval"].get("text", "csv") in TEXT_FORMATS
+    assert meta["retrieval"].get("text", DEFAULT_TEXT) in TEXT_FORMATS
     with safe_open(folder / "model.safetensors", framework="pt") as f:
         names = list(f.keys())
         assert names and all(str(f.get_slice(n).get_dtype()) == "F16" for n in names)

@@ -333,7 +333,7 @@ class TopoRAGModel(nn.Module):
 
     def prompt_layout(self, context: str, question: str) -> dict[str, Any]:
         """What the LLM actually reads for one example (for the app's prompt view)."""
-        c, q = self.context_ids(context, question)
+        c, _ = self.context_ids(context, question)
         lay = self._layout
         graph = self.config.num_graph_tokens if self.config.use_graph else 0
         return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": graph,
@@ -342,8 +342,7 @@ class TopoRAGModel(nn.Module):
                 "prefix": self.tokenizer.decode(lay["pre"]), "context": self.tokenizer.decode(c),
                 "context_truncated": len(c) < len(self._ids(context)), "question": question,
                 "suffix": self.tokenizer.decode(lay["post"]),
-                "input_tokens": len(lay["pre"]) + self.num_soft_tokens() + len(c) + len(lay["sep"]) + len(q)
-                + len(lay["post"]) + (len(q) + len(lay["sep"]) if self.config.question_first else 0)}
+                "input_tokens": sum(map(len, self._row(context, question))) + self.num_soft_tokens()}
 
     def _row(self, context: str, question: str,
              graph_position: str | None = None) -> tuple[list[int], list[int], list[int]]:
