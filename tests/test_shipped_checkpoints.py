@@ -13,8 +13,10 @@ import pytest
 from safetensors import safe_open
 
 from toporag_core.cli import build_parser
+from toporag_core.commands.train import prep_config_from_args
 from toporag_core.model import TopoRAGConfig
 from toporag_core.retrieval import TEXT_FORMATS
+from toporag_core.tasks.prep import PrepConfig
 from toporag_core.retrieval.textualize import DEFAULT_TEXT
 
 ROOT = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
@@ -51,3 +53,11 @@ def test_shipped_checkpoint_matches_its_readme(folder):
     assert tuple(args.lora_targets.split(",")) == cfg.lora_targets
     assert (args.text or DEFAULT_TEXT) == meta["retrieval"].get("text", DEFAULT_TEXT)
     assert args.no_cells2 == (not meta["retrieval"]["use_cells2"])
+    # the whole retrieval setting (method, k0/k1/k2, C2, edge cost, tree, text) as the command builds it
+    # (a config saved before text formats has no "text": PrepConfig.from_dict reads it as CSV)
+    assert prep_config_from_args(args).to_dict() == PrepConfig.from_dict(meta["retrieval"]).to_dict()
+    train = meta["train"]
+    assert (args.epochs, args.batch_size, args.lr, args.encoder_lr, args.seed) == \
+        (train["epochs"], train["batch_size"], train["lr"], train["encoder_lr"], train["seed"])
+    if args.max_train:
+        assert meta["train_examples"] <= args.max_train
