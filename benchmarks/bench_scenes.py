@@ -8,6 +8,13 @@ coverage is 1 by construction. No model is trained; the default encoder is all-M
 
     .venv/bin/python benchmarks/bench_scenes.py                 # generated default set, val + test
     .venv/bin/python benchmarks/bench_scenes.py --data-dir DIR  # real GQA/GraphQA or another set
+    .venv/bin/python benchmarks/bench_scenes.py --sweep --splits test
+
+``--sweep`` trades coverage against context length for choosing a training recipe: the committed scene
+checkpoint's setting (k0 = k1 = k2 = 3, C2 = 0.5, edge cost 0.5, BFS tree) against larger k1 / k2 and
+a DFS spanning tree (whose fundamental cycles are longer), each with ``tokens``: the mean length of the
+compact text in the default LLM's tokens. Context length is what the KV-cache pass, training and
+answer latency pay for (all three grow about linearly with it).
 """
 from __future__ import annotations
 
@@ -26,24 +33,53 @@ from toporag_core.tasks.scenes.dataset import CoverageSetting, paper_settings, s
 COLUMNS = ["method", "questions", "all", "0-cell", "1-cell", "2-cell", "cells0", "cells1", "cells2"]
 
 
+def sweep_settings() -> list[CoverageSetting]:
+    """The committed scene checkpoint's setting first (the reference of ``tokens_ratio``), then larger
+    k1 / k2 and the DFS tree; k2 = 0 rows are "w/o CRL" at the same k1."""
+    make = RetrievalSetting.make
+    out = []
+    for tree in ("bfs", "dfs"):
+        for k0, k1, k2 in ((3, 3, 3), (3, 3, 0), (3, 6, 3), (3, 6, 0), (3, 8, 3), (5, 6, 3), (3, 6, 5)):
+            label = f"{tree} k0={k0} k1={k1} k2={k2}" + (" (committed)" if (tree, k0, k1, k2) == ("bfs", 3, 3, 3) else "")
+            out.append(CoverageSetting(label, make("toporag", k0=k0, k1=k1, k2=k2, c2=0.5, edge_cost=0.5), tree))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=None, help="scenes folder (default: the generated default set)")
     ap.add_argument("--encoder", default="default", help="default | hashing | a SentenceTransformer folder")
     ap.add_argument("--splits", default="val,test")
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--sweep", action="store_true",
+                    help="coverage vs context tokens over k1, k2 and the spanning tree (TopoRAG, C2 0.5, edge cost 0.5)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     enc = get_encoder(args.encoder)
     raw = load_raw("scene_graphs", args.data_dir)
-    settings = paper_settings() + [CoverageSetting("whole graph", RetrievalSetting("whole"))]
+    count, columns = None, COLUMNS
+    if args.sweep:
+        from transformers import AutoTokenizer
+
+        from toporag_core.llm import ensure_default_llm
+
+        tok = AutoTokenizer.from_pretrained(ensure_default_llm())
+        count, columns = (lambda text: len(tok(text)["input_ids"])), COLUMNS + ["tokens"]
+        settings = sweep_settings()
+    else:
+        settings = paper_settings() + [CoverageSetting("whole graph", RetrievalSetting("whole"))]
     out = {}
     for split in args.splits.split(","):
         t0 = time.perf_counter()
-        rows = scene_retrieval_coverage(raw[split], enc, settings)
+        rows = scene_retrieval_coverage(raw[split], enc, settings, count_tokens=count)
+        if args.sweep:
+            base = rows[0]
+            for r in rows:
+                r["tokens_ratio"] = r["tokens"] / base["tokens"]
+            columns = columns + ["tokens_ratio"]
         print(f"\n## {split} split: {rows[0]['questions']} questions, encoder {enc.name} "
               f"({time.perf_counter() - t0:.1f} s)\n")
-        print(format_table(rows, COLUMNS))
+        print(format_table(rows, columns))
         out[split] = rows
     if args.json:
         with open(args.json, "w") as fh:

@@ -122,6 +122,28 @@ def test_coverage_missing_type_is_nan_and_support_rule():
     assert support_covered(sub, [1, 7]) and not support_covered(sub, [1, 2]) and not support_covered(sub, [])
 
 
+def test_coverage_tokens_column_and_per_setting_tree(mini):
+    """``count_tokens`` adds the mean length of the textualized subcomplex; a setting's own ``tree`` is
+    the lifting it is retrieved on (a DFS tree has other fundamental cycles than BFS)."""
+    from toporag_core.retrieval import EmbeddedComplex, retrieve, textualize
+
+    raw = load_raw("scene_graphs", mini)["test"][:12]
+    st = RetrievalSetting.make("toporag", k0=3, k1=3, k2=3)
+    words = lambda text: len(text.split())  # noqa: E731
+    rows = scene_retrieval_coverage(raw, ENC, [CoverageSetting("bfs", st), CoverageSetting("dfs", st, "dfs"),
+                                               CoverageSetting("whole", RetrievalSetting("whole"))],
+                                    count_tokens=words)
+    by = {r["method"]: r for r in rows}
+    # the same numbers, computed by hand for each tree
+    for label, tree in (("bfs", "bfs"), ("dfs", "dfs")):
+        subs = [retrieve(EmbeddedComplex.from_graph(e.graph, ENC, tree=tree), e.query, setting=st) for e in raw]
+        assert by[label]["tokens"] == pytest.approx(np.mean([words(textualize(s, fmt="compact")) for s in subs]))
+        assert by[label]["cells2"] == pytest.approx(np.mean([s.counts[2] for s in subs]))
+    assert by["whole"]["tokens"] > by["bfs"]["tokens"] > 0
+    assert by["dfs"]["tokens"] != by["bfs"]["tokens"]  # so the hand check above tells the two trees apart
+    assert "tokens" not in scene_retrieval_coverage(raw, ENC, [CoverageSetting("bfs", st)])[0]
+
+
 def test_coverage_on_generated_scenes_is_monotone_in_k2(mini):
     raw = load_raw("scene_graphs", mini)["test"]
     settings = paper_settings() + [CoverageSetting("whole", RetrievalSetting("whole"))]

@@ -18,12 +18,12 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
-from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
@@ -123,6 +123,7 @@ class CoverageSetting:
 
     label: str
     setting: RetrievalSetting
+    tree: str | None = None  # spanning tree of the lifting; None: the ``tree`` of the call
 
 
 def paper_settings(k2s: Sequence[int] = (0, 1, 2, 3)) -> list[CoverageSetting]:
@@ -141,37 +142,49 @@ def support_covered(sub, support: Sequence[int]) -> bool:
 
 
 def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
-                             settings: Sequence[CoverageSetting], tree: str = "bfs") -> list[dict]:
+                             settings: Sequence[CoverageSetting], tree: str = "bfs",
+                             count_tokens: Callable[[str], int] | None = None, text: str = "compact") -> list[dict]:
     """Retrieval coverage per setting, overall and per question type.
 
     Args:
         examples: questions with ``support`` (examples without support are skipped).
         encoder: a :class:`~toporag_core.embed.TextEncoder` (the same for cells and questions).
         settings: what to compare (see :func:`paper_settings`).
-        tree: spanning tree of the lifting (2-cells = its fundamental cycles).
+        tree: spanning tree of the lifting (2-cells = its fundamental cycles) for settings without
+            their own ``tree``.
+        count_tokens: when given (e.g. the LLM tokenizer's length), each row also has ``tokens``, the
+            mean length of the subcomplex written in format ``text``: what coverage costs in context
+            (and so in KV-cache time and answer latency).
 
     Returns:
         One row per setting: ``method``, ``questions``, ``all`` and one column per question
         type (share of questions with every support object retrieved; NaN for a type with no
-        questions), and ``cells0/cells1/cells2`` (mean retrieved cells per dimension).
+        questions), ``cells0/cells1/cells2`` (mean retrieved cells per dimension) and, with
+        ``count_tokens``, ``tokens``.
     """
 
     examples = [e for e in examples if e.support]
     # Graphs are shared between the questions of one image: lift and embed each once.
-    ecx: dict[int, EmbeddedComplex] = {}
-    for e in examples:
-        if id(e.graph) not in ecx:
-            ecx[id(e.graph)] = EmbeddedComplex.from_graph(e.graph, encoder, tree=tree)
+    ecx: dict[tuple[str, int], EmbeddedComplex] = {}
+
+    def lifted(e: SceneRawExample, t: str) -> EmbeddedComplex:
+        if (t, id(e.graph)) not in ecx:
+            ecx[(t, id(e.graph))] = EmbeddedComplex.from_graph(e.graph, encoder, tree=t)
+        return ecx[(t, id(e.graph))]
+
     q_vecs = encoder.encode([e.query or e.question for e in examples]) if examples else np.zeros((0, 1))
     types = np.array([e.qtype or "untyped" for e in examples])
     rows = []
     for cs in settings:
         hit = np.zeros(len(examples), dtype=bool)
         counts = np.zeros((len(examples), 3))
+        tokens = np.zeros(len(examples))
         for i, e in enumerate(examples):
-            sub = retrieve(ecx[id(e.graph)], q_vecs[i], setting=cs.setting)
+            sub = retrieve(lifted(e, cs.tree or tree), q_vecs[i], setting=cs.setting)
             hit[i] = support_covered(sub, e.support)
             counts[i] = sub.counts
+            if count_tokens is not None:
+                tokens[i] = count_tokens(textualize(sub, fmt=text))
         row: dict[str, Any] = {"method": cs.label, "questions": len(examples),
                                "all": float(hit.mean()) if len(hit) else float("nan")}
         for t in QUESTION_TYPES:
@@ -180,6 +193,8 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
         row.update(cells0=float(counts[:, 0].mean()) if len(hit) else 0.0,
                    cells1=float(counts[:, 1].mean()) if len(hit) else 0.0,
                    cells2=float(counts[:, 2].mean()) if len(hit) else 0.0)
+        if count_tokens is not None:
+            row["tokens"] = float(tokens.mean()) if len(hit) else 0.0
         rows.append(row)
     return rows
 
