@@ -59,3 +59,35 @@ def test_bad_prediction_files_name_file_line_and_field(tmp_path, capsys):
     assert main(["compare", f"x={good}", f"y={good}", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["run"] for r in rows] == ["x", "y"] and rows[1]["p_value"] == 1.0
+
+
+def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, capsys):
+    """``--by qtype`` / ``--by template``: the all-examples rows, then the same rows within each group
+    (counts recomputed on that group only); the grouping reads the reference's records."""
+    from toporag_core.evaluate import prediction_group
+
+    qs = [("0-cell", "What colour is the cup?", "red"), ("0-cell", "Is the cup red?", "yes"),
+          ("1-cell", "What is on the table?", "cup"), ("1-cell", "Is the cup on the table?", "no"),
+          ("2-cell", "The cup is on the table, the table is behind the chair, and the chair is in front of the "
+                     "cup: what colour is the chair?", "blue")]
+    ca, cb = [True, True, False, True, False], [False, True, True, True, True]
+    a = _write(tmp_path / "a.jsonl", [{"id": i, "qtype": t, "question": f"Question: {q}\nAnswer:", "gold": g,
+                                       "correct": c} for i, ((t, q, g), c) in enumerate(zip(qs, ca))])
+    b = _write(tmp_path / "b.jsonl", [{"id": i, "qtype": t, "question": q, "gold": g, "correct": c}
+                                      for i, ((t, q, g), c) in enumerate(zip(qs, cb))])
+    rows = paired_table({"a": a, "b": b}, "a", group=prediction_group("qtype"))
+    by = {(r["group"], r["run"]): r for r in rows}
+    assert [r["group"] for r in rows if r["run"] == "a"] == ["all", "0-cell", "1-cell", "2-cell"]
+    assert (by[("all", "b")]["only_this_right"], by[("all", "b")]["only_reference_right"]) == (2, 1)
+    assert (by[("0-cell", "b")]["only_this_right"], by[("0-cell", "b")]["only_reference_right"]) == (0, 1)
+    assert by[("1-cell", "b")]["n"] == 2 and by[("1-cell", "b")]["accuracy"] == 1.0
+    assert by[("2-cell", "a")]["accuracy"] == 0.0 and by[("2-cell", "majority (blue)")]["accuracy"] == 1.0
+    rows = paired_table({"a": a, "b": b}, "a", group=prediction_group("template"))
+    groups = [r["group"] for r in rows if r["run"] == "a"]
+    assert groups == ["all", "0-cell/colour", "0-cell/is-colour", "1-cell/is-rel", "1-cell/one-hop", "2-cell/colour"]
+    assert all(r["group"] == "all" for r in paired_table({"a": a, "b": b}, "a"))
+    with pytest.raises(ValueError, match="unknown grouping"):
+        prediction_group("colour")
+    assert main(["compare", f"a={a}", f"b={b}", "--by", "qtype"]) == 0
+    out = capsys.readouterr().out
+    assert "| 1-cell | b | 2 | 1.000 | 1 | 0 |" in out

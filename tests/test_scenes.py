@@ -359,3 +359,50 @@ def test_committed_sample_loads_and_matches_generator(tmp_path):
     with open(sample / "questions.csv", newline="") as a, open(tmp_path / "questions.csv", newline="") as b:
         assert list(csv.reader(a)) == list(csv.reader(b)), \
             "stale sample: toporag data scenes --n 40 --seed 7 --out assets/scenes_sample"
+
+
+def test_question_template_reads_back_the_template_that_wrote_each_question():
+    """Every template of every type, drawn directly from the question maker on generated scenes: the
+    classifier names the template that wrote the question (also in the prompt form of predictions files)."""
+    from collections import Counter
+
+    from toporag_core.tasks.scenes import TEMPLATES, question_template
+    from toporag_core.tasks.scenes.generate import generate_scenes
+    from toporag_core.tasks.scenes.questions import QuestionMaker, _Scene
+
+    maker, seen = QuestionMaker(seed=5), Counter()
+    for scene in generate_scenes(30, seed=5).values():
+        sc = _Scene(scene)
+        cycles = sc.cycles()
+        for qtype, templates in TEMPLATES.items():
+            for t in templates:
+                q = (maker.cell0(sc, t) if qtype == "0-cell" else maker.cell1(sc, t) if qtype == "1-cell"
+                     else maker.cell2(sc, t, cycles))
+                if not q:
+                    continue
+                assert question_template(q[0], qtype) == t, (qtype, t, q[0])
+                assert question_template(f"Question: {q[0]}\nAnswer:", qtype) == t
+                seen[(qtype, t)] += 1
+    assert set(seen) == {(qt, t) for qt, ts in TEMPLATES.items() for t in ts}  # every template was exercised
+    assert question_template("How many cups are there?", "0-cell") is None
+    assert question_template("What is on the table?", None) is None
+
+
+def test_accuracy_by_template_splits_types_by_template():
+    from toporag_core.tasks.scenes import accuracy_by_template
+
+    recs = [{"qtype": "0-cell", "question": "Question: What colour is the cup?\nAnswer:", "correct": True},
+            {"qtype": "0-cell", "question": "Question: Is the cup red?\nAnswer:", "correct": False},
+            {"qtype": "1-cell", "question": "What is on the red table that is left of the lamp?", "correct": True},
+            {"qtype": "1-cell", "question": "What is on the table?", "correct": False},
+            {"qtype": "2-cell", "question": "The cup is on the table, the table is behind the chair, and the chair "
+                                            "is in front of the cup: are the cup and the chair the same colour?",
+             "correct": True},
+            {"qtype": None, "question": "Who?", "correct": True}]
+    acc = accuracy_by_template(recs)
+    assert acc["all"] == {"accuracy": 4 / 6, "correct": 4, "n": 6}
+    assert acc["0-cell/colour"]["correct"] == 1 and acc["0-cell/is-colour"]["correct"] == 0
+    assert acc["1-cell/two-hop"]["n"] == acc["1-cell/one-hop"]["n"] == 1
+    assert acc["2-cell/same-colour"]["accuracy"] == 1.0
+    assert set(acc) == {"all", "0-cell/colour", "0-cell/is-colour", "1-cell/two-hop", "1-cell/one-hop",
+                        "2-cell/same-colour"}

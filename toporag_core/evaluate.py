@@ -19,7 +19,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .tasks import metric_of
 from .tasks.prep import Example
@@ -175,10 +175,32 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     return out
 
 
-def paired_table(runs: dict[str, str | os.PathLike], reference: str) -> list[dict[str, Any]]:
+def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
+    """The grouping of ``toporag compare --by``: ``"qtype"`` (the record's question type) or
+    ``"template"`` (type and generator template of a SceneGraphs question, ``"1-cell/two-hop"``:
+    :func:`~toporag_core.tasks.scenes.question_template`). A record outside every group gives ``None``."""
+    if by == "qtype":
+        return lambda r: r.get("qtype") or None
+    if by == "template":
+        from .tasks.scenes import question_template
+
+        def template(r: dict[str, Any]) -> str | None:
+            t = question_template(str(r.get("question") or ""), r.get("qtype"))
+            return f"{r['qtype']}/{t}" if t else None
+
+        return template
+    raise ValueError(f"unknown grouping {by!r}; choose qtype or template")
+
+
+def paired_table(runs: dict[str, str | os.PathLike], reference: str,
+                 group: Callable[[dict[str, Any]], str | None] | None = None) -> list[dict[str, Any]]:
     """One row per run: accuracy on the examples every run answered, and the exact McNemar test
     against ``reference`` (only-run-right, only-reference-right, p). Also a majority row (the most
-    frequent gold answer of those examples, when the files carry ``gold``)."""
+    frequent gold answer of those examples, when the files carry ``gold``).
+
+    ``group`` (:func:`prediction_group`, applied to the reference's record): the same rows once for
+    all examples (``group: "all"``), then once per group, in sorted order; every row has a ``group`` key.
+    """
     from collections import Counter
 
     from .metrics import mcnemar_exact
@@ -189,20 +211,28 @@ def paired_table(runs: dict[str, str | os.PathLike], reference: str) -> list[dic
     common = sorted(set.intersection(*(set(p) for p in preds.values())))
     if not common:
         raise ValueError("the prediction files share no example id")
-    ref = [preds[reference][i]["correct"] for i in common]
+    groups: dict[str, list[str]] = {"all": common}
+    if group is not None:
+        for i in common:
+            g = group(preds[reference][i])
+            if g:
+                groups.setdefault(str(g), []).append(i)
     rows = []
-    for name, p in preds.items():
-        mine = [p[i]["correct"] for i in common]
-        x, y, pv = mcnemar_exact(mine, ref)
-        rows.append({"run": name, "n": len(common), "accuracy": sum(mine) / len(common), "only_this_right": x,
-                     "only_reference_right": y, "p_value": pv, "reference": name == reference,
-                     "answered": len(p)})
-    golds = [str(preds[reference][i].get("gold", "")) for i in common]
-    if all(golds):
-        label, count = Counter(golds).most_common(1)[0]
-        maj = [g == label for g in golds]
-        x, y, pv = mcnemar_exact(maj, ref)
-        rows.append({"run": f"majority ({label})", "n": len(common), "accuracy": count / len(common),
-                     "only_this_right": x, "only_reference_right": y, "p_value": pv, "reference": False,
-                     "answered": len(common)})
+    for gname in ["all", *sorted(k for k in groups if k != "all")]:
+        ids = groups[gname]
+        ref = [preds[reference][i]["correct"] for i in ids]
+        for name, p in preds.items():
+            mine = [p[i]["correct"] for i in ids]
+            x, y, pv = mcnemar_exact(mine, ref)
+            rows.append({"group": gname, "run": name, "n": len(ids), "accuracy": sum(mine) / len(ids),
+                         "only_this_right": x, "only_reference_right": y, "p_value": pv,
+                         "reference": name == reference, "answered": len(p)})
+        golds = [str(preds[reference][i].get("gold", "")) for i in ids]
+        if all(golds):
+            label, count = Counter(golds).most_common(1)[0]
+            maj = [g == label for g in golds]
+            x, y, pv = mcnemar_exact(maj, ref)
+            rows.append({"group": gname, "run": f"majority ({label})", "n": len(ids), "accuracy": count / len(ids),
+                         "only_this_right": x, "only_reference_right": y, "p_value": pv, "reference": False,
+                         "answered": len(ids)})
     return rows

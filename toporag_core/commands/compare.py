@@ -1,6 +1,8 @@
 """``toporag compare``: paired comparison of evaluation runs on the same examples (exact McNemar).
 
     toporag compare topo=preds_topo.jsonl text=preds_text.jsonl --reference topo [--json]
+    toporag compare topo=a.jsonl no2cells=b.jsonl --by qtype      # also per question type
+    toporag compare topo=a.jsonl no2cells=b.jsonl --by template   # per SceneGraphs generator template
 
 Each argument is ``NAME=FILE`` (a ``toporag eval --out`` JSONL); rows are computed on the ids every
 file holds; a majority-answer row is added when the files carry ``gold``.
@@ -15,11 +17,13 @@ def register(sub) -> None:
     p.add_argument("runs", nargs="+", help="NAME=FILE pairs")
     p.add_argument("--reference", default=None, help="the run the others are tested against (default: the first)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--by", default=None, choices=("qtype", "template"),
+                   help="also test within each question type (qtype) or SceneGraphs generator template")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..evaluate import paired_table
+    from ..evaluate import paired_table, prediction_group
 
     runs = {}
     for item in args.runs:
@@ -29,14 +33,15 @@ def run(args) -> int:
         if name in runs:
             raise ValueError(f"compare: run name {name!r} given twice")
         runs[name] = path
-    rows = paired_table(runs, args.reference or next(iter(runs)))
+    rows = paired_table(runs, args.reference or next(iter(runs)),
+                        group=prediction_group(args.by) if args.by else None)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| run | n | accuracy | only this right | only reference right | McNemar p |")
-    print("|---|---|---|---|---|---|")
+    print("| group | run | n | accuracy | only this right | only reference right | McNemar p |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         p = "(reference)" if r["reference"] else f"{r['p_value']:.3g}"
-        print(f"| {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
+        print(f"| {r['group']} | {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
               f"{r['only_reference_right']} | {p} |")
     return 0

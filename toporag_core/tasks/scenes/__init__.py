@@ -10,12 +10,12 @@
 from .generate import COLOURS, MATERIALS, RELATIONS, dataset_stats, generate_scenes, write_dataset
 from ...io.gqa import (QUESTION_TYPES, QUESTIONS_FILE, SCENES_FILE, SceneExample, read_gqa, read_scene_graphs,
                   scene_to_graph, split_by_image, split_image_ids)
-from .questions import generate_questions
-from .dataset import (SceneRawExample, accuracy_by_type, load_scene_examples, scene_retrieval_coverage,  # registers
-                      stratified_subset)
+from .questions import TEMPLATES, generate_questions, question_template
+from .dataset import (SceneRawExample, accuracy_by_template, accuracy_by_type,  # registers the task
+                      load_scene_examples, scene_retrieval_coverage, stratified_subset)
 
 __all__ = ["COLOURS", "MATERIALS", "RELATIONS", "QUESTION_TYPES", "QUESTIONS_FILE", "SCENES_FILE", "SceneExample",
-           "dataset_stats", "generate_questions", "generate_scenes", "read_gqa", "read_scene_graphs",
-           "scene_to_graph", "split_by_image", "split_image_ids", "write_dataset",
-           "SceneRawExample", "accuracy_by_type", "load_scene_examples", "scene_retrieval_coverage",
-           "stratified_subset"]
+           "TEMPLATES", "dataset_stats", "generate_questions", "question_template", "generate_scenes", "read_gqa",
+           "read_scene_graphs", "scene_to_graph", "split_by_image", "split_image_ids", "write_dataset",
+           "SceneRawExample", "accuracy_by_template", "accuracy_by_type", "load_scene_examples",
+           "scene_retrieval_coverage", "stratified_subset"]

@@ -200,6 +200,32 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
 
 
 # ----------------------------------------------------------------------------- accuracy
+def _records(predictions: str | os.PathLike | Sequence[dict]) -> list[dict]:
+    if not isinstance(predictions, (str, os.PathLike)):
+        return list(predictions)
+    recs = []
+    for ln, line in enumerate(Path(predictions).read_text().splitlines(), 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "correct" not in rec:
+            raise ValueError(f"{predictions}: line {ln}: record has no 'correct' field")
+        recs.append(rec)
+    return recs
+
+
+def _accuracy_by(recs: Sequence[dict], group: Callable[[dict], str | None]) -> dict[str, dict[str, float]]:
+    tally: dict[str, list[int]] = {"all": [0, 0]}
+    for r in recs:
+        g = group(r)
+        for k in ["all"] + ([g] if g else []):
+            tally.setdefault(k, [0, 0])
+            tally[k][0] += bool(r["correct"])
+            tally[k][1] += 1
+    return {k: {"accuracy": c / n if n else float("nan"), "correct": c, "n": n} for k, (c, n) in tally.items()}
+
+
 def accuracy_by_type(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
     """Accuracy overall and per question type from a ``toporag eval`` predictions JSONL.
 
@@ -214,23 +240,17 @@ def accuracy_by_type(predictions: str | os.PathLike | Sequence[dict]) -> dict[st
     Raises:
         ValueError: a record without a ``correct`` field (names the line).
     """
-    if isinstance(predictions, (str, os.PathLike)):
-        recs = []
-        for ln, line in enumerate(Path(predictions).read_text().splitlines(), 1):
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if "correct" not in rec:
-                raise ValueError(f"{predictions}: line {ln}: record has no 'correct' field")
-            recs.append(rec)
-    else:
-        recs = list(predictions)
-    tally: dict[str, list[int]] = {"all": [0, 0]}
-    for r in recs:
-        keys = ["all"] + ([r["qtype"]] if r.get("qtype") else [])
-        for k in keys:
-            tally.setdefault(k, [0, 0])
-            tally[k][0] += bool(r["correct"])
-            tally[k][1] += 1
-    return {k: {"accuracy": c / n if n else float("nan"), "correct": c, "n": n} for k, (c, n) in tally.items()}
+    return _accuracy_by(_records(predictions), lambda r: r.get("qtype"))
+
+
+def accuracy_by_template(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
+    """As :func:`accuracy_by_type`, per generator template (``"1-cell/two-hop"``, ...: the type, then
+    :func:`~.questions.question_template` of the record's ``question``); records no template wrote
+    count only in ``"all"``."""
+    from .questions import question_template
+
+    def key(r: dict) -> str | None:
+        t = question_template(r.get("question") or "", r.get("qtype"))
+        return f"{r['qtype']}/{t}" if t else None
+
+    return _accuracy_by(_records(predictions), key)

@@ -246,6 +246,42 @@ TEMPLATES = {"0-cell": ("colour", "material", "is-colour"),
              "2-cell": ("same-material", "colour", "same-colour", "material")}
 
 
+def question_template(question: str, qtype: str | None) -> str | None:
+    """Which template of :data:`TEMPLATES` wrote ``question`` (of type ``qtype``), read back from its
+    wording; ``None`` for a question no template writes (real GQA questions). Accepts the prompt form
+    ``"Question: ...\nAnswer:"`` too, so predictions files can be split per template.
+
+    One classifier next to the templates, so per-template accuracy needs no extra column in the
+    GQA-format ``questions.csv``."""
+    q = question.strip()
+    if q.startswith("Question:"):
+        q = q[len("Question:"):].split("\nAnswer:", 1)[0].strip()
+    if qtype == "0-cell":
+        if q.startswith("What colour is "):
+            return "colour"
+        if q.startswith("What is ") and q.endswith(" made of?"):
+            return "material"
+        return "is-colour" if q.startswith("Is ") else None
+    if qtype == "1-cell":
+        if q.startswith("Is "):
+            return "is-rel"
+        if q.startswith("What is "):
+            return "two-hop" if " that is " in q else "one-hop"
+        return None
+    if qtype == "2-cell":
+        if ": " not in q:
+            return None
+        tail = q.rsplit(": ", 1)[1]
+        if tail.endswith("made of the same material?"):
+            return "same-material"
+        if tail.endswith("the same colour?"):
+            return "same-colour"
+        if tail.startswith("what colour is "):
+            return "colour"
+        return "material" if tail.startswith("what is ") and tail.endswith(" made of?") else None
+    return None
+
+
 def generate_questions(scenes: dict[str, dict], seed: int = 0, per_type: int = 5) -> list[dict]:
     """Up to ``per_type`` questions of each type per scene (duplicates dropped), as CSV rows.
 
