@@ -145,7 +145,8 @@ if subs:
 with tabs["Context for the LLM"]:
     text_fmt = st.radio("Text format", tuple(TEXT_FORMATS), horizontal=True, key="lab_text",
                         help="csv: G-Retriever's nodes/edges tables (the paper's); compact: 'cup [0]: red', "
-                             "relations name both ends, letter-free fields such as boxes dropped. A checkpoint "
+                             "relations name both ends, letter-free fields such as boxes dropped; keyed: compact "
+                             "with relation lines key first ('behind oven [7]: picture [9]'). A checkpoint "
                              "reads the format it was trained with.")
     for col, (m, res) in zip(st.columns(len(results)), results.items()):
         if is_node(m):

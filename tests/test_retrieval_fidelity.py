@@ -150,11 +150,30 @@ def test_compact_text_names_both_ends_of_every_relation_and_drops_boxes():
         [("a", "left of", "b"), ("b", "on", "c"), ("b", "right of", "a"), ("c", "near", "c"), ("c", "under", "a")]
     assert cells == textualize(sub).split("\n\n")[2]  # the same walks, the same ids
     assert len(text) < 0.7 * len(textualize(sub))
-    with pytest.raises(ValueError, match="registered: csv, compact"):
+    with pytest.raises(ValueError, match="registered: csv, compact, keyed"):
         textualize(sub, fmt="yaml")
 
 
-@pytest.mark.parametrize("fmt", ["csv", "compact"])
+def test_keyed_text_writes_each_relation_key_first_with_the_same_owners():
+    """``keyed``: the compact text line for line, except that each relation line ``a r b`` becomes
+    ``r b: a`` (the words a question matches first, the answer last); every line keeps its owning cell."""
+    from toporag_core.retrieval import textualize
+    from toporag_core.retrieval.textualize import text_lines
+
+    sub = _scene_sub()
+    compact, keyed = text_lines(sub, fmt="compact"), text_lines(sub, fmt="keyed")
+    assert [o for _, o in compact] == [o for _, o in keyed]
+    nodes_c, rel_c, cells_c = textualize(sub, fmt="compact").split("\n\n")
+    nodes_k, rel_k, cells_k = textualize(sub, fmt="keyed").split("\n\n")
+    assert (nodes_k, cells_k) == (nodes_c, cells_c)
+    pairs = list(zip(rel_c.splitlines()[1:], rel_k.splitlines()[1:]))
+    assert len(pairs) == 5
+    for c, k in pairs:
+        a, ia, r, b, ib = re.match(r"^(\w) \[(\d)\] ([a-z ]+?) (\w) \[(\d)\]$", c).groups()
+        assert k == f"{r} {b} [{ib}]: {a} [{ia}]"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "compact", "keyed"])
 def test_budget_cut_keeps_whole_cells_in_every_text_format(fmt):
     """The prize cut reads each format's owned lines: the cut text is a subset of the format's own
     lines, a dropped 1-cell's relation lines are all gone, a kept one's are all there."""

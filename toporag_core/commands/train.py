@@ -23,7 +23,8 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
     p.add_argument("--text", default=DEFAULT_TEXT if defaults else None, choices=tuple(TEXT_FORMATS),
                    help="how the subcomplex is written for the LLM: csv (G-Retriever's nodes/edges CSV, the paper's) "
                         "or compact (beyond the paper: 'desk [0]: green, wooden', relations name both ends, "
-                        "letter-free fields such as boxes dropped)"
+                        "letter-free fields such as boxes dropped) or keyed (compact with relation lines key first: "
+                        "'behind oven [7]: picture [9]')"
                         + ("" if defaults else "; default: the checkpoint's"))
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="auto",
