@@ -162,7 +162,11 @@ with st.sidebar:
     qtypes = st.multiselect("Question type", sorted(df["qtype"].unique()), key="err_qtypes")
     methods = st.multiselect("Method", sorted(df["method"].unique()), key="err_methods")
     verdicts = st.multiselect("Verdict", list(errors.VERDICTS), key="err_verdicts")
-view_df = errors.filter_frame(df, outcome, qtypes, methods, verdicts)
+    found = sorted(t for t in df["template"].unique() if t)
+    templates = st.multiselect("Template (generated scenes)", found, key="err_templates",
+                               help="The SceneGraphs generator template that wrote the question: colour, "
+                                    "one-hop, same-material, ...") if found else []
+view_df = errors.filter_frame(df, outcome, qtypes, methods, verdicts, templates)
 
 counts = errors.verdict_counts(df)
 cols = st.columns(5)
@@ -183,6 +187,10 @@ with right:
     else:
         st.caption("No confusion matrix: the labels are not a closed set.")
     st.dataframe(errors.accuracy_by_type(view_df), hide_index=True)
+    by_template = errors.accuracy_by_template(view_df)
+    if not by_template.empty:
+        st.markdown("**Accuracy by template**")
+        st.dataframe(by_template, hide_index=True, key="err_by_template")
 
 st.subheader(f"Predictions ({len(view_df)} of {len(df)} shown)")
 st.dataframe(view_df, hide_index=True, key="err_table")

@@ -421,3 +421,40 @@ def test_require_records_names_file_line_and_field():
         errors.require_records(bad)
     good = errors.parse_predictions(json.dumps(A_RECORDS[0]))
     assert errors.require_records(good) is good
+
+
+SCENE_Q = "Question: {}\nAnswer:"
+SCENE_RECORDS = [rec("s1", "picture", "jar", False, question=SCENE_Q.format("What is behind the oven?"), qtype="1-cell",
+                     dataset="scene_graphs"),
+                 rec("s2", "cup", "cup", True, question=SCENE_Q.format("What is on the table?"), qtype="1-cell",
+                     dataset="scene_graphs"),
+                 rec("s3", "yes", "yes", True, question=SCENE_Q.format("Is the cup to the left of the plate?"),
+                     qtype="1-cell", dataset="scene_graphs"),
+                 rec("s4", "red", "red", True, question=SCENE_Q.format("What colour is the cup?"), qtype="0-cell",
+                     dataset="scene_graphs")]
+
+
+def test_scene_predictions_split_by_template_and_filter(tmp_path):
+    """Generated-SceneGraphs predictions get a template column, an accuracy-by-template table and a
+    template filter; other predictions (ExplaGraphs above) get neither."""
+    df = errors.predictions_frame(errors.parse_predictions(
+        "\n".join(json.dumps(r) for r in SCENE_RECORDS + A_RECORDS[:1]), "mixed.jsonl"))
+    assert list(df["template"]) == ["one-hop", "one-hop", "is-rel", "colour", ""]
+    acc = errors.accuracy_by_template(df)
+    assert acc.to_dict("records") == [
+        {"qtype": "0-cell", "template": "colour", "n": 1, "correct": 1, "accuracy": 1.0},
+        {"qtype": "1-cell", "template": "is-rel", "n": 1, "correct": 1, "accuracy": 1.0},
+        {"qtype": "1-cell", "template": "one-hop", "n": 2, "correct": 1, "accuracy": 0.5}]
+    assert list(errors.filter_frame(df, templates=["one-hop"])["id"]) == ["s1", "s2"]
+    assert errors.accuracy_by_template(errors.predictions_frame(errors.parse_predictions(
+        "\n".join(json.dumps(r) for r in A_RECORDS), "a.jsonl"))).empty
+
+    at = load(page().run(), write_jsonl(tmp_path / "scenes.jsonl", SCENE_RECORDS))
+    assert not at.exception and not at.error
+    assert at.multiselect(key="err_templates").options == ["colour", "is-rel", "one-hop"]
+    table = next(d.value for d in at.dataframe if "template" in d.value.columns and "line" not in d.value.columns)
+    assert table.set_index("template").loc["one-hop", "accuracy"] == 0.5
+    at.multiselect(key="err_templates").set_value(["one-hop"]).run()
+    assert list(frame(at, "line")["id"]) == ["s1", "s2"]
+    at = load(page().run(), write_jsonl(tmp_path / "expla.jsonl", A_RECORDS))
+    assert not at.exception and not any(m.key == "err_templates" for m in at.multiselect)

@@ -253,24 +253,29 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- tables
-COLUMNS = ["line", "id", "question", "label", "prediction", "correct", "verdict", "qtype", "method", "dataset",
-           "0-cells", "1-cells", "2-cells"]
+COLUMNS = ["line", "id", "question", "label", "prediction", "correct", "verdict", "qtype", "template", "method",
+           "dataset", "0-cells", "1-cells", "2-cells"]
 
 
 def predictions_frame(preds: Predictions) -> pd.DataFrame:
-    """One row per record (label lists joined with ``|``) with its verdict and cell counts."""
+    """One row per record (label lists joined with ``|``) with its verdict and cell counts; ``template``
+    is the generated-SceneGraphs template that wrote the question (``""`` for any other question)."""
+    from ..tasks.scenes import question_template
+
     rows = []
     for r in preds.records:
         c = r["cells"]
         rows.append({"line": r["line"], "id": r["id"], "question": user_question(r["question"]),
                      "label": "|".join(gold_answers(r["label"])), "prediction": r["prediction"],
                      "correct": r["correct"], "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
+                     "template": question_template(str(r["question"]), r["qtype"] or None) or "",
                      "method": r["method"] or "unknown", "dataset": r["dataset"], "0-cells": len(c["nodes"]),
                      "1-cells": len(c["edges"]), "2-cells": len(c["cells2"])})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def filter_frame(df: pd.DataFrame, outcome: str = "all", qtypes=None, methods=None, verdicts=None) -> pd.DataFrame:
+def filter_frame(df: pd.DataFrame, outcome: str = "all", qtypes=None, methods=None, verdicts=None,
+                 templates=None) -> pd.DataFrame:
     """Rows matching every filter; ``outcome`` is ``all`` | ``correct`` | ``wrong``; an empty or
     ``None`` list means no filter on that column."""
     keep = pd.Series(True, index=df.index)
@@ -278,7 +283,7 @@ def filter_frame(df: pd.DataFrame, outcome: str = "all", qtypes=None, methods=No
         keep &= df["correct"]
     elif outcome == "wrong":
         keep &= ~df["correct"]
-    for col, values in (("qtype", qtypes), ("method", methods), ("verdict", verdicts)):
+    for col, values in (("qtype", qtypes), ("method", methods), ("verdict", verdicts), ("template", templates)):
         if values:
             keep &= df[col].isin(list(values))
     return df[keep]
@@ -294,6 +299,20 @@ def accuracy_by_type(df: pd.DataFrame) -> pd.DataFrame:
     g["correct"] = g["correct"].astype(int)
     g["accuracy"] = g["correct"] / g["n"]
     return g.reset_index(drop=True)
+
+
+def accuracy_by_template(df: pd.DataFrame) -> pd.DataFrame:
+    """``qtype, template, n, correct, accuracy`` per generated-SceneGraphs template (rows without a
+    template left out; empty when there is none)."""
+    cols = ["qtype", "template", "n", "correct", "accuracy"]
+    part = df[df["template"] != ""] if not df.empty else df
+    if part.empty:
+        return pd.DataFrame(columns=cols)
+    g = part.groupby(["qtype", "template"])["correct"].agg(["size", "sum"]).reset_index()
+    g.columns = ["qtype", "template", "n", "correct"]
+    g["correct"] = g["correct"].astype(int)
+    g["accuracy"] = g["correct"] / g["n"]
+    return g[cols].reset_index(drop=True)
 
 
 def accuracy_chart(acc: pd.DataFrame):
