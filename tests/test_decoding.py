@@ -473,3 +473,18 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
         assert (not torch.allclose(last[0], last[1], atol=1e-5)) == differ
     assert TopoRAGConfig.from_dict(qf.config.to_dict()).question_first
     assert kv_store_key(qf, "data") != kv_store_key(bq, "data")
+
+
+def test_kv_data_key_is_one_folder_name_per_data_folder(tmp_path):
+    """``--data-dir`` gives one path component (no nested folders from an absolute path), the same key
+    for the same folder however it is written, and different keys for two folders of one name."""
+    from toporag_core.train import kv_data_key
+
+    assert kv_data_key("scene_graphs", "k", None) == "scene_graphs-k-shared"
+    a, b = tmp_path / "x" / "scenes", tmp_path / "y" / "scenes"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    ka = kv_data_key("scene_graphs", "k", a)
+    assert "/" not in ka and ka.startswith("scene_graphs-k-scenes-")
+    assert kv_data_key("scene_graphs", "k", str(a) + "/../scenes") == ka
+    assert kv_data_key("scene_graphs", "k", b) != ka

@@ -229,6 +229,18 @@ class KVStore:
         return [self._handles[self._where[str(i)]].get_tensor(str(i)) for i in ids]
 
 
+def kv_data_key(dataset: str, setting_key: str, data_dir: str | os.PathLike | None) -> str:
+    """The data part of a KV store's name: the dataset, the preprocessing key and where the data came
+    from, as one folder name (``shared`` for the default data; else the folder's name and a hash of its
+    resolved path, so ``--data-dir /a/b`` never nests folders and two folders of one name stay apart)."""
+    import hashlib
+
+    if data_dir is None:
+        return f"{dataset}-{setting_key}-shared"
+    where = Path(data_dir).expanduser().resolve()
+    return f"{dataset}-{setting_key}-{where.name}-{hashlib.sha1(str(where).encode()).hexdigest()[:8]}"
+
+
 def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None = None) -> str:
     """A folder name that changes with the LLM, the prompt layout, the input budget and the data
     (``graph_position``: the key of another cacheable layout of the same model)."""

@@ -125,7 +125,7 @@ def run(args) -> int:
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
     from ..tasks.prep import prepare_dataset
-    from ..train import TrainConfig, open_kv_store, seed_everything, train
+    from ..train import TrainConfig, kv_data_key, open_kv_store, seed_everything, train
 
     from .. import distributed
 
@@ -181,7 +181,7 @@ def run(args) -> int:
     if model.cacheable and not args.no_kv_cache:
         from ..embed import default_cache_dir
 
-        kv = open_kv_store(model, f"{args.dataset}-{setting.key()}-{args.data_dir or 'shared'}",
+        kv = open_kv_store(model, kv_data_key(args.dataset, setting.key(), args.data_dir),
                            default_cache_dir() / "kv", train_set + val_set)
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set)}
