@@ -182,13 +182,9 @@ def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
     if by == "qtype":
         return lambda r: r.get("qtype") or None
     if by == "template":
-        from .tasks.scenes import question_template
+        from .tasks.scenes.dataset import record_template
 
-        def template(r: dict[str, Any]) -> str | None:
-            t = question_template(str(r.get("question") or ""), r.get("qtype"))
-            return f"{r['qtype']}/{t}" if t else None
-
-        return template
+        return record_template
     raise ValueError(f"unknown grouping {by!r}; choose qtype or template")
 
 

@@ -243,14 +243,16 @@ def accuracy_by_type(predictions: str | os.PathLike | Sequence[dict]) -> dict[st
     return _accuracy_by(_records(predictions), lambda r: r.get("qtype"))
 
 
-def accuracy_by_template(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
-    """As :func:`accuracy_by_type`, per generator template (``"1-cell/two-hop"``, ...: the type, then
-    :func:`~.questions.question_template` of the record's ``question``); records no template wrote
-    count only in ``"all"``."""
+def record_template(record: dict) -> str | None:
+    """``"<qtype>/<template>"`` of a predictions record (``"1-cell/two-hop"``: its type, then
+    :func:`~.questions.question_template` of its ``question``); ``None`` when no template wrote it."""
     from .questions import question_template
 
-    def key(r: dict) -> str | None:
-        t = question_template(r.get("question") or "", r.get("qtype"))
-        return f"{r['qtype']}/{t}" if t else None
+    t = question_template(str(record.get("question") or ""), record.get("qtype"))
+    return f"{record['qtype']}/{t}" if t else None
 
-    return _accuracy_by(_records(predictions), key)
+
+def accuracy_by_template(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
+    """As :func:`accuracy_by_type`, per generator template (:func:`record_template`); records no
+    template wrote count only in ``"all"``."""
+    return _accuracy_by(_records(predictions), record_template)
