@@ -289,30 +289,30 @@ def filter_frame(df: pd.DataFrame, outcome: str = "all", qtypes=None, methods=No
     return df[keep]
 
 
+def _tally(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``*keys, n, correct, accuracy`` per group of ``keys`` (``df`` not empty)."""
+    g = df.groupby(keys)["correct"].agg(["size", "sum"]).reset_index()
+    g.columns = [*keys, "n", "correct"]
+    g["correct"] = g["correct"].astype(int)
+    g["accuracy"] = g["correct"] / g["n"]
+    return g
+
+
 def accuracy_by_type(df: pd.DataFrame) -> pd.DataFrame:
     """``qtype, n, correct, accuracy`` per question type, then an ``all`` row."""
     if df.empty:
         return pd.DataFrame(columns=["qtype", "n", "correct", "accuracy"])
-    g = df.groupby("qtype")["correct"].agg(["size", "sum"]).reset_index()
-    g.columns = ["qtype", "n", "correct"]
-    g = pd.concat([g, pd.DataFrame([{"qtype": "all", "n": len(df), "correct": int(df["correct"].sum())}])])
-    g["correct"] = g["correct"].astype(int)
-    g["accuracy"] = g["correct"] / g["n"]
-    return g.reset_index(drop=True)
+    everything = df.assign(qtype="all")
+    return pd.concat([_tally(df, ["qtype"]), _tally(everything, ["qtype"])]).reset_index(drop=True)
 
 
 def accuracy_by_template(df: pd.DataFrame) -> pd.DataFrame:
     """``qtype, template, n, correct, accuracy`` per generated-SceneGraphs template (rows without a
     template left out; empty when there is none)."""
-    cols = ["qtype", "template", "n", "correct", "accuracy"]
     part = df[df["template"] != ""] if not df.empty else df
     if part.empty:
-        return pd.DataFrame(columns=cols)
-    g = part.groupby(["qtype", "template"])["correct"].agg(["size", "sum"]).reset_index()
-    g.columns = ["qtype", "template", "n", "correct"]
-    g["correct"] = g["correct"].astype(int)
-    g["accuracy"] = g["correct"] / g["n"]
-    return g[cols].reset_index(drop=True)
+        return pd.DataFrame(columns=["qtype", "template", "n", "correct", "accuracy"])
+    return _tally(part, ["qtype", "template"]).reset_index(drop=True)
 
 
 def accuracy_chart(acc: pd.DataFrame):
