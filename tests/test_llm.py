@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.llm import default_llm_cache, load_llm, resolve_device
+from toporag_core.llm import cpu_native_bf16, default_llm_cache, load_llm, resolve_device
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +38,33 @@ def test_missing_folder_and_unknown_hub_id_fail_clearly(tmp_path, monkeypatch):
         load_llm("no-such-org/no-such-model-xyz")
 
 
-def test_resolve_device_cpu():
+def test_resolve_device_cpu(monkeypatch):
+    monkeypatch.setenv("TOPORAG_CPU_BF16", "0")
     dev, dtype = resolve_device("cpu")
     assert dev.type == "cpu" and dtype == torch.float32
+    monkeypatch.setenv("TOPORAG_CPU_BF16", "1")
+    assert resolve_device("cpu") == (torch.device("cpu"), torch.bfloat16)
+    assert resolve_device("cpu", "float32")[1] == torch.float32  # an explicit dtype wins over the probe
+    monkeypatch.delenv("TOPORAG_CPU_BF16")
     dev, dtype = resolve_device("auto")
-    assert dtype == (torch.bfloat16 if torch.cuda.is_available() else torch.float32)
+    assert dtype == (torch.bfloat16 if (torch.cuda.is_available() or cpu_native_bf16()) else torch.float32)
+
+
+@pytest.mark.parametrize("flags, native", [("fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni", True),
+                                           ("fpu amx_tile amx_bf16 amx_int8", True),
+                                           ("fpu sse2 avx2 avx512f avx512_vnni", False)])
+def test_cpu_native_bf16_reads_the_flags(tmp_path, monkeypatch, flags, native):
+    monkeypatch.delenv("TOPORAG_CPU_BF16", raising=False)
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: {flags}\nbugs\t\t: avx512_bf16\n")
+    assert cpu_native_bf16(info) is native  # only the flags line counts (not "bugs")
+
+
+def test_cpu_native_bf16_without_cpuinfo_is_false_and_env_overrides(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOPORAG_CPU_BF16", raising=False)
+    assert cpu_native_bf16(tmp_path / "missing") is False
+    monkeypatch.setenv("TOPORAG_CPU_BF16", "1")
+    assert cpu_native_bf16(tmp_path / "missing") is True
 
 
 def test_default_cache_follows_env(tmp_path, monkeypatch):

@@ -15,7 +15,11 @@
 * Any local Hugging Face folder or hub id works too (e.g. Llama-2-7B on a GPU). Hub
   access is offline by default: a hub id loads only if it is already in the local HF
   cache (set ``HF_HUB_OFFLINE=0`` yourself to allow downloads).
-* Device ``"auto"``: CUDA with bf16 when available, else CPU fp32.
+* Device ``"auto"``: CUDA with bf16 when available, else CPU; dtype ``"auto"`` on a CPU is bf16 when it
+  multiplies bf16 natively (``avx512_bf16`` or ``amx_bf16`` among its flags, :func:`cpu_native_bf16`),
+  else fp32. Measured (session 10, AMD EPYC with ``avx512_bf16``, two threads): the 624-token frozen
+  prefill of a scene question takes 0.33 s in bf16 against 0.92 s in fp32; on a CPU without those
+  instructions bf16 runs in software and was ~7x *slower* than fp32 (session 2), hence the probe.
 * Every LLM parameter is frozen (``requires_grad=False``) and the model is in eval mode.
 """
 from __future__ import annotations
@@ -51,17 +55,36 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "float16": torch.float16, "fp16": torch.float16}
 
 
+def cpu_native_bf16(cpuinfo: str | os.PathLike | None = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bf16 in hardware: ``avx512_bf16`` or ``amx_bf16`` among the ``flags``
+    of ``cpuinfo`` (Linux). ``$TOPORAG_CPU_BF16`` = ``1`` / ``0`` overrides the probe; an unreadable or
+    flagless file (macOS, Windows) gives ``False``, the safe choice (fp32)."""
+    env = os.environ.get("TOPORAG_CPU_BF16", "").strip()
+    if env in ("0", "1"):
+        return env == "1"
+    try:
+        text = Path(cpuinfo).read_text(errors="replace") if cpuinfo is not None else ""
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[-1].split())
+            break
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
 def resolve_device(device: str | torch.device = "auto",
                    dtype: str | torch.dtype | None = "auto") -> tuple[torch.device, torch.dtype]:
-    """``"auto"`` -> CUDA + bf16 when present, else CPU + fp32. ``dtype`` overrides the precision
-    (e.g. ``"bfloat16"`` on a CPU with AMX, about twice as fast here)."""
+    """``"auto"`` -> CUDA + bf16 when present, else CPU + (bf16 when :func:`cpu_native_bf16`, else fp32).
+    ``dtype`` overrides the precision (``"float32"`` reproduces numbers measured in fp32 exactly)."""
     if str(device) == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
     if isinstance(dtype, torch.dtype):
         return dev, dtype
     if dtype in (None, "auto"):
-        return dev, torch.bfloat16 if dev.type == "cuda" else torch.float32
+        return dev, torch.bfloat16 if (dev.type == "cuda" or cpu_native_bf16()) else torch.float32
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r}; choose auto or one of {sorted(DTYPES)}")
     return dev, DTYPES[dtype]
