@@ -10,6 +10,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The same precision on every CI machine: dtype "auto" would pick bf16 on a CPU with native bf16 (llm.py);
+# tests that need the bf16 path set TOPORAG_CPU_BF16=1 themselves.
+os.environ["TOPORAG_CPU_BF16"] = "0"
 # Tests never write into the user's cache: one fresh cache per test session (embeddings, the
 # converted LLM, prepared datasets), unless TOPORAG_TEST_CACHE names a folder to reuse.
 _OWN_CACHE = None if os.environ.get("TOPORAG_TEST_CACHE") else tempfile.mkdtemp(prefix="toporag-test-cache-")

@@ -738,9 +738,10 @@ class TopoRAGModel(nn.Module):
         except (json.JSONDecodeError, KeyError, TypeError) as e:
             raise ValueError(f"{cfg_path}: not a valid TopoRAG config ({e})") from e
         if llm is None:
-            from .llm import load_llm
+            from .llm import checkpoint_llm_dtype, load_llm
 
-            llm, tokenizer = load_llm(None if config.llm == "smollm2-135m-instruct" else config.llm, device=device)
+            llm, tokenizer = load_llm(None if config.llm == "smollm2-135m-instruct" else config.llm, device=device,
+                                      trained_dtype=checkpoint_llm_dtype(meta))
         model = cls(config, llm, tokenizer)
         weights = folder / "model.safetensors"
         if model.num_trainable():

@@ -70,7 +70,7 @@ class TopoRAGPipeline:
         LLM alone (no soft prompt). ``llm``: override the checkpoint's LLM (folder or hub id)."""
         import json
 
-        from .llm import load_llm
+        from .llm import checkpoint_llm_dtype, load_llm
 
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else (
             DEFAULT_CHECKPOINT if (DEFAULT_CHECKPOINT / "config.json").is_file() else None)
@@ -81,7 +81,8 @@ class TopoRAGPipeline:
             check_text_format(str((meta.get("retrieval") or {}).get("text", DEFAULT_TEXT)))
         except ValueError as err:
             raise ValueError(f"{folder / 'config.json'}: retrieval.text: {err}") from None
-        model_llm, tok = load_llm(llm or meta["config"]["llm"], device=device, dtype=dtype)
+        model_llm, tok = load_llm(llm or meta["config"]["llm"], device=device, dtype=dtype,
+                                  trained_dtype=checkpoint_llm_dtype(meta))
         model = TopoRAGModel.load(folder, llm=model_llm, tokenizer=tok, device=device)
         return cls(model, encoder, str(folder), meta)
 

@@ -37,7 +37,7 @@ def run(args) -> int:
     import torch
 
     from ..evaluate import evaluate
-    from ..llm import load_llm
+    from ..llm import checkpoint_llm_dtype, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..tasks.prep import prepare_dataset
 
@@ -68,8 +68,9 @@ def run(args) -> int:
         model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
         method = f"{setting.retrieval.method} (frozen LLM, no soft prompt)"
     else:
-        llm, tok = load_llm(args.llm or json.loads(cfg_path.read_text())["config"]["llm"], device=args.device,
-                            dtype=args.dtype)
+        ck_meta = json.loads(cfg_path.read_text())
+        llm, tok = load_llm(args.llm or ck_meta["config"]["llm"], device=args.device, dtype=args.dtype,
+                            trained_dtype=checkpoint_llm_dtype(ck_meta))
         model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
         method = setting.retrieval.method
     choices = None

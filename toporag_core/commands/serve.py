@@ -23,7 +23,9 @@ def register(sub) -> None:
                    help="checkpoint folder (default: assets/checkpoints/expla_graphs, else the frozen LLM)")
     p.add_argument("--llm", default=None, help="override the LLM: local HF folder or hub id in the local cache")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:1 ...")
-    p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU), float32, bfloat16, float16")
+    p.add_argument("--dtype", default="auto",
+                   help="auto (bf16 on CUDA; on a CPU the checkpoint's training precision, bf16 only where "
+                        "the CPU has it natively), float32, bfloat16, float16")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8765, help="port (0: a free one, printed)")
     p.add_argument("--insecure", action="store_true", help="allow a non-loopback --host without a token")

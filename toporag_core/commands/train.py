@@ -28,7 +28,8 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
                         + ("" if defaults else "; default: the checkpoint's"))
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="auto",
-                   help="LLM precision: auto (bf16 on CUDA, fp32 on CPU) | float32 | bfloat16")
+                   help="LLM precision: auto (bf16 on CUDA; on a CPU bf16 where it is native, else fp32; for a "
+                        "checkpoint, its training precision) | float32 | bfloat16")
 
 
 def prep_config_from_args(args, base: dict | None = None):
@@ -121,7 +122,7 @@ def run(args) -> int:
 
     import torch
 
-    from ..llm import DEFAULT_LLM, load_llm
+    from ..llm import DEFAULT_LLM, dtype_name, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
     from ..tasks.prep import prepare_dataset
@@ -184,7 +185,7 @@ def run(args) -> int:
         kv = open_kv_store(model, kv_data_key(args.dataset, setting.key(), args.data_dir),
                            default_cache_dir() / "kv", train_set + val_set)
     meta = {"dataset": args.dataset, "retrieval": setting.to_dict(), "train_examples": len(train_set),
-            "val_examples": len(val_set)}
+            "val_examples": len(val_set), "llm_dtype": dtype_name(model.dtype)}
     try:
         summary = train(model, train_set, val_set, tcfg, out, resume=args.resume, extra_meta=meta, kv=kv, env=env)
     finally:
