@@ -107,3 +107,31 @@ def test_packaged_llms_registry_names_and_errors(tmp_path, monkeypatch):
                         lambda n, *a: None if n.startswith("gemma3_270m") else real(n, *a))
     with pytest.raises(FileNotFoundError, match=r"pip install -e '\.\[gemma\]'"):
         load_llm("gemma3-270m")  # nothing converted in the empty cache, and no package to convert from
+
+
+@pytest.mark.parametrize("recorded, native, expect", [(None, True, torch.float32),  # pre-session-10: fp32-trained
+                                                      ("float32", True, torch.float32),
+                                                      ("bfloat16", True, torch.bfloat16),
+                                                      ("bfloat16", False, torch.float32)])  # software bf16: too slow
+def test_checkpoint_loads_in_its_training_precision(tmp_path, monkeypatch, recorded, native, expect):
+    """dtype auto on a CPU: a checkpoint's LLM runs in the precision it trained in (config ``llm_dtype``), bf16
+    only where the CPU has it natively; an explicit dtype still wins."""
+    import json
+
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.llm import checkpoint_llm_dtype
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.testing import build_tiny_checkpoint
+
+    folder = build_tiny_checkpoint(tmp_path / "ck")
+    meta = json.loads((folder / "config.json").read_text())
+    meta.pop("llm_dtype", None)
+    if recorded is not None:
+        meta["llm_dtype"] = recorded
+    (folder / "config.json").write_text(json.dumps(meta))
+    assert checkpoint_llm_dtype(meta) == (recorded or "float32")
+    monkeypatch.setenv("TOPORAG_CPU_BF16", "1" if native else "0")
+    pipe = TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder())
+    assert pipe.model.dtype == expect
+    assert TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder(), dtype="float32").model.dtype \
+        == torch.float32
