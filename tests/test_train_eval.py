@@ -302,6 +302,8 @@ def test_cli_eval_on_a_users_explagraphs_file_and_ask_a_row(tmp_path, capsys, mo
     out = tmp_path / "pred.jsonl"
     assert main(["eval", "--dataset", "expla_graphs", "--data-file", str(rows), "--split", "all", "--checkpoint",
                  str(tmp_path / "ck"), "--device", "cpu", "--out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-2])
+    assert summary["dtype"] == "float32" and summary["n"] == 3  # no llm_dtype recorded: trained in fp32
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 3 and {"id", "qtype", "question", "gold", "answer", "correct", "clean", "seconds"} <= set(lines[0])
     assert all(r["answer"] in ("support", "counter") for r in lines)

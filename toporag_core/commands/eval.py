@@ -37,7 +37,7 @@ def run(args) -> int:
     import torch
 
     from ..evaluate import evaluate
-    from ..llm import checkpoint_llm_dtype, load_llm
+    from ..llm import checkpoint_llm_dtype, dtype_name, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..tasks.prep import prepare_dataset
 
@@ -94,6 +94,8 @@ def run(args) -> int:
     else:
         res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
                        resume=args.resume, choices=choices)
-    print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method, **res}))
-    print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']}")
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
+                      "dtype": dtype_name(model.dtype), **res}))
+    print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "
+          f"(LLM in {dtype_name(model.dtype)})")
     return 0
