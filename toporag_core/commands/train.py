@@ -24,7 +24,8 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
                    help="how the subcomplex is written for the LLM: csv (G-Retriever's nodes/edges CSV, the paper's) "
                         "or compact (beyond the paper: 'desk [0]: green, wooden', relations name both ends, "
                         "letter-free fields such as boxes dropped) or keyed (compact with relation lines key first: "
-                        "'behind oven [7]: picture [9]')"
+                        "'behind oven [7]: picture [9]') or short-loops (compact with each 2-cell as its nodes: "
+                        "'c15: cabinet [5] - plant [2] - man [8] - cabinet [5]')"
                         + ("" if defaults else "; default: the checkpoint's"))
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="auto",
