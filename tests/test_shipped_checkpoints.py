@@ -61,3 +61,11 @@ def test_shipped_checkpoint_matches_its_readme(folder):
         (train["epochs"], train["batch_size"], train["lr"], train["encoder_lr"], train["seed"])
     if args.max_train:
         assert meta["train_examples"] <= args.max_train
+    # the precision the LLM trained in (config llm_dtype, fp32 before it was recorded) is the command's --dtype
+    # (or auto, which resolves to it on the machine the README names)
+    from toporag_core.llm import DTYPES, checkpoint_llm_dtype
+
+    assert checkpoint_llm_dtype(meta) in DTYPES
+    assert args.dtype == "auto" or DTYPES[args.dtype] == DTYPES[checkpoint_llm_dtype(meta)]
+    if checkpoint_llm_dtype(meta) != "float32":
+        assert checkpoint_llm_dtype(meta) in readme, "the README must say the LLM trained in bf16"
