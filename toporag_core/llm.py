@@ -18,9 +18,10 @@
 * Device ``"auto"``: CUDA with bf16 when available, else CPU; dtype ``"auto"`` on a CPU is bf16 when it
   multiplies bf16 natively (``avx512_bf16`` or ``amx_bf16`` among its flags, :func:`cpu_native_bf16`),
   else fp32; a checkpoint's LLM runs in the precision it trained in (``llm_dtype``, fp32 when absent),
-  bf16 only where native (:func:`resolve_device`). Measured (session 10, AMD EPYC with ``avx512_bf16``, two threads): the 624-token frozen
-  prefill of a scene question takes 0.33 s in bf16 against 0.92 s in fp32; on a CPU without those
-  instructions bf16 runs in software and was ~7x *slower* than fp32 (session 2), hence the probe.
+  bf16 only where native (:func:`resolve_device`). Measured (session 10, AMD EPYC with ``avx512_bf16``,
+  two threads): the 624-token frozen prefill of a scene question takes 0.33 s in bf16 against 0.92 s in
+  fp32; on a CPU without those instructions bf16 runs in software and was ~7x *slower* than fp32
+  (session 2), hence the probe.
 * Every LLM parameter is frozen (``requires_grad=False``) and the model is in eval mode.
 """
 from __future__ import annotations
