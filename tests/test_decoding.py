@@ -488,3 +488,66 @@ def test_kv_data_key_is_one_folder_name_per_data_folder(tmp_path):
     assert "/" not in ka and ka.startswith("scene_graphs-k-scenes-")
     assert kv_data_key("scene_graphs", "k", str(a) + "/../scenes") == ka
     assert kv_data_key("scene_graphs", "k", b) != ka
+
+
+def test_per_row_candidate_lists_score_like_one_call_per_row(examples):
+    """score_choices with one candidate list per row (the evidence path) gives each row exactly the
+    scores of a separate call with its own list (which equals the teacher-forced loss, above)."""
+    m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=3).eval()
+    rows = [["red. Answer: yes", "red. Answer: no"], ["a blue cup. Answer: yes", "a blue cup. Answer: no"],
+            ["Answer: yes", "Answer: no"]]
+    batch = make_batch(examples[:3], with_answers=False)
+    together = m.score_choices(batch, rows, truncate=False)
+    for i, cands in enumerate(rows):
+        alone = m.score_choices(make_batch(examples[i:i + 1], with_answers=False), cands, truncate=False)
+        assert torch.allclose(together[i], alone[0], atol=1e-4), i
+    with pytest.raises(ValueError, match="candidate lists of one length"):
+        m.score_choices(batch, [["a", "b"], ["a"], ["a", "b"]])
+
+
+def test_evidence_target_and_split_round_trip():
+    from toporag_core.model import evidence_target, split_evidence
+
+    t = evidence_target("The metal  cup is orange.", "no")
+    assert t == "The metal cup is orange. Answer: no"
+    assert split_evidence(t) == ("The metal cup is orange", "no")
+    assert split_evidence("The cup is red. Answer: yes.\nmore") == ("The cup is red", "yes")
+    assert split_evidence("the cup is red") == ("the cup is red", None)  # no cue: all of it is evidence
+    assert evidence_target("", "yes") == "Answer: yes" and split_evidence("Answer: yes") == ("", "yes")
+
+
+def test_evidence_decoding_writes_evidence_then_scores_the_labels_after_it(examples):
+    """An answer_style="evidence" model answers a polar question by generating (greedy, what
+    ``generate`` alone gives) and then scoring "<its evidence>. Answer: yes/no" - the same scores as a
+    fresh prompt pass, so generation did not touch the cache scoring reads. Open questions and a
+    label-style model with the same weights are unchanged."""
+    from toporag_core.model import evidence_target, split_evidence
+
+    polar, open_q = "Question: Is the cup red?\nAnswer:", "Question: What colour is the cup?\nAnswer:"
+    rows = [dataclasses.replace(e, question=q) for e, q in zip(examples[:3], (polar, open_q, polar))]
+    ev_model = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=10,
+                          answer_style="evidence").eval()
+    lab_model = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=10).eval()
+    batch = make_batch(rows, with_answers=False)
+    out, base = ev_model.answer(batch), lab_model.answer(batch)
+    for i, r in enumerate(rows):
+        one = make_batch([r], with_answers=False)
+        if r.question == open_q:
+            assert out[i]["answer"] == base[i]["answer"] and out[i]["probability"] is None
+            assert "evidence" not in out[i]
+            continue
+        raw = ev_model.generate(one)[0]
+        ev = split_evidence(raw)[0]
+        ref = ev_model.score_choices(one, [evidence_target(ev, "yes"), evidence_target(ev, "no")], truncate=False)[0]
+        assert out[i]["raw"] == raw and out[i]["evidence"] == ev
+        assert out[i]["scores"]["yes"] == pytest.approx(float(ref[0]), abs=1e-4)
+        assert out[i]["scores"]["no"] == pytest.approx(float(ref[1]), abs=1e-4)
+        assert out[i]["answer"] == ("yes" if ref[0] >= ref[1] else "no")
+        assert out[i]["probability"] == pytest.approx(float(torch.softmax(ref, -1).max()), abs=1e-4)
+        # the label-style twin scores the bare labels: different scores, no evidence
+        assert "evidence" not in base[i] and base[i]["raw"] in ("yes", "no")
+        assert base[i]["scores"]["yes"] != pytest.approx(out[i]["scores"]["yes"], abs=1e-3)
+    assert ev_model.uses_evidence(("yes", "no")) and not ev_model.uses_evidence(("support", "counter"))
+    assert not lab_model.uses_evidence(("yes", "no"))
+    with pytest.raises(ValueError, match="answer_style"):
+        tiny_model(in_dim=DIM, answer_style="essay")

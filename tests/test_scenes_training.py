@@ -197,3 +197,55 @@ def test_prepared_scene_examples_evaluate_with_qtype(mini, tmp_path):
     assert {t: acc[t]["accuracy"] for t in QUESTION_TYPES} == res["by_type"]
     # the scene metric: the label contained in the prediction
     assert all(r["correct"] == (str(r["label"]).lower() in r["prediction"].lower()) for r in lines)
+
+
+def test_scene_evidence_is_the_full_answer_without_its_yes_no(mini):
+    """Evidence-first targets come from the data's full answers: polar rows only, "Yes,"/"No," dropped,
+    first letter raised; a row whose full answer contradicts its label gets none."""
+    raw = load_raw("scene_graphs", mini)
+    every = [e for v in raw.values() for e in v]
+    polar = [e for e in every if e.answer in ("yes", "no")]
+    assert polar and all(sd.scene_evidence(e) is None for e in every if e.answer not in ("yes", "no"))
+    for e in polar:
+        ev = sd.scene_evidence(e)
+        assert ev and ev[0].isupper() and not ev.endswith(".")
+        assert e.full_answer.lower().startswith(e.answer) and ev.lower() in e.full_answer.lower()
+    e = polar[0]
+    flipped = SceneRawExample(**{**e.__dict__, "answer": "no" if e.answer == "yes" else "yes"})
+    assert sd.scene_evidence(flipped) is None
+    assert TASKS["scene_graphs"].evidence is sd.scene_evidence and TASKS["expla_graphs"].evidence is None
+
+
+def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_path, monkeypatch, capsys):
+    """`toporag train --answer-style evidence` trains yes/no rows on "<evidence>. Answer: <label>",
+    records the style in the checkpoint, and `toporag eval` then answers polar questions with a label
+    (probability) plus the evidence it wrote. ExplaGraphs has no full answers: refused in one line
+    before anything is prepared."""
+    from toporag_core.cli import main
+    from toporag_core.testing import save_tiny_llm
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    llm = save_tiny_llm(tmp_path / "llm")
+    common = ["--dataset", "scene_graphs", "--data-dir", str(mini), "--device", "cpu"]
+    code = main(["train", *common, "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32",
+                 "--graph-position", "before_question", "--answer-style", "evidence", "--batch-size", "4",
+                 "--max-steps", "2", "--eval-every", "2", "--out", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 0 and "evidence-first targets:" in out
+    n_polar = sum(e.answer in ("yes", "no") for e in load_raw("scene_graphs", mini)["train"])
+    assert f"evidence-first targets: {n_polar} of " in out
+    cfg = json.loads((tmp_path / "run" / "best" / "config.json").read_text())["config"]
+    assert cfg["answer_style"] == "evidence"
+    code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
+                 "--out", str(tmp_path / "p.jsonl")])
+    assert code == 0
+    recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    polar = [r for r in recs if r["gold"] in ("yes", "no")]
+    assert polar and all(r["answer"] in ("yes", "no") and "evidence" in r and r["probability"] >= 0.5 for r in polar)
+    assert all("evidence" not in r for r in recs if r["gold"] not in ("yes", "no"))
+    capsys.readouterr()
+    code = main(["train", "--dataset", "expla_graphs", "--data-dir", str(tmp_path / "absent"), "--answer-style",
+                 "evidence", "--out", str(tmp_path / "run2")])
+    err = capsys.readouterr().err
+    assert code == 2 and "has no evidence" in err and "scene_graphs" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run2").exists()

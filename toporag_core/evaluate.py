@@ -107,6 +107,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                                          "answer": pred["answer"], "probability": pred["probability"],
                                          "correct": ok, "clean": pred["clean"], "seconds": secs_each,
                                          "prediction": pred["answer"], "label": ex.label, "raw": pred["raw"],
+                                         **({"evidence": pred["evidence"]} if pred.get("evidence") is not None
+                                            else {}),
                                          "cells": ex.cells, "context": ex.context, "method": method,
                                          "dataset": dataset}) + "\n")
                     fh.flush()

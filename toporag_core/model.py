@@ -56,7 +56,13 @@ Read top to bottom:
      is the arg max; its probability is ``softmax(scores)`` over the candidates. **Open
      questions**: greedy decoding with a KV cache, at most ``max_new_tokens``, stopping at EOS
      or at the end of the first line, stripped to a short phrase (:func:`short_answer`);
-     :func:`is_clean` flags an answer that dumps the context or repeats the question;
+     :func:`is_clean` flags an answer that dumps the context or repeats the question.
+     **Evidence first** (``answer_style="evidence"``, beyond the paper): polar questions are
+     trained on ``"<evidence>. Answer: <label>"`` (the dataset's full answer with its yes/no
+     removed: ``"The metal cup is orange. Answer: no"``), so a yes/no becomes "read the
+     attribute, then compare", the reading that open questions already do well; at answer time
+     the evidence is generated greedily and the labels are scored after it (one prompt pass
+     shared by both steps: its cache is copied for generation);
    * ``save`` / ``load``: only the trainable parameters (encoder, projector, prompt / LoRA) as
      safetensors plus ``config.json``; no pickle anywhere.
 
@@ -77,6 +83,7 @@ padding with the pad token's embedding, soft tokens right after the opening toke
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import re
@@ -93,6 +100,7 @@ IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
 GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
 CACHEABLE_POSITIONS = ("suffix", "before_question")  # layouts with a frozen, cacheable part
+ANSWER_STYLES = ("label", "evidence")
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -121,6 +129,7 @@ class TopoRAGConfig:
     answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
     graph_norm: bool = False  # standardise the pooled graph per feature (ActNorm, set from training data)
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
+    answer_style: str = "label"  # "label" | "evidence": polar questions trained as "<evidence>. Answer: <label>"
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
@@ -136,6 +145,9 @@ class TopoRAGConfig:
             raise ValueError(f"TopoRAGConfig.num_graph_tokens: must be >= 1, got {self.num_graph_tokens}")
         if self.max_new_tokens < 1:
             raise ValueError(f"TopoRAGConfig.max_new_tokens: must be >= 1, got {self.max_new_tokens}")
+        if self.answer_style not in ANSWER_STYLES:
+            raise ValueError(f"TopoRAGConfig.answer_style: unknown {self.answer_style!r}; "
+                             f"choose one of {ANSWER_STYLES}")
         if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
             raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
         if self.graph_label_weight < 0 or (self.graph_label_weight > 0 and not (self.answer_set and self.use_graph)):
@@ -566,15 +578,16 @@ class TopoRAGModel(nn.Module):
 
     @torch.no_grad()
     def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
-                 stop_at_newline: bool = True) -> list[str]:
+                 stop_at_newline: bool = True, prompt: tuple | None = None) -> list[str]:
         """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
         ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
         text; the returned text is cut at that newline and stripped. ``soft``: precomputed
-        ``graph_tokens`` (the pipeline times encoding and generation separately)."""
+        ``graph_tokens`` (the pipeline times encoding and generation separately); ``prompt``: a
+        :meth:`_prompt_pass` result to start from (its cache is extended in place)."""
         max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
         stop_t = self._stop_ids()
         newline, nonspace = self._newline_flags()
-        past, mask, pos, logits = self._prompt_pass(batch, soft)
+        past, mask, pos, logits = prompt if prompt is not None else self._prompt_pass(batch, soft)
         tokens = []
         done = torch.zeros(len(batch), dtype=torch.bool, device=self.device)
         has_text = torch.zeros_like(done)
@@ -601,31 +614,42 @@ class TopoRAGModel(nn.Module):
         return texts
 
     @torch.no_grad()
-    def score_choices(self, batch: QABatch, choices: tuple[str, ...] | list[str],
-                      soft: Tensor | None = None) -> Tensor:
+    def score_choices(self, batch: QABatch, choices, soft: Tensor | None = None,
+                      prompt: tuple | None = None, truncate: bool = True) -> Tensor:
         """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:
         ``sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` (no length normalisation).
 
-        The prompt runs once; its cache is repeated for the ``C`` candidates, which run as one batch.
+        ``choices``: one candidate list for every row, or one list per row (all of length ``C``;
+        the evidence path scores ``"<row's evidence>. Answer: <label>"``). The prompt runs once
+        (or comes in as ``prompt``, a :meth:`_prompt_pass` result, whose cache is then used up);
+        its cache is repeated for the ``C`` candidates, which run as one batch of ``B x C``
+        rows. ``truncate``: cut candidates at ``max_new_tokens`` as training cuts answers.
         """
-        if not choices:
+        per_row = bool(choices) and all(isinstance(c, (list, tuple)) for c in choices)
+        rows = [list(c) for c in choices] if per_row else [list(choices)] * len(batch)
+        if not rows or not rows[0]:
             raise ValueError("score_choices: empty candidate list")
-        cands = [self._ids(c)[: self.config.max_new_tokens] + self._layout["eos"] for c in choices]
-        if any(len(c) == 0 for c in cands):
-            raise ValueError(f"score_choices: a candidate tokenises to nothing: {list(choices)}")
-        past, mask, pos, logits = self._prompt_pass(batch, soft)
+        if len(rows) != len(batch) or len({len(r) for r in rows}) != 1:
+            raise ValueError(f"score_choices: needs {len(batch)} candidate lists of one length, got "
+                             f"{[len(r) for r in rows]}")
+        cut = self.config.max_new_tokens if truncate else None
+        cands = [[self._ids(c)[:cut] + self._layout["eos"] for c in r] for r in rows]  # B x C token lists
+        if any(len(c) == len(self._layout["eos"]) for r in cands for c in r):
+            raise ValueError(f"score_choices: a candidate tokenises to nothing: {rows}")
+        past, mask, pos, logits = prompt if prompt is not None else self._prompt_pass(batch, soft)
         first = torch.log_softmax(logits, -1)  # (B, V)
-        n_b, n_c = len(batch), len(cands)
-        scores = first[:, [c[0] for c in cands]].clone()  # (B, C)
-        longest = max(len(c) for c in cands)
+        n_b, n_c = len(batch), len(rows[0])
+        first_ids = torch.tensor([[c[0] for c in r] for r in cands], device=self.device)  # (B, C)
+        scores = first.gather(1, first_ids).clone()  # (B, C)
+        flat = [c for r in cands for c in r]  # B*C, row-major (row b's candidates together)
+        longest = max(len(c) for c in flat)
         if longest > 1:
             past.batch_repeat_interleave(n_c)
             pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
             steps = longest - 1
-            ids = torch.tensor([c[:-1] + [pad] * (steps - len(c) + 1) for c in cands], device=self.device)
-            real = torch.tensor([[1] * (len(c) - 1) + [0] * (steps - len(c) + 1) for c in cands], device=self.device)
-            tgt = torch.tensor([c[1:] + [0] * (steps - len(c) + 1) for c in cands], device=self.device)
-            ids, real, tgt = ids.repeat(n_b, 1), real.repeat(n_b, 1), tgt.repeat(n_b, 1)  # (B*C, steps)
+            ids = torch.tensor([c[:-1] + [pad] * (steps - len(c) + 1) for c in flat], device=self.device)
+            real = torch.tensor([[1] * (len(c) - 1) + [0] * (steps - len(c) + 1) for c in flat], device=self.device)
+            tgt = torch.tensor([c[1:] + [0] * (steps - len(c) + 1) for c in flat], device=self.device)
             m = torch.cat([mask.repeat_interleave(n_c, 0), real], dim=1)
             p = pos.repeat_interleave(n_c, 0) + 1 + torch.arange(steps, device=self.device)
             out = self.llm(input_ids=ids, attention_mask=m, position_ids=p, past_key_values=past, use_cache=True)
@@ -650,7 +674,10 @@ class TopoRAGModel(nn.Module):
         one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
         its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open
         rows get greedy generation cut to a short phrase (``probability`` ``None``); ``clean`` is
-        :func:`is_clean`.
+        :func:`is_clean`. Yes/no rows of an ``answer_style="evidence"`` checkpoint
+        (:meth:`uses_evidence`) first generate their evidence greedily (``raw``; ``evidence`` is
+        the part before ``Answer:``), then score ``"<evidence>. Answer: yes"`` against ``"... no"``
+        from the same prompt cache: the label is chosen after the model has written what it read.
         """
         n = len(batch)
         if choices is None:
@@ -675,6 +702,19 @@ class TopoRAGModel(nn.Module):
                     ans = short_answer(raw)
                     out[i] = {"answer": ans, "probability": None, "scores": None, "raw": raw,
                               "clean": is_clean(ans, batch.questions[i], batch.contexts[i])}
+            elif self.uses_evidence(cands):
+                prompt = self._prompt_pass(sub, s_soft)
+                raws = self.generate(sub, soft=s_soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
+                                     max_new_tokens=max_new_tokens)
+                evid = [split_evidence(t)[0] for t in raws]
+                sc = self.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid],
+                                        prompt=prompt, truncate=False)
+                prob = torch.softmax(sc, -1)
+                for r, i in enumerate(idx):
+                    j = int(sc[r].argmax())
+                    out[i] = {"answer": cands[j], "probability": float(prob[r, j]),
+                              "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": raws[r],
+                              "clean": True, "evidence": evid[r]}
             else:
                 sc = self.score_choices(sub, cands, soft=s_soft)
                 prob = torch.softmax(sc, -1)
@@ -684,6 +724,13 @@ class TopoRAGModel(nn.Module):
                               "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": cands[j],
                               "clean": True}
         return out  # type: ignore[return-value]
+
+    def uses_evidence(self, choices: tuple[str, ...] | None) -> bool:
+        """Whether rows with this closed answer set are decoded evidence first: the checkpoint was
+        trained with ``answer_style="evidence"`` and the set is yes/no (the polar questions whose
+        training targets carried evidence; a checkpoint's own ``answer_set`` is scored directly)."""
+        return self.config.answer_style == "evidence" and choices is not None and \
+            tuple(c.lower() for c in choices) == ("yes", "no")
 
     # -- checkpoints --------------------------------------------------------------
     def trainable_state_dict(self) -> dict[str, Tensor]:
@@ -815,3 +862,26 @@ def yes_no_choices(question: str) -> tuple[str, str] | None:
     if not m or re.search(r"\bor\b", m.group(1), re.IGNORECASE):
         return None
     return ("yes", "no")
+
+
+EVIDENCE_CUE = "Answer:"
+
+
+def evidence_target(evidence: str, label: str) -> str:
+    """The training target of an evidence-first answer: ``"<evidence>. Answer: <label>"``
+    (``"The metal cup is orange. Answer: no"``); the evidence decoder scores each label after
+    the model's own evidence in exactly this form."""
+    ev = " ".join(str(evidence).split()).rstrip(" .")
+    return f"{ev}. {EVIDENCE_CUE} {label}" if ev else f"{EVIDENCE_CUE} {label}"
+
+
+def split_evidence(text: str) -> tuple[str, str | None]:
+    """A generated evidence-first answer -> ``(evidence, label or None)``: the text before the
+    last ``Answer:`` (trailing full stop dropped) and the word after it; without the cue, the
+    whole first line is the evidence and the label is ``None``."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    k = line.rfind(EVIDENCE_CUE)
+    if k < 0:
+        return line.rstrip(" ."), None
+    rest = line[k + len(EVIDENCE_CUE):].split()
+    return line[:k].rstrip(" ."), (rest[0].strip(".,;:!?\"'") if rest else None)

@@ -24,6 +24,8 @@
   all as safetensors/JSON, no pickle) written after every evaluation; ``log.jsonl`` has one line
   per optimiser step (``loss``, ``lr``) and one per evaluation (``val_loss``, ``val_accuracy``);
   ``summary.json`` at the end.
+* Targets: an example's ``answer``; :func:`with_evidence_targets` turns yes/no answers into
+  ``"<evidence>. Answer: <label>"`` for evidence-first training (the task's ``evidence`` hook).
 * Budgets: ``max_steps`` (optimiser steps; also the schedule's length), ``stop_after_steps``
   (stop there, schedule unchanged), ``time_budget_s`` (wall seconds), ``eval_every`` (steps;
   default: once per epoch) so a short CPU run still selects on validation.
@@ -121,6 +123,26 @@ class TrainConfig:
             return self.lr * (step + 1) / self.warmup_steps
         t = min(1.0, (step - self.warmup_steps) / max(1, total - self.warmup_steps))
         return self.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def with_evidence_targets(examples: Sequence[Example], evidence: dict[str, str]) -> tuple[list[Example], int]:
+    """Evidence-first targets (``answer_style="evidence"``): every example whose ``id`` has an
+    evidence sentence trains on :func:`~toporag_core.model.evidence_target` (``"The metal cup is
+    orange. Answer: no"``) instead of its bare answer; the others keep theirs. Returns the new
+    list (the inputs are not changed) and how many examples got evidence."""
+    import dataclasses
+
+    from .model import evidence_target
+
+    out, n = [], 0
+    for e in examples:
+        ev = evidence.get(str(e.id))
+        if ev:
+            out.append(dataclasses.replace(e, answer=evidence_target(ev, e.answer)))
+            n += 1
+        else:
+            out.append(e)
+    return out, n
 
 
 def make_batch(examples: list[Example], with_answers: bool = True, use_graph: bool = True,

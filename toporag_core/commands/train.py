@@ -50,6 +50,38 @@ def prep_config_from_args(args, base: dict | None = None):
     return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree, text=text)
 
 
+def evidence_task(dataset: str):
+    """The registered task, if it can make evidence-first targets; else ``ValueError`` naming those that can."""
+    from ..tasks import TASKS, get_task
+
+    task = get_task(dataset)
+    if task.evidence is None:
+        have = ", ".join(n for n, t in TASKS.items() if t.evidence) or "none"
+        raise ValueError(f"--answer-style evidence: dataset {dataset!r} has no evidence (full answers); "
+                         f"datasets with it: {have}")
+    return task
+
+
+def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list) -> tuple[list, list]:
+    """``train_set`` and ``val_set`` with evidence-first targets from the task's ``evidence`` hook
+    (read from the raw data, matched by example id); ``ValueError`` when the task has no hook or
+    no training example gets evidence (nothing would change)."""
+    from ..tasks import load_raw
+    from ..train import with_evidence_targets
+
+    task = evidence_task(dataset)
+    raw = load_raw(dataset, data_dir)
+    evidence = {str(r.id): ev for split in ("train", "val") for r in raw[split] if (ev := task.evidence(r))}
+    train_set, n_train = with_evidence_targets(train_set, evidence)
+    val_set, n_val = with_evidence_targets(val_set, evidence)
+    if not n_train:
+        raise ValueError(f"--answer-style evidence: no training example of {dataset!r} has evidence "
+                         "(yes/no answers with a full answer)")
+    print(f"evidence-first targets: {n_train} of {len(train_set)} training and {n_val} of {len(val_set)} "
+          "validation examples")
+    return train_set, val_set
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="train the graph encoder + projector (frozen LLM)")
     add_data_args(p)
@@ -70,6 +102,10 @@ def register(subparsers) -> None:
     p.add_argument("--answer-set", default="auto",
                    help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
                         "none, or comma-separated answers")
+    p.add_argument("--answer-style", default="label", choices=("label", "evidence"),
+                   help="label: train on the bare answer; evidence (beyond the paper): yes/no questions train on "
+                        "'<evidence>. Answer: <label>' from the dataset's full answers ('The metal cup is orange. "
+                        "Answer: no'), and at answer time the model writes its evidence before the label is scored")
     p.add_argument("--max-input-tokens", type=int, default=512)
     p.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
     p.add_argument("--bucket", type=int, default=8, help="length-bucket window in batches (1 = plain shuffle)")
@@ -134,6 +170,8 @@ def run(args) -> int:
     # training options are checked before the data are prepared and the LLM loaded (minutes)
     if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:
         raise ValueError("--graph-pretrain-epochs needs --graph-label-weight > 0 (the label head it fits)")
+    if args.answer_style == "evidence":
+        evidence_task(args.dataset)
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
                        stop_after_steps=args.stop_after_steps,
@@ -156,10 +194,12 @@ def run(args) -> int:
     val_set = data["val"][: args.max_eval] if args.max_eval else data["val"]
     if not train_set or not val_set:
         raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
+    answers = sorted({e.answer.strip() for e in train_set})
+    if args.answer_style == "evidence":
+        train_set, val_set = evidence_splits(args.dataset, args.data_dir, train_set, val_set)
     seed_everything(args.seed)
     llm, tok = load_llm(args.llm, device=device, dtype=args.dtype)
     dim = train_set[0].tensors.dim
-    answers = sorted({e.answer.strip() for e in train_set})
     if args.answer_set == "auto":
         answer_set = tuple(answers) if len(answers) <= 8 else ()
     elif args.answer_set == "none":
@@ -175,7 +215,7 @@ def run(args) -> int:
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,
                         use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight,
-                        graph_norm=args.graph_norm)
+                        graph_norm=args.graph_norm, answer_style=args.answer_style)
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = dataclasses.replace(tcfg, select=select)  # the answer set is known only now

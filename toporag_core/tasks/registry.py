@@ -6,7 +6,9 @@ lists of :class:`RawExample`), its ``metric`` (a :mod:`toporag_core.metrics` fun
 its closed ``answer_set`` when answers come from a fixed label set (ExplaGraphs
 ``support``/``counter``: such answers are scored by label likelihood, not generated), and
 ``matches(graph)``: whether a loaded graph belongs to this task (from its ``meta``), so the
-Ask page can default to, and warn about, the checkpoint of the graph's task.
+Ask page can default to, and warn about, the checkpoint of the graph's task. ``evidence(raw)``
+(optional) gives the sentence a yes/no answer rests on (GQA's full answer without its
+"Yes,"/"No,"), for evidence-first training (``toporag train --answer-style evidence``).
 
 Built-in tasks register themselves in :mod:`.explagraphs`, :mod:`.webqsp` and
 :mod:`.scenes.dataset`; ``toporag_core.tasks`` imports all three.
@@ -56,6 +58,7 @@ class Task:
     label: str = ""
     answer_set: tuple[str, ...] | None = None
     matches: Callable[[TextualGraph], bool] | None = None
+    evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
 
 
 TASKS: dict[str, Task] = {}
@@ -63,9 +66,13 @@ TASKS: dict[str, Task] = {}
 
 def register_task(name: str, loader: LoaderFn, metric: str | None = None, label: str = "",
                   answer_set: tuple[str, ...] | None = None,
-                  matches: Callable[[TextualGraph], bool] | None = None) -> Task:
-    """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces)."""
-    t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches)
+                  matches: Callable[[TextualGraph], bool] | None = None,
+                  evidence: Callable[[RawExample], str | None] | None = None) -> Task:
+    """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
+    ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
+    none), for ``toporag train --answer-style evidence``."""
+    t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches,
+             evidence)
     TASKS[name] = t
     return t
 

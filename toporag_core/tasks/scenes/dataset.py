@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -40,6 +41,23 @@ class SceneRawExample(RawExample):
     """
 
     support: list[int] = field(default_factory=list)
+    full_answer: str = ""
+
+
+_POLAR_FULL = re.compile(r"^\s*(yes|no)\s*[,.:;!-]\s*(\S.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def scene_evidence(raw: RawExample) -> str | None:
+    """The evidence of a yes/no answer: GQA's full answer with its leading "Yes,"/"No," removed and
+    the first letter raised (``"No, the metal cup is orange."`` -> ``"The metal cup is orange"``).
+    ``None`` for open answers, a missing full answer, or one whose yes/no disagrees with the label
+    (a row that contradicts itself trains nothing)."""
+    label = str(raw.answer).strip().lower()
+    m = _POLAR_FULL.match(str(getattr(raw, "full_answer", "") or ""))
+    if label not in ("yes", "no") or not m or m.group(1).lower() != label:
+        return None
+    ev = " ".join(m.group(2).split()).rstrip(" .")
+    return (ev[:1].upper() + ev[1:]) if ev else None
 
 
 def scene_question(question: str) -> str:
@@ -50,7 +68,8 @@ def scene_question(question: str) -> str:
 def to_raw(ex: SceneExample) -> SceneRawExample:
     """One :class:`SceneExample` -> :class:`SceneRawExample` (id = ``q_id``, qtype = ``type``)."""
     return SceneRawExample(id=ex.q_id, graph=ex.graph, question=scene_question(ex.question), label=ex.answer,
-                           answer=ex.answer, query=ex.question, qtype=ex.type, support=ex.support_nodes())
+                           answer=ex.answer, query=ex.question, qtype=ex.type, support=ex.support_nodes(),
+                           full_answer=ex.full_answer)
 
 
 def default_scenes_dir(n: int = DEFAULT_SCENES, seed: int = DEFAULT_SEED) -> Path:
@@ -96,7 +115,7 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
 
 
 register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
-              matches=lambda g: "image_id" in g.meta)
+              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence)
 
 
 # ----------------------------------------------------------------------------- subsets
