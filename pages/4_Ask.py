@@ -140,6 +140,10 @@ for col, (m, a) in zip(cols, answers.items()):
         if a.answer.strip():
             st.caption("The answer text **occurs** in the retrieved context." if ask.answer_in_context(a.answer,
                        a.context) else "The answer text does **not** occur in the retrieved context.")
+        if a.evidence is not None:
+            st.markdown("**Evidence the model wrote first** (it then scored yes / no after it)")
+            with st.container(key=f"ask_evidence_{m}"):
+                st.code(a.evidence or "(no evidence written)", language=None, wrap_lines=True)
         if a.label_probs:
             st.markdown("**Label probabilities** (closed answer set, scored by likelihood)")
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",

@@ -291,6 +291,24 @@ def test_ask_shows_label_probabilities_when_the_pipeline_returns_them(monkeypatc
 def test_ask_without_label_probabilities_shows_none():
     at = ask_question(ask_page(), QUESTION)
     assert not any("Label probabilities" in m.value for m in at.markdown)
+    assert not any("Evidence the model wrote" in m.value for m in at.markdown)
+
+
+def test_ask_shows_the_evidence_an_evidence_first_checkpoint_wrote(monkeypatch):
+    """The page shows what the pipeline returns as ``evidence`` (the text an evidence-first checkpoint
+    wrote before scoring yes / no) as text, never as HTML."""
+    real = TopoRAGPipeline.answer
+
+    def with_evidence(self, *a, **kw):
+        out = real(self, *a, **kw)
+        out["evidence"] = "The <b>metal</b> cup is orange"
+        return out
+
+    monkeypatch.setattr(TopoRAGPipeline, "answer", with_evidence)
+    at = ask_question(ask_page(), QUESTION)
+    assert not at.exception
+    assert any("Evidence the model wrote first" in m.value for m in at.markdown)
+    assert any(c.value == "The <b>metal</b> cup is orange" for c in at.code)
 
 
 def test_checkpoint_task_warning_and_default(tmp_path, monkeypatch):

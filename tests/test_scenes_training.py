@@ -244,6 +244,14 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     assert polar and all(r["answer"] in ("yes", "no") and "evidence" in r and r["probability"] >= 0.5 for r in polar)
     assert all("evidence" not in r for r in recs if r["gold"] not in ("yes", "no"))
     capsys.readouterr()
+    # `toporag ask` on a GQA record shows the evidence too (JSON key and text line)
+    q = next(r for r in load_raw("scene_graphs", mini)["test"] if r.answer in ("yes", "no"))
+    ask = ["ask", str(mini / "train_sceneGraphs.json"), "--format", "gqa", "--record", q.graph.name, "-q", q.query,
+           "--checkpoint", str(tmp_path / "run" / "best"), "--device", "cpu"]
+    assert main([*ask, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["answer"] in ("yes", "no") and isinstance(d["evidence"], str) and set(d["label_probs"]) == {"yes", "no"}
+    assert main(ask) == 0 and "\nevidence: " in capsys.readouterr().out
     code = main(["train", "--dataset", "expla_graphs", "--data-dir", str(tmp_path / "absent"), "--answer-style",
                  "evidence", "--out", str(tmp_path / "run2")])
     err = capsys.readouterr().err

@@ -206,7 +206,7 @@ class TopoRAGPipeline:
         set, batched greedy decoding for the rest; left padding, so a row's answer does not depend
         on its batch). Thread-safe (runs under :attr:`lock`); the core service batches requests here.
 
-        Returns ``([{"answer", "label_probs", "probability", "raw", "clean"}, ...], {"encode",
+        Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence"}, ...], {"encode",
         "generate", "batch_size"})``.
         """
         batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
@@ -228,7 +228,7 @@ class TopoRAGPipeline:
                 probs = dict(zip(r["scores"], z))
             out.append({"answer": r["answer"], "label_probs": probs,
                         "probability": probs[r["answer"]] if probs else r.get("probability"),
-                        "raw": r.get("raw"), "clean": r.get("clean")})
+                        "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
@@ -247,7 +247,8 @@ class TopoRAGPipeline:
 
         Returns:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
-            "probability", "raw" (the generated text), "clean", "subcomplex", "context" (what the
+            "probability", "raw" (the generated text), "clean", "evidence" (what an evidence-first
+            checkpoint wrote before its yes/no, else None), "subcomplex", "context" (what the
             LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what
             a cut dropped), "prompt" (layout, with ``context_cut``), "cells" (texts), "timings"
             {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
@@ -272,7 +273,8 @@ class TopoRAGPipeline:
         (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands)], max_new_tokens=max_new_tokens)
         t4 = time.perf_counter()
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
-                "raw": res.get("raw"), "clean": res.get("clean"), "subcomplex": sub, "context": context,
+                "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
+                "subcomplex": sub, "context": context,
                 "context_fit": fit, "prompt": self.prompt_layout(fit, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
                 "params": sub.params,

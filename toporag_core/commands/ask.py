@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     out["timings"]["prepare"] = prepare_s
     out["timings"]["total"] += prepare_s
     result = {"answer": out["answer"], "probability": out["probability"], "label_probs": out["label_probs"],
-              "question": question, "method": out["method"],
+              "evidence": out.get("evidence"), "question": question, "method": out["method"],
               "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
               "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe()}
     if "label" in graph.meta:
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     t = out["timings"]
     human = "\n".join([
         f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out["probability"] is not None else ""),
+        *([f"evidence: {out['evidence']}"] if out.get("evidence") is not None else []),
         f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "
         f"{len(out['cells']['cells2'])} 2-cells",
         "timings: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items()),

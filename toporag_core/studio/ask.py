@@ -114,6 +114,7 @@ class Answer:
     prompt: dict[str, Any]
     timings: dict[str, float]
     label_probs: dict[str, float] | None = field(default=None)
+    evidence: str | None = None  # what an evidence-first checkpoint wrote before its yes/no
 
 
 def retrieval_query(graph, question: str) -> str | None:
@@ -153,7 +154,8 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
             continue
         r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
-                               prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"))
+                               prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
+                               evidence=r.get("evidence"))
     return out
 
 
