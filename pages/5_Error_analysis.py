@@ -72,7 +72,9 @@ def drill(rec: dict, key: str) -> None:
     st.markdown(f"**Verdict: {v}** \u2014 {why}")
     st.text(f"Question:   {errors.user_question(rec['question'])}\n"
             f"Label:      {'|'.join(errors.gold_answers(rec['label']))}\n"
-            f"Prediction: {rec['prediction']}\nMethod: {rec['method'] or '?'}  Type: {rec['qtype'] or 'untyped'}")
+            f"Prediction: {rec['prediction']}\n"
+            + (f"Evidence:   {rec['evidence']}\n" if rec.get("evidence") else "")
+            + f"Method: {rec['method'] or '?'}  Type: {rec['qtype'] or 'untyped'}")
     graph = errors.subcomplex_graph(rec)
     if graph.num_nodes == 0:
         st.info("Nothing was retrieved for this example.")

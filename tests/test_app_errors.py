@@ -272,7 +272,7 @@ def test_exports_are_valid_json_graphml_and_csv():
     cx = lift(small)
     assert errors.matching_cells2(cx, r) == [0]  # the stored 2-cell is the re-lifted triangle
     csv = errors.frame_csv(errors.predictions_frame(errors.Predictions("x", [dict(r, line=1)])))
-    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,correct,verdict")
+    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,evidence,correct,verdict")
 
 
 def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
@@ -458,3 +458,18 @@ def test_scene_predictions_split_by_template_and_filter(tmp_path):
     assert list(frame(at, "line")["id"]) == ["s1", "s2"]
     at = load(page().run(), write_jsonl(tmp_path / "expla.jsonl", A_RECORDS))
     assert not at.exception and not any(m.key == "err_templates" for m in at.multiselect)
+
+
+def test_evidence_column_and_drill_down_show_what_the_model_wrote_first(tmp_path):
+    """An evidence-first predictions file: the table has the evidence beside the prediction (empty for
+    rows without it) and the drill-down prints it under the prediction."""
+    q = "Question: Is the metal cup gray?\nAnswer:"
+    recs = [{**rec("s1", "no", "yes", False, ["cup"], question=q, qtype="0-cell", dataset="scene_graphs"),
+             "evidence": "The metal cup is gray"},
+            rec("s2", "red", "red", True, ["cup"], question="Question: What colour is the cup?\nAnswer:",
+                qtype="0-cell", dataset="scene_graphs")]
+    at = load(page().run(), write_jsonl(tmp_path / "e.jsonl", recs))
+    assert not at.exception
+    assert list(frame(at, "line")["evidence"]) == ["The metal cup is gray", ""]
+    shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
+    assert "Prediction: yes\nEvidence:   The metal cup is gray\n" in shown

@@ -97,7 +97,7 @@ def _check(obj: Any) -> dict[str, Any]:
     rec["cells"] = {"nodes": [str(n) for n in cells.get("nodes") or []],
                     "edges": [[str(x) for x in t] for t in edges],
                     "cells2": [[str(n) for n in c] for c in cells.get("cells2") or [] if isinstance(c, list)]}
-    for k in ("question", "context", "qtype", "method", "dataset"):
+    for k in ("question", "context", "qtype", "method", "dataset", "evidence"):
         rec[k] = "" if obj.get(k) is None else str(obj[k])
     return rec
 
@@ -253,13 +253,14 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- tables
-COLUMNS = ["line", "id", "question", "label", "prediction", "correct", "verdict", "qtype", "template", "method",
-           "dataset", "0-cells", "1-cells", "2-cells"]
+COLUMNS = ["line", "id", "question", "label", "prediction", "evidence", "correct", "verdict", "qtype", "template",
+           "method", "dataset", "0-cells", "1-cells", "2-cells"]
 
 
 def predictions_frame(preds: Predictions) -> pd.DataFrame:
     """One row per record (label lists joined with ``|``) with its verdict and cell counts; ``template``
-    is the generated-SceneGraphs template that wrote the question (``""`` for any other question)."""
+    is the generated-SceneGraphs template that wrote the question (``""`` for any other question);
+    ``evidence`` what an evidence-first checkpoint wrote before its yes/no (``""`` otherwise)."""
     from ..tasks.scenes import question_template
 
     rows = []
@@ -267,6 +268,7 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
         c = r["cells"]
         rows.append({"line": r["line"], "id": r["id"], "question": user_question(r["question"]),
                      "label": "|".join(gold_answers(r["label"])), "prediction": r["prediction"],
+                     "evidence": r["evidence"],
                      "correct": r["correct"], "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
                      "template": question_template(str(r["question"]), r["qtype"] or None) or "",
                      "method": r["method"] or "unknown", "dataset": r["dataset"], "0-cells": len(c["nodes"]),
