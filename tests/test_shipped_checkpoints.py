@@ -50,6 +50,7 @@ def test_shipped_checkpoint_matches_its_readme(folder):
     assert (args.graph_position, args.question_first, args.max_input_tokens, args.mode) == \
         (cfg.graph_position, cfg.question_first, cfg.max_input_tokens, cfg.mode)
     assert (args.graph_tokens, args.lora_r, args.lora_alpha) == (cfg.num_graph_tokens, cfg.lora_r, cfg.lora_alpha)
+    assert args.answer_style == cfg.answer_style  # evidence-first targets are in the command when shipped so
     assert tuple(args.lora_targets.split(",")) == cfg.lora_targets
     assert (args.text or DEFAULT_TEXT) == meta["retrieval"].get("text", DEFAULT_TEXT)
     assert args.no_cells2 == (not meta["retrieval"]["use_cells2"])
