@@ -236,6 +236,20 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     assert f"evidence-first targets: {n_polar} of " in out
     cfg = json.loads((tmp_path / "run" / "best" / "config.json").read_text())["config"]
     assert cfg["answer_style"] == "evidence"
+    # no target loses its label to the answer cut: the limit grows to the longest target (the tiny
+    # tokenizer is character-level, so evidence targets are longer than the default 32 here)
+    from toporag_core.model import ANSWER_STYLES, evidence_target
+    from toporag_core.testing import tiny_tokenizer
+
+    raw_train = load_raw("scene_graphs", mini)["train"]
+    longest = max(len(tiny_tokenizer()(evidence_target(sd.scene_evidence(e), e.answer),
+                                       add_special_tokens=False)["input_ids"])
+                  for e in raw_train if sd.scene_evidence(e))
+    assert longest > 32 and cfg["max_new_tokens"] >= longest
+    from toporag_core.cli import build_parser
+
+    for style in ANSWER_STYLES:  # every style the model knows is a CLI choice
+        assert build_parser().parse_args(["train", "--answer-style", style]).answer_style == style
     code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
                  "--out", str(tmp_path / "p.jsonl")])
     assert code == 0

@@ -45,7 +45,7 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from .tasks.prep import Example
-from .model import QABatch, TopoRAGModel
+from .model import QABatch, TopoRAGModel, evidence_target
 from .nn import collate
 
 
@@ -130,15 +130,11 @@ def with_evidence_targets(examples: Sequence[Example], evidence: dict[str, str])
     evidence sentence trains on :func:`~toporag_core.model.evidence_target` (``"The metal cup is
     orange. Answer: no"``) instead of its bare answer; the others keep theirs. Returns the new
     list (the inputs are not changed) and how many examples got evidence."""
-    import dataclasses
-
-    from .model import evidence_target
-
     out, n = [], 0
     for e in examples:
         ev = evidence.get(str(e.id))
         if ev:
-            out.append(dataclasses.replace(e, answer=evidence_target(ev, e.answer)))
+            out.append(replace(e, answer=evidence_target(ev, e.answer)))
             n += 1
         else:
             out.append(e)

@@ -82,6 +82,16 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list) -> t
     return train_set, val_set
 
 
+def answer_token_limit(tokenizer, examples: list) -> int:
+    """``max_new_tokens`` for a new model: the config default (32), or the longest training / validation
+    target when one is longer (evidence-first targets can be), so no target loses its label to the
+    answer cut (:meth:`TopoRAGModel.answer_ids`) and generation can write a whole one."""
+    from ..model import TopoRAGConfig
+
+    longest = max((len(tokenizer(e.answer, add_special_tokens=False)["input_ids"]) for e in examples), default=0)
+    return max(TopoRAGConfig.max_new_tokens, longest)
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="train the graph encoder + projector (frozen LLM)")
     add_data_args(p)
@@ -102,7 +112,7 @@ def register(subparsers) -> None:
     p.add_argument("--answer-set", default="auto",
                    help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
                         "none, or comma-separated answers")
-    p.add_argument("--answer-style", default="label", choices=("label", "evidence"),
+    p.add_argument("--answer-style", default="label", choices=("label", "evidence"),  # model.ANSWER_STYLES
                    help="label: train on the bare answer; evidence (beyond the paper): yes/no questions train on "
                         "'<evidence>. Answer: <label>' from the dataset's full answers ('The metal cup is orange. "
                         "Answer: no'), and at answer time the model writes its evidence before the label is scored")
@@ -215,7 +225,8 @@ def run(args) -> int:
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,
                         use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight,
-                        graph_norm=args.graph_norm, answer_style=args.answer_style)
+                        graph_norm=args.graph_norm, answer_style=args.answer_style,
+                        max_new_tokens=answer_token_limit(tok, train_set + val_set))
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")
     tcfg = dataclasses.replace(tcfg, select=select)  # the answer set is known only now
