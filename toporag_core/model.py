@@ -62,7 +62,11 @@ Read top to bottom:
      removed: ``"The metal cup is orange. Answer: no"``), so a yes/no becomes "read the
      attribute, then compare", the reading that open questions already do well; at answer time
      the evidence is generated greedily and the labels are scored after it (one prompt pass
-     shared by both steps: its cache is copied for generation);
+     shared by both steps: its cache is copied for generation); ``answer_style="cited"`` adds
+     **cited open answers**: an open question is trained on the context lines its answer rests
+     on, copied verbatim with their node ids, then the label (``"cabinet [5]: yellow, wooden;
+     cabinet [5] in front of clock [9]. Answer: clock"``: find the anchor, follow its relation),
+     and its answer is read after the generated ``Answer:`` (:func:`split_evidence`);
    * ``save`` / ``load``: only the trainable parameters (encoder, projector, prompt / LoRA) as
      safetensors plus ``config.json``; no pickle anywhere.
 
@@ -100,7 +104,7 @@ IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
 GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
 CACHEABLE_POSITIONS = ("suffix", "before_question")  # layouts with a frozen, cacheable part
-ANSWER_STYLES = ("label", "evidence")
+ANSWER_STYLES = ("label", "evidence", "cited")
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -130,6 +134,7 @@ class TopoRAGConfig:
     graph_norm: bool = False  # standardise the pooled graph per feature (ActNorm, set from training data)
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
     answer_style: str = "label"  # "label" | "evidence": polar questions trained as "<evidence>. Answer: <label>"
+    #                              | "cited": that, and open questions as "<cited context lines>. Answer: <label>"
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
@@ -698,10 +703,13 @@ class TopoRAGModel(nn.Module):
             sub = _select(batch, idx)
             s_soft = soft[idx] if soft is not None else None
             if cands is None:
+                cited = self.config.answer_style == "cited"
                 for i, raw in zip(idx, self.generate(sub, max_new_tokens=max_new_tokens, soft=s_soft)):
-                    ans = short_answer(raw)
+                    ev, label = split_evidence(raw) if cited else (None, None)
+                    ans = short_answer(label if label is not None else raw)
                     out[i] = {"answer": ans, "probability": None, "scores": None, "raw": raw,
-                              "clean": is_clean(ans, batch.questions[i], batch.contexts[i])}
+                              "clean": is_clean(ans, batch.questions[i], batch.contexts[i]),
+                              **({"evidence": ev} if cited else {})}
             elif self.uses_evidence(cands):
                 prompt = self._prompt_pass(sub, s_soft)
                 raws = self.generate(sub, soft=s_soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
@@ -727,9 +735,9 @@ class TopoRAGModel(nn.Module):
 
     def uses_evidence(self, choices: tuple[str, ...] | None) -> bool:
         """Whether rows with this closed answer set are decoded evidence first: the checkpoint was
-        trained with ``answer_style="evidence"`` and the set is yes/no (the polar questions whose
+        trained with ``answer_style="evidence"`` (or ``"cited"``) and the set is yes/no (the polar questions whose
         training targets carried evidence; a checkpoint's own ``answer_set`` is scored directly)."""
-        return self.config.answer_style == "evidence" and choices is not None and \
+        return self.config.answer_style in ("evidence", "cited") and choices is not None and \
             tuple(c.lower() for c in choices) == ("yes", "no")
 
     # -- checkpoints --------------------------------------------------------------
@@ -877,11 +885,12 @@ def evidence_target(evidence: str, label: str) -> str:
 
 def split_evidence(text: str) -> tuple[str, str | None]:
     """A generated evidence-first answer -> ``(evidence, label or None)``: the text before the
-    last ``Answer:`` (trailing full stop dropped) and the word after it; without the cue, the
-    whole first line is the evidence and the label is ``None``."""
+    last ``Answer:`` (trailing full stop dropped) and the rest of the line after it (outer
+    punctuation stripped; an open answer may have several words); without the cue, the whole
+    first line is the evidence and the label is ``None``."""
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
     k = line.rfind(EVIDENCE_CUE)
     if k < 0:
         return line.rstrip(" ."), None
     rest = line[k + len(EVIDENCE_CUE):].split()
-    return line[:k].rstrip(" ."), (rest[0].strip(".,;:!?\"'") if rest else None)
+    return line[:k].rstrip(" ."), (" ".join(rest).strip(".,;:!?\"'") or None if rest else None)

@@ -50,35 +50,50 @@ def prep_config_from_args(args, base: dict | None = None):
     return PrepConfig(setting_from_args(args, base), use_cells2=use_cells2, tree=tree, text=text)
 
 
-def evidence_task(dataset: str):
-    """The registered task, if it can make evidence-first targets; else ``ValueError`` naming those that can."""
+def evidence_task(dataset: str, style: str = "evidence"):
+    """The registered task, if it can make ``style`` targets (``"evidence"``: an ``evidence`` hook;
+    ``"cited"``: that and a ``citation`` hook); else ``ValueError`` naming the tasks that can."""
     from ..tasks import TASKS, get_task
 
+    def able(t) -> bool:
+        return t.evidence is not None and (style != "cited" or t.citation is not None)
+
     task = get_task(dataset)
-    if task.evidence is None:
-        have = ", ".join(n for n, t in TASKS.items() if t.evidence) or "none"
-        raise ValueError(f"--answer-style evidence: dataset {dataset!r} has no evidence (full answers); "
+    if not able(task):
+        have = ", ".join(n for n, t in TASKS.items() if able(t)) or "none"
+        what = "full answers and context citations" if style == "cited" else "full answers"
+        raise ValueError(f"--answer-style {style}: dataset {dataset!r} has no evidence ({what}); "
                          f"datasets with it: {have}")
     return task
 
 
-def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list) -> tuple[list, list]:
+def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
+                    style: str = "evidence") -> tuple[list, list]:
     """``train_set`` and ``val_set`` with evidence-first targets from the task's ``evidence`` hook
-    (read from the raw data, matched by example id); ``ValueError`` when the task has no hook or
-    no training example gets evidence (nothing would change)."""
+    (read from the raw data, matched by example id) and, for ``style="cited"``, cited targets for
+    the open questions from its ``citation`` hook (which reads each prepared example's context);
+    ``ValueError`` when the task has no hook or no training example gets evidence (nothing would
+    change)."""
     from ..tasks import load_raw
     from ..train import with_evidence_targets
 
-    task = evidence_task(dataset)
-    raw = load_raw(dataset, data_dir)
-    evidence = {str(r.id): ev for split in ("train", "val") for r in raw[split] if (ev := task.evidence(r))}
+    task = evidence_task(dataset, style)
+    raw = {str(r.id): r for split in ("train", "val") for r in load_raw(dataset, data_dir)[split]}
+    evidence = {i: ev for i, r in raw.items() if (ev := task.evidence(r))}
+    n_cited = 0
+    if style == "cited":
+        for e in (*train_set, *val_set):
+            r = raw.get(str(e.id))
+            if r is not None and str(e.id) not in evidence and (ev := task.citation(r, e)):
+                evidence[str(e.id)] = ev
+                n_cited += 1
     train_set, n_train = with_evidence_targets(train_set, evidence)
     val_set, n_val = with_evidence_targets(val_set, evidence)
     if not n_train:
-        raise ValueError(f"--answer-style evidence: no training example of {dataset!r} has evidence "
+        raise ValueError(f"--answer-style {style}: no training example of {dataset!r} has evidence "
                          "(yes/no answers with a full answer)")
     print(f"evidence-first targets: {n_train} of {len(train_set)} training and {n_val} of {len(val_set)} "
-          "validation examples")
+          f"validation examples" + (f" ({n_cited} of them cited open answers)" if style == "cited" else ""))
     return train_set, val_set
 
 
@@ -112,10 +127,13 @@ def register(subparsers) -> None:
     p.add_argument("--answer-set", default="auto",
                    help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
                         "none, or comma-separated answers")
-    p.add_argument("--answer-style", default="label", choices=("label", "evidence"),  # model.ANSWER_STYLES
+    p.add_argument("--answer-style", default="label", choices=("label", "evidence", "cited"),  # model.ANSWER_STYLES
                    help="label: train on the bare answer; evidence (beyond the paper): yes/no questions train on "
                         "'<evidence>. Answer: <label>' from the dataset's full answers ('The metal cup is orange. "
-                        "Answer: no'), and at answer time the model writes its evidence before the label is scored")
+                        "Answer: no'), and at answer time the model writes its evidence before the label is scored; "
+                        "cited: that, and open questions train on the context lines their answer rests on, copied "
+                        "with their node ids ('cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]. "
+                        "Answer: clock'), the answer read after the generated 'Answer:'")
     p.add_argument("--max-input-tokens", type=int, default=512)
     p.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
     p.add_argument("--bucket", type=int, default=8, help="length-bucket window in batches (1 = plain shuffle)")
@@ -180,8 +198,8 @@ def run(args) -> int:
     # training options are checked before the data are prepared and the LLM loaded (minutes)
     if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:
         raise ValueError("--graph-pretrain-epochs needs --graph-label-weight > 0 (the label head it fits)")
-    if args.answer_style == "evidence":
-        evidence_task(args.dataset)
+    if args.answer_style != "label":
+        evidence_task(args.dataset, args.answer_style)
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
                        stop_after_steps=args.stop_after_steps,
@@ -205,8 +223,8 @@ def run(args) -> int:
     if not train_set or not val_set:
         raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
     answers = sorted({e.answer.strip() for e in train_set})
-    if args.answer_style == "evidence":
-        train_set, val_set = evidence_splits(args.dataset, args.data_dir, train_set, val_set)
+    if args.answer_style != "label":
+        train_set, val_set = evidence_splits(args.dataset, args.data_dir, train_set, val_set, args.answer_style)
     seed_everything(args.seed)
     llm, tok = load_llm(args.llm, device=device, dtype=args.dtype)
     dim = train_set[0].tensors.dim

@@ -9,6 +9,10 @@ its closed ``answer_set`` when answers come from a fixed label set (ExplaGraphs
 Ask page can default to, and warn about, the checkpoint of the graph's task. ``evidence(raw)``
 (optional) gives the sentence a yes/no answer rests on (GQA's full answer without its
 "Yes,"/"No,"), for evidence-first training (``toporag train --answer-style evidence``).
+``citation(raw, example)`` (optional) gives, for an open question, the lines of the example's
+*retrieved context* its answer rests on, copied verbatim (``toporag train --answer-style cited``);
+it sees the prepared :class:`~toporag_core.tasks.prep.Example` because a citation names the node
+ids of that context, which only exist after retrieval.
 
 Built-in tasks register themselves in :mod:`.explagraphs`, :mod:`.webqsp` and
 :mod:`.scenes.dataset`; ``toporag_core.tasks`` imports all three.
@@ -59,6 +63,7 @@ class Task:
     answer_set: tuple[str, ...] | None = None
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
+    citation: Callable[[RawExample, Any], str | None] | None = None  # answer_style="cited" (raw, Example)
 
 
 TASKS: dict[str, Task] = {}
@@ -67,12 +72,14 @@ TASKS: dict[str, Task] = {}
 def register_task(name: str, loader: LoaderFn, metric: str | None = None, label: str = "",
                   answer_set: tuple[str, ...] | None = None,
                   matches: Callable[[TextualGraph], bool] | None = None,
-                  evidence: Callable[[RawExample], str | None] | None = None) -> Task:
+                  evidence: Callable[[RawExample], str | None] | None = None,
+                  citation: Callable[[RawExample, Any], str | None] | None = None) -> Task:
     """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
     ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
-    none), for ``toporag train --answer-style evidence``."""
+    none), for ``toporag train --answer-style evidence``; ``citation``: the context lines an open
+    answer rests on, per raw example and its prepared example, for ``--answer-style cited``."""
     t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches,
-             evidence)
+             evidence, citation)
     TASKS[name] = t
     return t
 

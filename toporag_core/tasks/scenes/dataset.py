@@ -25,6 +25,7 @@ import numpy as np
 
 from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
+from ...retrieval.textualize import node_label
 from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
@@ -58,6 +59,69 @@ def scene_evidence(raw: RawExample) -> str | None:
         return None
     ev = " ".join(m.group(2).split()).rstrip(" .")
     return (ev[:1].upper() + ev[1:]) if ev else None
+
+
+def scene_citation(raw: RawExample, example: Any) -> str | None:
+    """The context lines an open scene answer rests on, copied verbatim from ``example.context``
+    and joined with ``"; "`` (``toporag train --answer-style cited``): a chain that starts at the
+    object the question names and ends at the answer, so each step is "find this line" rather
+    than "know the answer".
+
+    * colour / material (0-cell) and loop colour / material (2-cell): the asked object's node line,
+      ``"laptop [6]: orange, plastic, small"`` (in a loop, the one object of the asked name whose
+      line names the answer; ``None`` if that is not exactly one);
+    * one-hop ``What is r the B?`` (support ``[a, b]``): B's node line, then the relation line from
+      B to a (``"cabinet [5] in front of clock [9]"``: the data lists both directions; else a's line);
+    * two-hop ``What is r1 the T that is r2 the L?`` (support ``[a, t, l]``): L's node line, L-T, T-a.
+
+    Node ids are positions in the retrieved subcomplex, so the lines are found through
+    ``example.cells["nodes"]`` (node texts in that order; a scene node's text carries its box, so
+    it is unique). ``None`` (train on the bare label) for yes/no answers, unknown support, a
+    support object that was not retrieved, or a line the context does not have (another text
+    format than ``compact`` / ``short-loops``)."""
+    from .questions import question_template
+
+    label = str(raw.answer).strip()
+    support = list(getattr(raw, "support", []) or [])
+    texts = list((getattr(example, "cells", None) or {}).get("nodes", []))
+    if label.lower() in ("yes", "no") or not support or len(set(texts)) != len(texts):
+        return None
+    local = {t: i for i, t in enumerate(texts)}
+    node_text = raw.graph.node_text
+    if any(node_text[s] not in local for s in support):
+        return None
+    ids = [local[node_text[s]] for s in support]
+    lines = [ln.strip() for ln in str(example.context).splitlines() if ln.strip()]
+
+    def label_of(i: int) -> str:
+        return node_label(texts[i], i)
+
+    def node_line(i: int) -> str | None:
+        head = label_of(i)
+        return next((ln for ln in lines if ln == head or ln.startswith(head + ":")), None)
+
+    def rel_line(i: int, j: int) -> str | None:
+        a, b = label_of(i), label_of(j)
+        found = [ln for ln in lines if ln.startswith(a + " ") and ln.endswith(" " + b)]
+        found = found or [ln for ln in lines if ln.startswith(b + " ") and ln.endswith(" " + a)]
+        return found[0] if found else None
+
+    template = question_template(raw.question, raw.qtype)
+    if raw.qtype == "2-cell" and template in ("colour", "material"):
+        q = str(raw.query or raw.question).rsplit(": ", 1)[-1]
+        name = q.split(" is the ", 1)[-1].replace(" made of", "").strip(" ?")
+        want = [i for i in ids if label_of(i).rsplit(" [", 1)[0] == name
+                and label.lower() in (node_line(i) or "").split(":", 1)[-1].lower().replace(",", " ").split()]
+        chain = [node_line(want[0])] if len(want) == 1 else [None]
+    elif template in ("colour", "material"):
+        chain = [node_line(ids[0])]
+    elif template == "one-hop" and len(ids) == 2:
+        chain = [node_line(ids[1]), rel_line(ids[1], ids[0])]
+    elif template == "two-hop" and len(ids) == 3:
+        chain = [node_line(ids[2]), rel_line(ids[2], ids[1]), rel_line(ids[1], ids[0])]
+    else:
+        return None
+    return "; ".join(chain) if chain and all(chain) else None  # type: ignore[arg-type]
 
 
 def scene_question(question: str) -> str:
@@ -115,7 +179,7 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
 
 
 register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
-              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence)
+              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation)
 
 
 # ----------------------------------------------------------------------------- subsets
