@@ -514,6 +514,10 @@ def test_evidence_target_and_split_round_trip():
     assert split_evidence("The cup is red. Answer: yes.\nmore") == ("The cup is red", "yes")
     assert split_evidence("the cup is red") == ("the cup is red", None)  # no cue: all of it is evidence
     assert evidence_target("", "yes") == "Answer: yes" and split_evidence("Answer: yes") == ("", "yes")
+    # an open (cited) answer keeps all its words; a cue with nothing after it has no label
+    assert split_evidence("cup [2] left of box [4]. Answer: to the left of.") == ("cup [2] left of box [4]",
+                                                                                  "to the left of")
+    assert split_evidence("cup [2]: red. Answer:") == ("cup [2]: red", None)
 
 
 def test_evidence_decoding_writes_evidence_then_scores_the_labels_after_it(examples):
@@ -551,3 +555,42 @@ def test_evidence_decoding_writes_evidence_then_scores_the_labels_after_it(examp
     assert not lab_model.uses_evidence(("yes", "no"))
     with pytest.raises(ValueError, match="answer_style"):
         tiny_model(in_dim=DIM, answer_style="essay")
+
+
+def test_cited_decoding_reads_the_open_answer_after_the_generated_cue(examples):
+    """An answer_style="cited" model generates an open answer exactly as ``generate`` does, then
+    reports the words after the last "Answer:" as the answer and the text before it as the evidence
+    (the whole line when the cue is missing: then the answer is that line cut short, as for a label
+    model). Polar rows are decoded evidence first, as for answer_style="evidence"."""
+    from toporag_core.model import split_evidence
+
+    polar, open_q = "Question: Is the cup red?\nAnswer:", "Question: What colour is the cup?\nAnswer:"
+    rows = [dataclasses.replace(e, question=q) for e, q in zip(examples[:3], (open_q, polar, open_q))]
+    cited = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=10,
+                       answer_style="cited").eval()
+    ev_model = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=10,
+                          answer_style="evidence").eval()
+    batch = make_batch(rows, with_answers=False)
+    out, ref = cited.answer(batch), ev_model.answer(batch)
+    raws = cited.generate(make_batch([rows[0], rows[2]], with_answers=False))
+    for i, raw in zip((0, 2), raws):
+        ev, label = split_evidence(raw)
+        assert out[i]["raw"] == raw and out[i]["evidence"] == ev and out[i]["probability"] is None
+        assert out[i]["answer"] == short_answer(label if label is not None else raw)
+        assert "evidence" not in ref[i] and ref[i]["answer"] == short_answer(raw)  # same weights, no citing
+    assert out[1] == ref[1] and "evidence" in out[1]  # polar: the evidence-first decoder, unchanged
+    assert cited.uses_evidence(("yes", "no")) and not cited.uses_evidence(None)
+
+
+def test_cited_answer_is_parsed_from_a_forced_generation(examples, monkeypatch):
+    """The parsing itself, on a generation we choose: the label after the cue is the answer, the cited
+    lines are the evidence, and the answer's cleanliness is judged on the label alone (the cited lines
+    name node ids, which would make the whole text look like a context dump)."""
+    cited = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, answer_style="cited").eval()
+    text = "cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]. Answer: clock"
+    monkeypatch.setattr(cited, "generate", lambda sub, **kw: [text] * len(sub))
+    row = dataclasses.replace(examples[0], question="Question: What is behind the yellow cabinet?\nAnswer:")
+    (out,) = cited.answer(make_batch([row], with_answers=False))
+    assert out["answer"] == "clock" and out["clean"] is True
+    assert out["evidence"] == "cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]"
+    assert not is_clean(text, row.question, row.context)  # the raw text alone would count as a dump

@@ -271,3 +271,91 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     err = capsys.readouterr().err
     assert code == 2 and "has no evidence" in err and "scene_graphs" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run2").exists()
+
+
+def test_scene_citation_copies_the_context_lines_from_the_asked_object_to_the_answer(mini, tmp_path):
+    """`--answer-style cited` targets for open scene questions: every cited part is a line of the
+    example's own context; the chain starts at the object the question names (its node line) and ends
+    at the answer (the answer's node id closes the last relation line, or the attribute is on the node
+    line); yes/no rows, a support object outside the retrieved subcomplex and a text format without
+    such lines (CSV) cite nothing."""
+    from toporag_core.retrieval.textualize import node_label
+    from toporag_core.tasks.scenes import question_template
+
+    def prepared(text: str):
+        setting = PrepConfig(RetrievalSetting.make("toporag", k0=30, k1=60, k2=4), text=text)
+        return prepare_dataset("scene_graphs", setting, splits=("train",), encoder=ENC, data_dir=mini,
+                               cache_dir=tmp_path / f"prep-{text}", show_progress=False)["train"]
+
+    raw = {r.id: r for r in load_raw("scene_graphs", mini)["train"]}
+    seen = set()
+    for e in prepared("compact"):
+        r = raw[e.id]
+        cite = sd.scene_citation(r, e)
+        template = question_template(r.question, r.qtype)
+        if r.answer in ("yes", "no"):
+            assert cite is None
+            continue
+        if cite is None:
+            continue
+        seen.add((r.qtype, template))
+        parts = cite.split("; ")
+        lines = {ln.strip() for ln in e.context.splitlines()}
+        assert all(p in lines for p in parts), cite
+        ids = [e.cells["nodes"].index(r.graph.node_text[s]) for s in r.support]
+        labels = [node_label(e.cells["nodes"][i], i) for i in ids]
+        if template in ("one-hop", "two-hop"):
+            assert len(parts) == len(ids) and parts[0].startswith(labels[-1] + ":")
+            assert parts[-1].endswith(" " + labels[0]) or parts[-1].startswith(labels[0] + " ")
+            assert labels[0].rsplit(" [", 1)[0] == r.answer
+        else:  # the asked object's node line, which names the answer
+            assert len(parts) == 1 and parts[0].split(":", 1)[0] in labels
+            assert r.answer in parts[0].split(":", 1)[1].replace(",", " ").split()
+    assert {("0-cell", "colour"), ("1-cell", "one-hop"), ("1-cell", "two-hop")} <= seen, seen
+    # a support object that was not retrieved, and the CSV format: nothing to cite
+    e = next(x for x in prepared("compact") if raw[x.id].answer not in ("yes", "no") and sd.scene_citation(raw[x.id], x))
+    gone = raw[e.id].graph.node_text[raw[e.id].support[0]]
+    missing = SimpleNamespace(context=e.context, cells={"nodes": [t for t in e.cells["nodes"] if t != gone]})
+    assert sd.scene_citation(raw[e.id], missing) is None
+    assert all(sd.scene_citation(raw[x.id], x) is None for x in prepared("csv"))
+    assert TASKS["scene_graphs"].citation is sd.scene_citation and TASKS["expla_graphs"].citation is None
+
+
+def test_train_cited_then_eval_writes_evidence_for_open_answers(mini, tmp_path, monkeypatch, capsys):
+    """`toporag train --answer-style cited` trains yes/no rows on their evidence and open rows on their
+    cited context lines (the count is printed and equals what the hooks give), records the style, and
+    `toporag eval` writes an ``evidence`` for open rows as well. A dataset without citations is refused
+    in one line."""
+    from toporag_core.cli import main
+    from toporag_core.testing import save_tiny_llm
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    llm = save_tiny_llm(tmp_path / "llm")
+    common = ["--dataset", "scene_graphs", "--data-dir", str(mini), "--device", "cpu", "--text", "compact"]
+    code = main(["train", *common, "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32",
+                 "--graph-position", "before_question", "--answer-style", "cited", "--batch-size", "4",
+                 "--max-steps", "2", "--eval-every", "2", "--out", str(tmp_path / "run")])
+    out = capsys.readouterr().out
+    assert code == 0
+    import re
+
+    line = next(ln for ln in out.splitlines() if ln.startswith("evidence-first targets:"))
+    m = re.match(r"evidence-first targets: (\d+) of (\d+) training and (\d+) of (\d+) validation examples "
+                 r"\((\d+) of them cited open answers\)", line)
+    assert m, line
+    n_train, n_all, n_val, _, n_cited = map(int, m.groups())
+    n_polar = sum(e.answer in ("yes", "no") for e in load_raw("scene_graphs", mini)["train"])
+    # open training rows got citations on top of the polar rows' evidence; all cited rows are counted
+    assert n_polar < n_train <= n_all and 0 < n_cited and n_train - n_polar <= n_cited
+    cfg = json.loads((tmp_path / "run" / "best" / "config.json").read_text())["config"]
+    assert cfg["answer_style"] == "cited"
+    code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
+                 "--out", str(tmp_path / "p.jsonl")])
+    assert code == 0
+    recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert recs and all("evidence" in r for r in recs)
+    capsys.readouterr()
+    code = main(["train", "--dataset", "expla_graphs", "--data-dir", str(tmp_path / "absent"), "--answer-style",
+                 "cited", "--out", str(tmp_path / "run2")])
+    err = capsys.readouterr().err
+    assert code == 2 and "has no evidence" in err and "citations" in err and len(err.strip().splitlines()) == 1
