@@ -74,6 +74,7 @@ def drill(rec: dict, key: str) -> None:
             f"Label:      {'|'.join(errors.gold_answers(rec['label']))}\n"
             f"Prediction: {rec['prediction']}\n"
             + (f"Evidence:   {rec['evidence']}\n" if rec.get("evidence") else "")
+            + errors.citation_note(rec)
             + f"Method: {rec['method'] or '?'}  Type: {rec['qtype'] or 'untyped'}")
     graph = errors.subcomplex_graph(rec)
     if graph.num_nodes == 0:

@@ -272,7 +272,7 @@ def test_exports_are_valid_json_graphml_and_csv():
     cx = lift(small)
     assert errors.matching_cells2(cx, r) == [0]  # the stored 2-cell is the re-lifted triangle
     csv = errors.frame_csv(errors.predictions_frame(errors.Predictions("x", [dict(r, line=1)])))
-    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,evidence,correct,verdict")
+    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,evidence,cited,correct,verdict")
 
 
 def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
@@ -473,3 +473,32 @@ def test_evidence_column_and_drill_down_show_what_the_model_wrote_first(tmp_path
     assert list(frame(at, "line")["evidence"]) == ["The metal cup is gray", ""]
     shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
     assert "Prediction: yes\nEvidence:   The metal cup is gray\n" in shown
+
+
+def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path):
+    """A cited predictions file (``--answer-style cited``): the ``cited`` column counts the evidence's
+    ``"; "`` parts found among the context lines, and the drill-down names a line the model wrote that
+    the context does not have (a hallucinated citation, not a misreading). Sentence evidence is no citation."""
+    ctx = "nodes\ncabinet [5]: yellow, wooden\nclock [9]: white, metal\n\nrelations\ncabinet [5] in front of clock [9]"
+    q = "Question: What is behind the yellow cabinet?\nAnswer:"
+    recs = [{**rec("s1", "clock", "clock", True, ["cabinet", "clock"], question=q, qtype="1-cell",
+                   dataset="scene_graphs"), "context": ctx,
+             "evidence": "cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]"},
+            {**rec("s2", "clock", "lamp", False, ["cabinet", "clock"], question=q, qtype="1-cell",
+                   dataset="scene_graphs"), "context": ctx,
+             "evidence": "cabinet [5]: yellow, wooden; cabinet [5] in front of lamp [3]"},
+            {**rec("s3", "no", "no", True, ["cup"], question="Question: Is the cup red?\nAnswer:", qtype="0-cell",
+                   dataset="scene_graphs"), "context": ctx, "evidence": "The cup is white"}]
+    at = load(page().run(), write_jsonl(tmp_path / "c.jsonl", recs))
+    assert not at.exception
+    assert list(frame(at, "line")["cited"]) == ["2/2", "1/2", ""]
+    at.selectbox(key="err_pick").set_value("s2").run()
+    shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
+    assert ("Citations:  1 of 2 cited lines are in the context; not in the context: "
+            "'cabinet [5] in front of lamp [3]'\n") in shown
+    at.selectbox(key="err_pick").set_value("s1").run()
+    shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
+    assert "Citations:  2 of 2 cited lines are in the context\n" in shown
+    at.selectbox(key="err_pick").set_value("s3").run()
+    shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
+    assert "Evidence:   The cup is white\n" in shown and "Citations:" not in shown

@@ -252,15 +252,51 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
                        ", the answer is still wrong")
 
 
+# ----------------------------------------------------------------------------- citations
+_NODE_ID = re.compile(r"\[\d+\]")
+
+
+def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | None:
+    """Whether a cited answer (``--answer-style cited``: ``"cabinet [5]: yellow, wooden; cabinet [5]
+    in front of clock [9]"``) cites lines that are really in its context: ``(found, cited, missing)``
+    over its ``"; "``-separated parts, each compared with the context's lines (whitespace-stripped).
+    ``None`` when the evidence names no node id (``[5]``: a sentence, not a citation) or there is no
+    context. A wrong answer whose citations are all found read the wrong line; one with a missing
+    citation wrote a line that does not exist."""
+    if not evidence or not context or not _NODE_ID.search(evidence):
+        return None
+    lines = {ln.strip() for ln in str(context).splitlines() if ln.strip()}
+    parts = [p.strip() for p in str(evidence).split("; ") if p.strip()]
+    missing = [p for p in parts if p not in lines]
+    return len(parts) - len(missing), len(parts), missing
+
+
+def citation_text(rec: dict) -> str:
+    """``"2/2"`` (cited lines found in the context / cited), ``""`` for a record without citations."""
+    c = citation_check(rec.get("evidence", ""), rec.get("context", ""))
+    return "" if c is None else f"{c[0]}/{c[1]}"
+
+
+def citation_note(rec: dict) -> str:
+    """The drill-down line about a cited answer's lines (``""`` without citations)."""
+    c = citation_check(rec.get("evidence", ""), rec.get("context", ""))
+    if c is None:
+        return ""
+    found, n, missing = c
+    tail = "" if not missing else "; not in the context: " + " | ".join(repr(m) for m in missing[:3])
+    return f"Citations:  {found} of {n} cited lines are in the context{tail}\n"
+
+
 # ----------------------------------------------------------------------------- tables
-COLUMNS = ["line", "id", "question", "label", "prediction", "evidence", "correct", "verdict", "qtype", "template",
-           "method", "dataset", "0-cells", "1-cells", "2-cells"]
+COLUMNS = ["line", "id", "question", "label", "prediction", "evidence", "cited", "correct", "verdict", "qtype",
+           "template", "method", "dataset", "0-cells", "1-cells", "2-cells"]
 
 
 def predictions_frame(preds: Predictions) -> pd.DataFrame:
     """One row per record (label lists joined with ``|``) with its verdict and cell counts; ``template``
     is the generated-SceneGraphs template that wrote the question (``""`` for any other question);
-    ``evidence`` what an evidence-first checkpoint wrote before its yes/no (``""`` otherwise)."""
+    ``evidence`` what an evidence-first checkpoint wrote before its answer (``""`` otherwise); ``cited``
+    how many of a cited answer's lines are in its context (:func:`citation_text`)."""
     from ..tasks.scenes import question_template
 
     rows = []
@@ -268,7 +304,7 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
         c = r["cells"]
         rows.append({"line": r["line"], "id": r["id"], "question": user_question(r["question"]),
                      "label": "|".join(gold_answers(r["label"])), "prediction": r["prediction"],
-                     "evidence": r["evidence"],
+                     "evidence": r["evidence"], "cited": citation_text(r),
                      "correct": r["correct"], "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
                      "template": question_template(str(r["question"]), r["qtype"] or None) or "",
                      "method": r["method"] or "unknown", "dataset": r["dataset"], "0-cells": len(c["nodes"]),
