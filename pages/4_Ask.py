@@ -3,7 +3,7 @@ import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import resources
-from toporag_core.studio import ask, core, state
+from toporag_core.studio import ask, core, errors, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, show_view
@@ -141,9 +141,14 @@ for col, (m, a) in zip(cols, answers.items()):
             st.caption("The answer text **occurs** in the retrieved context." if ask.answer_in_context(a.answer,
                        a.context) else "The answer text does **not** occur in the retrieved context.")
         if a.evidence is not None:
-            st.markdown("**Evidence the model wrote first** (it then scored yes / no after it)")
+            st.markdown("**Context lines the model cited before its answer** (cited nodes are highlighted in "
+                        "the picture)" if errors.is_citation(a.evidence)
+                        else "**Evidence the model wrote first** (it then scored yes / no after it)")
             with st.container(key=f"ask_evidence_{m}"):
                 st.code(a.evidence or "(no evidence written)", language=None, wrap_lines=True)
+            note = errors.citation_note({"evidence": a.evidence, "context": a.context})
+            if note:
+                st.caption(note.strip())
         if a.label_probs:
             st.markdown("**Label probabilities** (closed answer set, scored by likelihood)")
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
@@ -159,7 +164,8 @@ for col, (m, a) in zip(cols, answers.items()):
 st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
     with col:
-        view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560)
+        view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560,
+                           highlight_nodes=ask.cited_nodes(a))
         st.caption(view.caption())
         show_view(view)
 

@@ -7,6 +7,7 @@ in-process on the same input.
 """
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -517,3 +518,34 @@ def test_a_checkpoint_with_an_unknown_text_format_is_refused_before_the_llm_load
     with pytest.raises(ValueError, match=r"config\.json: retrieval\.text: unknown text format 'yaml'; "
                                          r"registered: csv, compact, keyed, short-loops"):
         TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder())
+
+
+def test_ask_highlights_the_nodes_a_cited_answer_names(monkeypatch):
+    """An open answer with cited context lines: the page says they are citations, says how many are
+    really in the context, and draws the cited nodes ([k] = the k-th retrieved 0-cell) highlighted in
+    the picture; an id outside the subcomplex highlights nothing."""
+    import re
+
+    from tests._apptest import iframes
+    from toporag_core.studio import graph_view
+
+    real = TopoRAGPipeline.answer
+    seen = {}
+
+    def cited(self, *a, **kw):
+        out = real(self, *a, **kw)
+        out["evidence"] = "table [0]: made up; table [0] next to thing [1]; ghost [999]: nowhere"
+        seen["out"] = out
+        return out
+
+    monkeypatch.setattr(TopoRAGPipeline, "answer", cited)
+    at = ask_question(ask_page(), QUESTION)
+    assert not at.exception
+    assert any("Context lines the model cited before its answer" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Citations:  0 of 3 cited lines are in the context; not in the context: ")
+               for c in at.caption)
+    page_html = iframes(at)[0]
+    nodes = {n["id"]: n for n in json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page_html).group(1))}
+    lit = {i for i, n in nodes.items() if n["color"] == graph_view.NODE_HIGHLIGHT}
+    sub_nodes = seen["out"]["subcomplex"].nodes.tolist()
+    assert lit == {sub_nodes[0], sub_nodes[1]} and all("cited by the model as [" in nodes[i]["title"] for i in lit)

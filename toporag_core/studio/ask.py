@@ -114,7 +114,22 @@ class Answer:
     prompt: dict[str, Any]
     timings: dict[str, float]
     label_probs: dict[str, float] | None = field(default=None)
-    evidence: str | None = None  # what an evidence-first checkpoint wrote before its yes/no
+    evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
+
+
+def cited_nodes(a: Answer) -> dict[int, str]:
+    """The nodes a cited answer (``--answer-style cited``) names, as ``{node id in the parent graph:
+    tooltip}`` for the picture's highlight: each ``[k]`` in the evidence is the k-th 0-cell of the
+    retrieved subcomplex (the numbering of the compact context). Ids outside the subcomplex are
+    skipped (the model wrote a node that is not there); ``{}`` without evidence."""
+    import re
+
+    nodes = a.subcomplex.nodes.tolist()
+    out: dict[int, str] = {}
+    for k in dict.fromkeys(int(m) for m in re.findall(r"\[(\d+)\]", a.evidence or "")):
+        if k < len(nodes):
+            out[int(nodes[k])] = f"cited by the model as [{k}]"
+    return out
 
 
 def retrieval_query(graph, question: str) -> str | None:

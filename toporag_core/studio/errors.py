@@ -256,6 +256,11 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
 _NODE_ID = re.compile(r"\[\d+\]")
 
 
+def is_citation(evidence: str | None) -> bool:
+    """Whether evidence is cited context lines (names a node id such as ``[5]``), not a sentence."""
+    return bool(evidence) and bool(_NODE_ID.search(str(evidence)))
+
+
 def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | None:
     """Whether a cited answer (``--answer-style cited``: ``"cabinet [5]: yellow, wooden; cabinet [5]
     in front of clock [9]"``) cites lines that are really in its context: ``(found, cited, missing)``
@@ -263,7 +268,7 @@ def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | 
     ``None`` when the evidence names no node id (``[5]``: a sentence, not a citation) or there is no
     context. A wrong answer whose citations are all found read the wrong line; one with a missing
     citation wrote a line that does not exist."""
-    if not evidence or not context or not _NODE_ID.search(evidence):
+    if not context or not is_citation(evidence):
         return None
     lines = {ln.strip() for ln in str(context).splitlines() if ln.strip()}
     parts = [p.strip() for p in str(evidence).split("; ") if p.strip()]
