@@ -594,3 +594,46 @@ def test_cited_answer_is_parsed_from_a_forced_generation(examples, monkeypatch):
     assert out["answer"] == "clock" and out["clean"] is True
     assert out["evidence"] == "cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]"
     assert not is_clean(text, row.question, row.context)  # the raw text alone would count as a dump
+
+
+def test_lookup_draft_follows_the_first_longest_suffix_match():
+    from toporag_core.model import lookup_draft
+
+    src = [5, 6, 7, 8, 9, 5, 6, 1, 2, 3]
+    assert lookup_draft(src, [5, 6], 3) == [7, 8, 9]  # the first occurrence of the 2-gram (5, 6)
+    assert lookup_draft(src, [9, 5], 2) == [6, 1]  # the longest suffix wins over the 1-gram (5)
+    assert lookup_draft(src, [4, 8], 4) == [9, 5, 6, 1]  # (4, 8) is absent: falls back to (8)
+    assert lookup_draft(src, [3], 2) == []  # the last token is followed by nothing
+    assert lookup_draft(src, [42], 5) == [] and lookup_draft(src, [5], 0) == [] and lookup_draft([], [5], 3) == []
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_prompt_lookup_decoding_is_greedy_decoding(examples, seed):
+    """Prompt-lookup decoding (drafts copied from the context, checked in one pass, the cache cropped to
+    what greedy decoding keeps) writes exactly what one-token-at-a-time greedy decoding writes, whatever
+    is accepted or rejected; a cited model uses it by default for one row."""
+    model = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=seed, max_new_tokens=40,
+                       answer_style="cited").eval()
+    for e in examples[:4]:
+        one = make_batch([e], with_answers=False)
+        for n in (1, 7, 40):
+            plain = model.generate(one, max_new_tokens=n, lookup=0)
+            assert model.generate(one, max_new_tokens=n, lookup=6) == plain
+            assert model.generate(one, max_new_tokens=n, lookup=6, stop_at_newline=False) == \
+                model.generate(one, max_new_tokens=n, lookup=0, stop_at_newline=False)
+        assert model.generate(one) == model.generate(one, lookup=0)  # the default (cited: on) too
+
+
+def test_prompt_lookup_decoding_needs_fewer_passes_when_the_model_copies(examples, monkeypatch):
+    """A model that always writes "a", on a context of "a"s: every draft is accepted, so 30 tokens take
+    1 + ceil(29 / 9) passes with 8-token drafts instead of 30, and the text is the same."""
+    m = unigram_model({"a": 0.9}, eos_p=0.01, graph_position="before_question").eval()
+    row = make_batch([dataclasses.replace(examples[0], context="a" * 60)], with_answers=False)
+    calls = []
+    real = m.llm.forward
+    monkeypatch.setattr(m.llm, "forward", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    plain = m.generate(row, max_new_tokens=30, lookup=0, stop_at_newline=False)
+    n_plain, calls[:] = len(calls), []
+    fast = m.generate(row, max_new_tokens=30, lookup=8, stop_at_newline=False)
+    assert fast == plain == ["a" * 30]
+    assert n_plain == 30 and len(calls) == 1 + math.ceil(29 / 9)

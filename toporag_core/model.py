@@ -93,8 +93,9 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -583,16 +584,28 @@ class TopoRAGModel(nn.Module):
 
     @torch.no_grad()
     def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
-                 stop_at_newline: bool = True, prompt: tuple | None = None) -> list[str]:
+                 stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None) -> list[str]:
         """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
         ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
         text; the returned text is cut at that newline and stripped. ``soft``: precomputed
         ``graph_tokens`` (the pipeline times encoding and generation separately); ``prompt``: a
-        :meth:`_prompt_pass` result to start from (its cache is extended in place)."""
+        :meth:`_prompt_pass` result to start from (its cache is extended in place).
+
+        ``lookup``: draft tokens per step for **prompt-lookup decoding** (one row only; ``None``:
+        :data:`LOOKUP_TOKENS` for an ``answer_style="cited"`` model, whose answers copy context
+        lines, else 0 = off). The draft is what followed the first occurrence, in the row's
+        context, of the longest suffix (up to 3 tokens) of the text so far; one forward pass
+        checks all drafts, the longest prefix that greedy decoding would have produced is kept and
+        the cache is cropped to it. The output is greedy decoding's (up to float rounding between
+        one-token and many-token passes), in fewer passes when the model copies."""
         max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if lookup is None:
+            lookup = LOOKUP_TOKENS if self.config.answer_style == "cited" else 0
         stop_t = self._stop_ids()
         newline, nonspace = self._newline_flags()
         past, mask, pos, logits = prompt if prompt is not None else self._prompt_pass(batch, soft)
+        if lookup > 0 and len(batch) == 1 and max_new > 0:
+            return [self._generate_lookup(batch, (past, mask, pos, logits), max_new, stop_at_newline, lookup)]
         tokens = []
         done = torch.zeros(len(batch), dtype=torch.bool, device=self.device)
         has_text = torch.zeros_like(done)
@@ -617,6 +630,49 @@ class TopoRAGModel(nn.Module):
             text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
             texts.append(text.split("\n")[0].strip() if stop_at_newline else text)
         return texts
+
+    def _generate_lookup(self, batch: QABatch, prompt: tuple, max_new: int, stop_at_newline: bool, k: int) -> str:
+        """:meth:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens (see there)."""
+        stop = set(self._stop_ids().tolist())
+        newline, nonspace = (f.tolist() for f in self._newline_flags())
+        source = np.asarray(self.tokenizer(batch.contexts[0] or "", add_special_tokens=False)["input_ids"],
+                            dtype=np.int64)
+        past, mask, pos, logits = prompt
+        nxt, out_ids, has_text = int(logits[0].argmax(-1)), [], False
+
+        def take(t: int) -> bool:  # append one token; True when the row stops after it
+            nonlocal has_text
+            out_ids.append(t)
+            end = t in stop or (stop_at_newline and newline[t] and (has_text or nonspace[t]))
+            has_text = has_text or nonspace[t]
+            return end or len(out_ids) >= max_new
+
+        while not take(nxt):
+            draft = lookup_draft(source, out_ids, min(k, max_new - len(out_ids) - 1))
+            inp = [nxt, *draft]
+            n_past = past.get_seq_length()
+            mask = torch.cat([mask, mask.new_ones(1, len(inp))], dim=1)
+            out = self.llm(input_ids=torch.tensor([inp], device=self.device), attention_mask=mask,
+                           position_ids=pos + 1 + torch.arange(len(inp), device=self.device)[None],
+                           past_key_values=past, use_cache=True)
+            past, greedy = out.past_key_values, out.logits[0].argmax(-1).tolist()
+            ok = 0
+            while ok < len(draft) and draft[ok] == greedy[ok]:
+                ok += 1
+            stopped = False
+            for t in draft[:ok]:
+                if take(t):
+                    stopped = True
+                    break
+            if stopped:
+                break
+            keep = n_past + 1 + ok  # the cache holds nxt and the accepted drafts
+            if past.get_seq_length() > keep:  # a negative crop removes that many (old and new transformers)
+                past.crop(keep - past.get_seq_length())
+            mask, pos, nxt = mask[:, :keep], pos + 1 + ok, greedy[ok]
+        ids = [t for t in out_ids if t not in stop]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return text.split("\n")[0].strip() if stop_at_newline else text
 
     @torch.no_grad()
     def score_choices(self, batch: QABatch, choices, soft: Tensor | None = None,
@@ -873,6 +929,26 @@ def yes_no_choices(question: str) -> tuple[str, str] | None:
 
 
 EVIDENCE_CUE = "Answer:"
+LOOKUP_TOKENS = 10  # prompt-lookup draft length of a cited model's generation (TopoRAGModel.generate)
+
+
+def lookup_draft(source, generated: Sequence[int], k: int, max_ngram: int = 3) -> list[int]:
+    """Prompt-lookup draft: the (up to) ``k`` tokens that follow the first occurrence in ``source``
+    (token ids, ``(S,)``) of the longest suffix of ``generated`` of ``max_ngram`` .. 1 tokens; ``[]``
+    when no suffix occurs (or ``k <= 0``). The first occurrence: in a compact context a node's line
+    (``cup [5]: white, glass``) comes before the relation lines that name it. Vectorised over
+    ``source`` with one window comparison per n-gram length."""
+    src = np.asarray(source, dtype=np.int64)
+    if k <= 0 or not len(generated) or src.size < 2:
+        return []
+    for n in range(min(max_ngram, len(generated), src.size - 1), 0, -1):
+        tail = np.asarray(generated[-n:], dtype=np.int64)
+        win = np.lib.stride_tricks.sliding_window_view(src[:-1], n)  # windows followed by >= 1 token
+        hits = np.flatnonzero((win == tail).all(axis=1))
+        if hits.size:
+            start = int(hits[0]) + n
+            return src[start:start + k].tolist()
+    return []
 
 
 def evidence_target(evidence: str, label: str) -> str:
