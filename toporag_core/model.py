@@ -592,8 +592,9 @@ class TopoRAGModel(nn.Module):
         :meth:`_prompt_pass` result to start from (its cache is extended in place).
 
         ``lookup``: draft tokens per step for **prompt-lookup decoding** (one row only; ``None``:
-        :data:`LOOKUP_TOKENS` for an ``answer_style="cited"`` model, whose answers copy context
-        lines, else 0 = off). The draft is what followed the first occurrence, in the row's
+        :data:`LOOKUP_TOKENS` for an ``answer_style="cited"`` model, whose open answers copy context
+        lines, else 0 = off; :meth:`answer` turns it off for yes/no evidence, a sentence of the
+        model's own whose drafts would mostly be rejected). The draft is what followed the first occurrence, in the row's
         context, of the longest suffix (up to 3 tokens) of the text so far; one forward pass
         checks all drafts, the longest prefix that greedy decoding would have produced is kept and
         the cache is cropped to it. The output is greedy decoding's (up to float rounding between
@@ -769,7 +770,7 @@ class TopoRAGModel(nn.Module):
             elif self.uses_evidence(cands):
                 prompt = self._prompt_pass(sub, s_soft)
                 raws = self.generate(sub, soft=s_soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
-                                     max_new_tokens=max_new_tokens)
+                                     max_new_tokens=max_new_tokens, lookup=0)  # a sentence, not copied lines
                 evid = [split_evidence(t)[0] for t in raws]
                 sc = self.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid],
                                         prompt=prompt, truncate=False)
