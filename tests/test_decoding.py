@@ -637,3 +637,8 @@ def test_prompt_lookup_decoding_needs_fewer_passes_when_the_model_copies(example
     fast = m.generate(row, max_new_tokens=30, lookup=8, stop_at_newline=False)
     assert fast == plain == ["a" * 30]
     assert n_plain == 30 and len(calls) == 1 + math.ceil(29 / 9)
+    # a label-style model does not draft by default; its lookup_tokens attribute switches it on
+    calls[:] = []
+    assert m.generate(row, max_new_tokens=30, stop_at_newline=False) == plain and len(calls) == 30
+    m.lookup_tokens, calls[:] = 8, []
+    assert m.generate(row, max_new_tokens=30, stop_at_newline=False) == plain and len(calls) == 1 + math.ceil(29 / 9)

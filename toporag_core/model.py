@@ -268,6 +268,7 @@ class TopoRAGModel(nn.Module):
                     p.data = p.data.float()
         self._tok_cache: dict[str, tuple[int, ...]] = {}
         self._vocab_flags: tuple[Tensor, Tensor] | None = None
+        self.lookup_tokens: int | None = None  # prompt-lookup drafts of generate (None: by answer_style)
         self._layout = self.prompt_layout_ids()
         self.to(self.device)
 
@@ -591,15 +592,19 @@ class TopoRAGModel(nn.Module):
         ``graph_tokens`` (the pipeline times encoding and generation separately); ``prompt``: a
         :meth:`_prompt_pass` result to start from (its cache is extended in place).
 
-        ``lookup``: draft tokens per step for **prompt-lookup decoding** (one row only; ``None``:
+        ``lookup``: draft tokens per step for **prompt-lookup decoding** (one row only; ``None``: the
+        model's ``lookup_tokens`` attribute when set (benchmarks switch it), else
         :data:`LOOKUP_TOKENS` for an ``answer_style="cited"`` model, whose open answers copy context
         lines, else 0 = off; :meth:`answer` turns it off for yes/no evidence, a sentence of the
-        model's own whose drafts would mostly be rejected). The draft is what followed the first occurrence, in the row's
-        context, of the longest suffix (up to 3 tokens) of the text so far; one forward pass
+        model's own whose drafts would mostly be rejected). The draft is what followed the first
+        occurrence, in the row's context, of the longest suffix (up to 3 tokens) of the text so far
+        (:func:`lookup_draft`); one forward pass
         checks all drafts, the longest prefix that greedy decoding would have produced is kept and
         the cache is cropped to it. The output is greedy decoding's (up to float rounding between
         one-token and many-token passes), in fewer passes when the model copies."""
         max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if lookup is None:
+            lookup = self.lookup_tokens
         if lookup is None:
             lookup = LOOKUP_TOKENS if self.config.answer_style == "cited" else 0
         stop_t = self._stop_ids()
