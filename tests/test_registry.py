@@ -214,3 +214,29 @@ def test_hashing_encoder_gives_the_same_vectors_in_app_cli_and_preprocessing(mon
         unregister_task("one_graph")
     with pytest.raises(ValueError, match="hashing-0"):
         get_encoder("hashing-0")
+
+
+def test_a_task_checkpoint_reads_a_users_question_in_its_training_prompt_form(tmp_path):
+    """Scene and WebQSP examples are phrased "Question: ...\\nAnswer:" in training; the pipeline phrases a
+    user's bare question the same way for a checkpoint of such a task (once: an already phrased question
+    is kept), retrieves with the user's own words, and leaves other checkpoints' questions alone."""
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.graph import TextualGraph
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.tasks import task_prompt
+    from toporag_core.testing import build_tiny_checkpoint
+
+    q, form = "What is on the table?", "Question: What is on the table?\nAnswer:"
+    assert task_prompt("scene_graphs", q) == form == task_prompt("webqsp", q) == task_prompt("scene_graphs", form)
+    assert task_prompt("expla_graphs", q) == q == task_prompt(None, q) == task_prompt("no such task", q)
+    g = TextualGraph.from_triples([("cup", "on", "table"), ("table", "next to", "chair"), ("chair", "behind", "cup")])
+    scene = TopoRAGPipeline.load(build_tiny_checkpoint(tmp_path / "s", dataset="scene_graphs"), device="cpu",
+                                 encoder=HashingEncoder())
+    ecx = scene.prepare(g)
+    out = scene.answer(ecx, q)
+    assert out["prompt"]["question"] == form
+    same = scene.answer(ecx, form, query=q)  # the prompt form, retrieving with the user's words
+    assert out["raw"] == same["raw"] and out["subcomplex"].nodes.tolist() == same["subcomplex"].nodes.tolist()
+    other = TopoRAGPipeline.load(build_tiny_checkpoint(tmp_path / "t", dataset="tiny"), device="cpu",
+                                 encoder=HashingEncoder())
+    assert other.answer(other.prepare(g), q)["prompt"]["question"] == q

@@ -194,6 +194,16 @@ class TopoRAGPipeline:
         layout["context_truncated"] = bool(layout.get("context_truncated") or fit.truncated)
         return layout
 
+    def prompt_for(self, question: str) -> str:
+        """A user's question as the checkpoint's task phrased questions in training
+        (:func:`~toporag_core.tasks.task_prompt`: ``"Question: ...\nAnswer:"`` for a scene or WebQSP
+        checkpoint; unchanged when already so, or for ExplaGraphs and checkpoints of no known task).
+        A bare question would be a prompt the model never saw: a scene checkpoint answered "What is
+        behind the stone table?" with "no" and its prompt form with "dresser"."""
+        from .tasks import task_prompt
+
+        return task_prompt(self.meta.get("dataset"), question)
+
     def choices_for(self, question: str) -> tuple[str, ...] | None:
         """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
         support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
@@ -241,7 +251,7 @@ class TopoRAGPipeline:
 
         Args:
             graph_or_ecx: a ``TextualGraph`` (lifted and embedded here) or an ``EmbeddedComplex``.
-            question: the text the LLM reads after the context.
+            question: the question; the LLM reads it in its task's prompt form (:meth:`prompt_for`).
             setting: how to retrieve (default: :meth:`default_setting`); a cell method.
             query: text used for retrieval (default: the question).
 
@@ -260,12 +270,14 @@ class TopoRAGPipeline:
             raise ValueError(f"method {setting.method!r} retrieves nodes; answering needs a subcomplex (a cell method)")
         if not self.use_cells2:  # a "w/o CRL" checkpoint never saw 2-cells: retrieve none
             setting = setting.without_cells2()
+        query = query or question  # retrieval reads the user's words, as training retrieved with them
+        question = self.prompt_for(question)
         t0 = time.perf_counter()
         ecx = graph_or_ecx if isinstance(graph_or_ecx, EmbeddedComplex) else self.prepare(graph_or_ecx)
         if ecx.encoder is None:
             ecx.encoder = self.encoder
         t1 = time.perf_counter()
-        sub = retrieve(ecx, query or question, setting=setting)
+        sub = retrieve(ecx, query, setting=setting)
         fit = self.fit_context(sub, question)
         context = fit.text
         t2 = time.perf_counter()

@@ -172,8 +172,10 @@ class CoreEngine:
                                f"gives {int(ecx.emb.x0.shape[1])}-d", 409, "encoder_mismatch")
         if not pipe.use_cells2:
             setting = setting.without_cells2()
+        query = query or question  # retrieval reads the user's words; the LLM the task's prompt form
+        question = pipe.prompt_for(question)
         t1 = time.perf_counter()
-        sub = retrieve(ecx, query or question, setting=setting)
+        sub = retrieve(ecx, query, setting=setting)
         fit = pipe.fit_context(sub, question)  # by prize, as TopoRAGPipeline.answer does
         context = fit.text
         t2 = time.perf_counter()

@@ -12,7 +12,10 @@ Ask page can default to, and warn about, the checkpoint of the graph's task. ``e
 ``citation(raw, example)`` (optional) gives, for an open question, the lines of the example's
 *retrieved context* its answer rests on, copied verbatim (``toporag train --answer-style cited``);
 it sees the prepared :class:`~toporag_core.tasks.prep.Example` because a citation names the node
-ids of that context, which only exist after retrieval.
+ids of that context, which only exist after retrieval. ``prompt(question)`` (optional) phrases a user's
+question as the task's examples do (GraphQA's ``Question: ... Answer:`` for scenes and WebQSP); the
+pipeline applies it, so ``toporag ask``, the Ask page and the core service prompt a checkpoint as its
+training did.
 
 Built-in tasks register themselves in :mod:`.explagraphs`, :mod:`.webqsp` and
 :mod:`.scenes.dataset`; ``toporag_core.tasks`` imports all three.
@@ -64,6 +67,7 @@ class Task:
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
     citation: Callable[[RawExample, Any], str | None] | None = None  # answer_style="cited" (raw, Example)
+    prompt: Callable[[str], str] | None = None  # a user's question -> the form the task trains on
 
 
 TASKS: dict[str, Task] = {}
@@ -73,15 +77,32 @@ def register_task(name: str, loader: LoaderFn, metric: str | None = None, label:
                   answer_set: tuple[str, ...] | None = None,
                   matches: Callable[[TextualGraph], bool] | None = None,
                   evidence: Callable[[RawExample], str | None] | None = None,
-                  citation: Callable[[RawExample, Any], str | None] | None = None) -> Task:
+                  citation: Callable[[RawExample, Any], str | None] | None = None,
+                  prompt: Callable[[str], str] | None = None) -> Task:
     """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
     ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
     none), for ``toporag train --answer-style evidence``; ``citation``: the context lines an open
-    answer rests on, per raw example and its prepared example, for ``--answer-style cited``."""
+    answer rests on, per raw example and its prepared example, for ``--answer-style cited``; ``prompt``:
+    how the task's examples phrase a question for the LLM, applied by the pipeline to a user's question
+    (:func:`task_prompt`), so a checkpoint reads at answer time what it read in training."""
     t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches,
-             evidence, citation)
+             evidence, citation, prompt)
     TASKS[name] = t
     return t
+
+
+def graphqa_prompt(question: str) -> str:
+    """GraphQA's prompt form, ``"Question: <question>\nAnswer:"`` (scene and WebQSP examples); a question
+    already in that form is returned unchanged."""
+    return question if str(question).lstrip().startswith("Question:") else f"Question: {question}\nAnswer:"
+
+
+def task_prompt(dataset: str | None, question: str) -> str:
+    """``question`` as the registered task ``dataset`` phrases questions in training (its ``prompt``
+    hook); unchanged for an unknown or unset dataset or a task without the hook (ExplaGraphs: its
+    questions are a fixed instruction that already holds the arguments)."""
+    task = TASKS.get(dataset) if dataset else None
+    return task.prompt(question) if task is not None and task.prompt is not None else question
 
 
 def unregister_task(name: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io.webqsp import WEBQSP_FILE, read_webqsp, webqsp_record_to_graph
-from .registry import SPLITS, RawExample, data_dir_or_shared, register_task, seeded_split
+from .registry import SPLITS, RawExample, data_dir_or_shared, graphqa_prompt, register_task, seeded_split
 
 
 def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
@@ -19,10 +19,10 @@ def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
             answers = [str(a) for a in r.get("answers", [])]
             out[split].append(RawExample(id=str(r.get("id", i)),
                                          graph=webqsp_record_to_graph(r, file=str(path), record=i),
-                                         question=f"Question: {r['question']}\nAnswer:", label=answers,
+                                         question=graphqa_prompt(r["question"]), label=answers,
                                          answer="|".join(answers), query=str(r["question"])))
     return out
 
 
 register_task("webqsp", load_webqsp, metric="webqsp", label="WebQSP (KGQA)",
-              matches=lambda g: "q_entity" in g.meta or "answers" in g.meta)
+              matches=lambda g: "q_entity" in g.meta or "answers" in g.meta, prompt=graphqa_prompt)

@@ -26,7 +26,7 @@ import numpy as np
 from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ...retrieval.textualize import node_label
-from ..registry import SPLITS, RawExample, register_task
+from ..registry import SPLITS, RawExample, graphqa_prompt, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
 DEFAULT_SEED = 0
@@ -125,8 +125,9 @@ def scene_citation(raw: RawExample, example: Any) -> str | None:
 
 
 def scene_question(question: str) -> str:
-    """The prompt text the LLM sees (GraphQA's ``Question: ... Answer:`` layout)."""
-    return f"Question: {question}\nAnswer:"
+    """The prompt text the LLM sees (GraphQA's ``Question: ... Answer:`` layout; unchanged when the
+    question is already in it)."""
+    return graphqa_prompt(question)
 
 
 def to_raw(ex: SceneExample) -> SceneRawExample:
@@ -179,7 +180,8 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
 
 
 register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
-              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation)
+              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation,
+              prompt=scene_question)
 
 
 # ----------------------------------------------------------------------------- subsets
