@@ -217,21 +217,33 @@ def test_hashing_encoder_gives_the_same_vectors_in_app_cli_and_preprocessing(mon
 
 
 def test_a_task_checkpoint_reads_a_users_question_in_its_training_prompt_form(tmp_path):
-    """Scene and WebQSP examples are phrased "Question: ...\\nAnswer:" in training; the pipeline phrases a
-    user's bare question the same way for a checkpoint of such a task (once: an already phrased question
-    is kept), retrieves with the user's own words, and leaves other checkpoints' questions alone."""
+    """Scene and WebQSP examples are phrased "Question: ...\\nAnswer:" in training; their tasks name that
+    form, training stores it in the checkpoint's config (``question_form``), and the pipeline phrases a
+    user's bare question the same way (once: an already phrased question is kept), retrieves with the
+    user's own words, and leaves a "plain" checkpoint's questions alone - with no task registry at answer
+    time (the layering test checks that the pipeline does not import it)."""
     from toporag_core.embed import HashingEncoder
     from toporag_core.graph import TextualGraph
+    from toporag_core.model import QUESTION_FORMS, TopoRAGConfig
     from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.tasks import task_prompt
+    from toporag_core.tasks import get_task, register_task, unregister_task
     from toporag_core.testing import build_tiny_checkpoint
 
     q, form = "What is on the table?", "Question: What is on the table?\nAnswer:"
-    assert task_prompt("scene_graphs", q) == form == task_prompt("webqsp", q) == task_prompt("scene_graphs", form)
-    assert task_prompt("expla_graphs", q) == q == task_prompt(None, q) == task_prompt("no such task", q)
+    assert get_task("scene_graphs").prompt == get_task("webqsp").prompt == "graphqa"
+    assert get_task("expla_graphs").prompt == "plain"
+    graphqa = QUESTION_FORMS["graphqa"]
+    assert graphqa(q) == form == graphqa(form) and QUESTION_FORMS["plain"](q) == q
+    with pytest.raises(ValueError, match="prompt form 'chat'"):
+        register_task("bad_form", lambda d: {}, prompt="chat")
+    unregister_task("bad_form")
+    with pytest.raises(ValueError, match="question_form"):
+        TopoRAGConfig(question_form="chat")
+    assert TopoRAGConfig.from_dict({k: v for k, v in TopoRAGConfig().to_dict().items()
+                                    if k != "question_form"}).question_form == "plain"  # older checkpoints
     g = TextualGraph.from_triples([("cup", "on", "table"), ("table", "next to", "chair"), ("chair", "behind", "cup")])
-    scene = TopoRAGPipeline.load(build_tiny_checkpoint(tmp_path / "s", dataset="scene_graphs"), device="cpu",
-                                 encoder=HashingEncoder())
+    scene = TopoRAGPipeline.load(build_tiny_checkpoint(tmp_path / "s", dataset="scene_graphs", question_form="graphqa"),
+                                 device="cpu", encoder=HashingEncoder())
     ecx = scene.prepare(g)
     out = scene.answer(ecx, q)
     assert out["prompt"]["question"] == form

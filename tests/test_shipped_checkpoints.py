@@ -18,6 +18,7 @@ from toporag_core.model import TopoRAGConfig
 from toporag_core.retrieval import TEXT_FORMATS
 from toporag_core.tasks.prep import PrepConfig
 from toporag_core.retrieval.textualize import DEFAULT_TEXT
+from toporag_core.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[1] / "assets" / "checkpoints"
 FOLDERS = sorted(p for p in ROOT.iterdir() if (p / "config.json").is_file())
@@ -51,6 +52,7 @@ def test_shipped_checkpoint_matches_its_readme(folder):
         (cfg.graph_position, cfg.question_first, cfg.max_input_tokens, cfg.mode)
     assert (args.graph_tokens, args.lora_r, args.lora_alpha) == (cfg.num_graph_tokens, cfg.lora_r, cfg.lora_alpha)
     assert args.answer_style == cfg.answer_style  # evidence-first targets are in the command when shipped so
+    assert cfg.question_form == get_task(meta["dataset"]).prompt  # what training now stores: users' questions
     assert tuple(args.lora_targets.split(",")) == cfg.lora_targets
     assert (args.text or DEFAULT_TEXT) == meta["retrieval"].get("text", DEFAULT_TEXT)
     assert args.no_cells2 == (not meta["retrieval"]["use_cells2"])

@@ -93,7 +93,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -106,6 +106,19 @@ MODES = ("soft_prompt", "prompt_tuning", "lora")
 GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
 CACHEABLE_POSITIONS = ("suffix", "before_question")  # layouts with a frozen, cacheable part
 ANSWER_STYLES = ("label", "evidence", "cited")
+
+
+def graphqa_prompt(question: str) -> str:
+    """GraphQA's prompt form, ``"Question: <question>\nAnswer:"`` (scene and WebQSP examples); a question
+    already in that form is returned unchanged (idempotent, so training data and a user's question agree)."""
+    return question if str(question).lstrip().startswith("Question:") else f"Question: {question}\nAnswer:"
+
+
+# How a checkpoint's training examples phrased a question (``TopoRAGConfig.question_form``): applied to a
+# user's question at answer time, so the LLM reads the form it was trained on (a scene checkpoint answered a
+# bare "What is behind the stone table?" with "no" and its trained form with "dresser"). Tasks name theirs
+# in the task registry (``register_task(prompt=...)``); training copies it into the config.
+QUESTION_FORMS: dict[str, Callable[[str], str]] = {"plain": lambda q: q, "graphqa": graphqa_prompt}
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
 
 
@@ -136,6 +149,7 @@ class TopoRAGConfig:
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
     answer_style: str = "label"  # "label" | "evidence": polar questions trained as "<evidence>. Answer: <label>"
     #                              | "cited": that, and open questions as "<cited context lines>. Answer: <label>"
+    question_form: str = "plain"  # a QUESTION_FORMS name: how training phrased questions (applied to users')
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
@@ -154,6 +168,9 @@ class TopoRAGConfig:
         if self.answer_style not in ANSWER_STYLES:
             raise ValueError(f"TopoRAGConfig.answer_style: unknown {self.answer_style!r}; "
                              f"choose one of {ANSWER_STYLES}")
+        if self.question_form not in QUESTION_FORMS:
+            raise ValueError(f"TopoRAGConfig.question_form: unknown {self.question_form!r}; "
+                             f"choose one of {sorted(QUESTION_FORMS)}")
         if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
             raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
         if self.graph_label_weight < 0 or (self.graph_label_weight > 0 and not (self.answer_set and self.use_graph)):
@@ -723,6 +740,12 @@ class TopoRAGModel(nn.Module):
             lp = torch.log_softmax(out.logits.float(), -1).gather(-1, tgt[..., None])[..., 0]  # (B*C, steps)
             scores = scores + (lp * real).sum(-1).view(n_b, n_c)
         return scores
+
+    def question_prompt(self, question: str) -> str:
+        """A user's question in the form the checkpoint's training examples used
+        (``config.question_form``, a :data:`QUESTION_FORMS` entry): ``"Question: ...\nAnswer:"`` for a
+        scene or WebQSP checkpoint (unchanged when already so), the question itself for ``"plain"``."""
+        return QUESTION_FORMS[self.config.question_form](question)
 
     def choices_for(self, question: str) -> tuple[str, ...] | None:
         """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:

@@ -196,13 +196,12 @@ class TopoRAGPipeline:
 
     def prompt_for(self, question: str) -> str:
         """A user's question as the checkpoint's task phrased questions in training
-        (:func:`~toporag_core.tasks.task_prompt`: ``"Question: ...\nAnswer:"`` for a scene or WebQSP
-        checkpoint; unchanged when already so, or for ExplaGraphs and checkpoints of no known task).
-        A bare question would be a prompt the model never saw: a scene checkpoint answered "What is
-        behind the stone table?" with "no" and its prompt form with "dresser"."""
-        from .tasks import task_prompt
-
-        return task_prompt(self.meta.get("dataset"), question)
+        (:meth:`~toporag_core.model.TopoRAGModel.question_prompt`, from the config's ``question_form``:
+        ``"Question: ...\nAnswer:"`` for a scene or WebQSP checkpoint; unchanged when already so, or for
+        a ``"plain"`` checkpoint such as ExplaGraphs). A bare question would be a prompt the model never
+        saw: a scene checkpoint answered "What is behind the stone table?" with "no" and its prompt form
+        with "dresser". The form lives in the checkpoint, so answering needs no task registry."""
+        return self.model.question_prompt(question)
 
     def choices_for(self, question: str) -> tuple[str, ...] | None:
         """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:

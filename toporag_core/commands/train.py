@@ -190,6 +190,7 @@ def run(args) -> int:
     from ..llm import DEFAULT_LLM, dtype_name, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
     from ..nn import CWNConfig
+    from ..tasks import get_task
     from ..tasks.prep import prepare_dataset
     from ..train import TrainConfig, kv_data_key, open_kv_store, seed_everything, train
 
@@ -244,6 +245,7 @@ def run(args) -> int:
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,
                         use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight,
                         graph_norm=args.graph_norm, answer_style=args.answer_style,
+                        question_form=get_task(args.dataset).prompt,
                         max_new_tokens=answer_token_limit(tok, train_set + val_set))
     model = TopoRAGModel(cfg, llm, tok)
     select = args.select if args.select != "auto" else ("accuracy" if answer_set else "loss")

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..graph import TextualGraph
+from ..model import QUESTION_FORMS
 
 SPLITS = ("train", "val", "test")
 
@@ -67,7 +68,7 @@ class Task:
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
     citation: Callable[[RawExample, Any], str | None] | None = None  # answer_style="cited" (raw, Example)
-    prompt: Callable[[str], str] | None = None  # a user's question -> the form the task trains on
+    prompt: str = "plain"  # a model.QUESTION_FORMS name: how the task's examples phrase a question
 
 
 TASKS: dict[str, Task] = {}
@@ -78,31 +79,21 @@ def register_task(name: str, loader: LoaderFn, metric: str | None = None, label:
                   matches: Callable[[TextualGraph], bool] | None = None,
                   evidence: Callable[[RawExample], str | None] | None = None,
                   citation: Callable[[RawExample, Any], str | None] | None = None,
-                  prompt: Callable[[str], str] | None = None) -> Task:
+                  prompt: str = "plain") -> Task:
     """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
     ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
     none), for ``toporag train --answer-style evidence``; ``citation``: the context lines an open
     answer rests on, per raw example and its prepared example, for ``--answer-style cited``; ``prompt``:
-    how the task's examples phrase a question for the LLM, applied by the pipeline to a user's question
-    (:func:`task_prompt`), so a checkpoint reads at answer time what it read in training."""
+    the :data:`~toporag_core.model.QUESTION_FORMS` name of how the task's examples phrase a question for
+    the LLM; training stores it as the checkpoint's ``question_form`` and the pipeline applies it to a
+    user's question, so a checkpoint reads at answer time what it read in training."""
+    if prompt not in QUESTION_FORMS:
+        raise ValueError(f"register_task({name!r}): unknown prompt form {prompt!r}; choose one of "
+                         f"{sorted(QUESTION_FORMS)}")
     t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches,
              evidence, citation, prompt)
     TASKS[name] = t
     return t
-
-
-def graphqa_prompt(question: str) -> str:
-    """GraphQA's prompt form, ``"Question: <question>\nAnswer:"`` (scene and WebQSP examples); a question
-    already in that form is returned unchanged."""
-    return question if str(question).lstrip().startswith("Question:") else f"Question: {question}\nAnswer:"
-
-
-def task_prompt(dataset: str | None, question: str) -> str:
-    """``question`` as the registered task ``dataset`` phrases questions in training (its ``prompt``
-    hook); unchanged for an unknown or unset dataset or a task without the hook (ExplaGraphs: its
-    questions are a fixed instruction that already holds the arguments)."""
-    task = TASKS.get(dataset) if dataset else None
-    return task.prompt(question) if task is not None and task.prompt is not None else question
 
 
 def unregister_task(name: str) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..io.webqsp import WEBQSP_FILE, read_webqsp, webqsp_record_to_graph
-from .registry import SPLITS, RawExample, data_dir_or_shared, graphqa_prompt, register_task, seeded_split
+from ..model import graphqa_prompt
+from .registry import SPLITS, RawExample, data_dir_or_shared, register_task, seeded_split
 
 
 def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
@@ -25,4 +26,4 @@ def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
 
 
 register_task("webqsp", load_webqsp, metric="webqsp", label="WebQSP (KGQA)",
-              matches=lambda g: "q_entity" in g.meta or "answers" in g.meta, prompt=graphqa_prompt)
+              matches=lambda g: "q_entity" in g.meta or "answers" in g.meta, prompt="graphqa")

@@ -26,7 +26,8 @@ import numpy as np
 from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ...retrieval.textualize import node_label
-from ..registry import SPLITS, RawExample, graphqa_prompt, register_task
+from ...model import graphqa_prompt
+from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
 DEFAULT_SEED = 0
@@ -181,7 +182,7 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
 
 register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
               matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation,
-              prompt=scene_question)
+              prompt="graphqa")
 
 
 # ----------------------------------------------------------------------------- subsets
