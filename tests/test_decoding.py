@@ -642,3 +642,90 @@ def test_prompt_lookup_decoding_needs_fewer_passes_when_the_model_copies(example
     assert m.generate(row, max_new_tokens=30, stop_at_newline=False) == plain and len(calls) == 30
     m.lookup_tokens, calls[:] = 8, []
     assert m.generate(row, max_new_tokens=30, stop_at_newline=False) == plain and len(calls) == 1 + math.ceil(29 / 9)
+
+
+def test_citation_grammar_allows_exactly_real_lines_then_a_free_label():
+    """A cited answer is ``L ("; " L)* ". Answer: " label`` over the context's node lines, or a bare label."""
+    from toporag_core.retrieval.citations import CitationGrammar
+
+    g = CitationGrammar("nodes\ncup [5]: red, glass\njug [2]: blue\n\nrelations\ncup [5] on jug [2]\n")
+    assert g.lines == ["cup [5] on jug [2]", "cup [5]: red, glass", "jug [2]: blue"]  # headers name no node
+    for text, state in [("", "free"), ("red", "free"), (" cup", "free"), ("cup [", "open"), ("cup [5] on j", "open"),
+                        ("cup [5]: red, glass;", "open"), ("cup [5]: red, glass; cup [5] on", "open"),
+                        ("cup [5] on jug [2]. Ans", "open"), ("cup [5] on jug [2]. Answer: jug", "done"),
+                        ("cup [5]: red, glass; cup [5] on jug [2]. Answer: anything at all", "done"),
+                        ("cup [6", None), ("cup [5] on m", None), ("cup [5] on jug [2] ", None),
+                        ("cup [5] on jug [2]; cup [5] under", None), ("cup [5]: red. Answer: red", None),
+                        ("red; blue", None)]:
+        assert g.state(text) == state, text
+        assert g.allows(text) == (state is not None)
+    assert g.may_stop("red") and g.may_stop("cup [5] on jug [2]. Answer: jug")
+    assert not g.may_stop("cup [5] on jug [2]") and not g.may_stop("cup [5] on m")
+    assert g.missing("cup [5]: red, glass; cup [5] on mug [7]") == ["cup [5] on mug [7]"]
+    assert CitationGrammar(None).lines == [] and not CitationGrammar("").allows("cup [5]")
+
+
+def scripted_model(script: str, context: str) -> TopoRAGModel:
+    """A tiny cited model that wants to write ``script``: at generation step ``j`` the logits put 5 on
+    ``script[j]`` (EOS after it), 1 on every character of ``context`` and 0 elsewhere, whatever the
+    prompt; the real LLM still runs, so caches, drafts and crops are exercised."""
+    m = tiny_model(in_dim=DIM, use_graph=False, graph_position="before_question", answer_style="cited",
+                   max_new_tokens=len(script) + 4).eval()
+    tok, real = m.tokenizer, m.llm.forward
+    vocab = m.llm.get_output_embeddings().weight.shape[0]
+    base = torch.zeros(vocab)
+    base[[tok.convert_tokens_to_ids(t) for t in {*tok.tokenize(context)}]] = 1.0
+    first = {}
+
+    def forward(*a, **kw):
+        out = real(*a, **kw)
+        pos = kw["position_ids"]  # (B, T)
+        first.setdefault("p", pos.max(1).values.tolist())  # the prompt pass: each row's last position is step 0
+        logits = base.expand(*pos.shape, vocab).clone()
+        for b, row in enumerate(pos.tolist()):
+            for i, q in enumerate(row):
+                j = q - first["p"][b]
+                ch = script[j] if 0 <= j < len(script) else None
+                logits[b, i, tok.convert_tokens_to_ids(tok.tokenize(ch)[0]) if ch else tok.eos_token_id] = 5.0
+        out.logits = logits.to(out.logits.dtype)
+        return out
+
+    m.llm.forward = forward
+    return m
+
+
+@pytest.mark.parametrize("lookup", [0, 6])
+def test_constrained_decoding_replaces_a_hallucinated_cited_line_by_a_real_one(examples, lookup):
+    """Greedy decoding writes the line the model wants, "cup [5] on mug [2]", which the context does not
+    have; constrained decoding takes, where greedy's token is refused, the likeliest allowed one and
+    cites the real "cup [5] on jug [2]" (the label after the cue stays free). Both generate paths (one
+    token per step, and prompt-lookup drafts checked against the constrained choice) agree."""
+    from toporag_core.retrieval.citations import CitationGrammar
+
+    ctx = "nodes\ncup [5]: red\njug [2]: blue\n\nrelations\ncup [5] on jug [2]"
+    script = "cup [5] on mug [2]. Answer: mug"
+    row = make_batch([dataclasses.replace(examples[0], context=ctx, question="Question: What is the cup on?\nAnswer:")],
+                     with_answers=False)
+    assert scripted_model(script, ctx).generate(row, lookup=lookup, constrain=False) == [script]
+    (fixed,) = scripted_model(script, ctx).generate(row, lookup=lookup, constrain=True)
+    assert fixed == "cup [5] on jug [2]. Answer: mug"
+    assert CitationGrammar(ctx).state(fixed) == "done"
+    m = scripted_model(script, ctx)
+    assert m.generate(row, lookup=lookup) == [fixed]  # a cited model constrains by default
+    m = scripted_model(script, ctx)
+    m.constrain_citations = False  # the switch benchmarks use
+    assert m.generate(row, lookup=lookup) == [script]
+
+
+def test_constrained_decoding_leaves_real_citations_and_bare_labels_alone(examples):
+    """Where greedy's text is allowed at every step (real lines, or no citation at all), constrained
+    decoding writes exactly greedy's text, in one row or a batch."""
+    ctx = "nodes\ncup [5]: red\njug [2]: blue\n\nrelations\ncup [5] on jug [2]"
+    q = "Question: What is the cup on?\nAnswer:"
+    for script in ("cup [5]: red; cup [5] on jug [2]. Answer: jug", "jug"):
+        one = make_batch([dataclasses.replace(examples[0], context=ctx, question=q)], with_answers=False)
+        two = make_batch([dataclasses.replace(examples[i], context=ctx, question=q) for i in (0, 1)],
+                         with_answers=False)
+        for batch in (one, two):
+            out = scripted_model(script, ctx).generate(batch, constrain=True)
+            assert out == scripted_model(script, ctx).generate(batch, constrain=False) == [script] * len(batch)

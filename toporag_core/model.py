@@ -100,6 +100,7 @@ import torch
 from torch import Tensor, nn
 
 from .nn import CellBatch, CWNConfig, build_encoder
+from .retrieval.citations import EVIDENCE_CUE, CitationGrammar
 
 IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
@@ -286,6 +287,7 @@ class TopoRAGModel(nn.Module):
         self._tok_cache: dict[str, tuple[int, ...]] = {}
         self._vocab_flags: tuple[Tensor, Tensor] | None = None
         self.lookup_tokens: int | None = None  # prompt-lookup drafts of generate (None: by answer_style)
+        self.constrain_citations: bool | None = None  # citation-constrained generate (None: by answer_style)
         self._layout = self.prompt_layout_ids()
         self.to(self.device)
 
@@ -602,7 +604,8 @@ class TopoRAGModel(nn.Module):
 
     @torch.no_grad()
     def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
-                 stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None) -> list[str]:
+                 stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None,
+                 constrain: bool | None = None) -> list[str]:
         """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
         ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
         text; the returned text is cut at that newline and stripped. ``soft``: precomputed
@@ -618,23 +621,40 @@ class TopoRAGModel(nn.Module):
         (:func:`lookup_draft`); one forward pass
         checks all drafts, the longest prefix that greedy decoding would have produced is kept and
         the cache is cropped to it. The output is greedy decoding's (up to float rounding between
-        one-token and many-token passes), in fewer passes when the model copies."""
+        one-token and many-token passes), in fewer passes when the model copies.
+
+        ``constrain``: **citation-constrained decoding** (``None``: the model's ``constrain_citations``
+        attribute when set, else on for an ``answer_style="cited"`` model): each row's text stays one
+        its :class:`CitationGrammar` allows, so a cited line is always a whole line of that row's
+        context (or the answer is a bare label); a row where greedy cites real lines is unchanged.
+        At a step whose arg-max the grammar refuses, the most likely allowed token of the top
+        :data:`CONSTRAIN_TOP_K` is taken (none: the arg-max, and the row runs unconstrained on)."""
         max_new = self.config.max_new_tokens if max_new_tokens is None else max_new_tokens
         if lookup is None:
             lookup = self.lookup_tokens
         if lookup is None:
             lookup = LOOKUP_TOKENS if self.config.answer_style == "cited" else 0
+        if constrain is None:
+            constrain = self.constrain_citations
+        if constrain is None:
+            constrain = self.config.answer_style == "cited"
+        grammars = [CitationGrammar(c) for c in batch.contexts] if constrain else None
         stop_t = self._stop_ids()
         newline, nonspace = self._newline_flags()
         past, mask, pos, logits = prompt if prompt is not None else self._prompt_pass(batch, soft)
         if lookup > 0 and len(batch) == 1 and max_new > 0:
-            return [self._generate_lookup(batch, (past, mask, pos, logits), max_new, stop_at_newline, lookup)]
+            return [self._generate_lookup(batch, (past, mask, pos, logits), max_new, stop_at_newline, lookup,
+                                          grammars[0] if grammars else None)]
         tokens = []
         done = torch.zeros(len(batch), dtype=torch.bool, device=self.device)
         has_text = torch.zeros_like(done)
-        nxt = logits.argmax(-1)
+        so_far: list[list[int]] = [[] for _ in range(len(batch))]
+        nxt = self._constrained(logits, logits.argmax(-1), so_far, grammars, done, has_text, stop_at_newline)
         for _ in range(max_new):
             tokens.append(torch.where(done, -1, nxt))
+            for r, t in enumerate(tokens[-1].tolist() if grammars else ()):
+                if t >= 0:
+                    so_far[r].append(t)
             done |= torch.isin(nxt, stop_t)
             if stop_at_newline:
                 done |= newline[nxt] & (has_text | nonspace[nxt])
@@ -645,7 +665,8 @@ class TopoRAGModel(nn.Module):
             pos = pos + 1
             out = self.llm(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
                            past_key_values=past, use_cache=True)
-            past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1)
+            past, last = out.past_key_values, out.logits[:, -1]
+            nxt = self._constrained(last, last.argmax(-1), so_far, grammars, done, has_text, stop_at_newline)
         stop = set(stop_t.tolist())
         texts = []
         for row in (torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(len(batch))]):
@@ -654,14 +675,67 @@ class TopoRAGModel(nn.Module):
             texts.append(text.split("\n")[0].strip() if stop_at_newline else text)
         return texts
 
-    def _generate_lookup(self, batch: QABatch, prompt: tuple, max_new: int, stop_at_newline: bool, k: int) -> str:
-        """:meth:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens (see there)."""
+    def _is_stop(self, t: int, has_text: bool, stop_at_newline: bool) -> bool:
+        """Whether token ``t`` ends a row (EOS, or a newline once the row has text), as :meth:`generate` stops."""
+        newline, nonspace = self._newline_flags()
+        return t in set(self._stop_ids().tolist()) or \
+            (stop_at_newline and bool(newline[t]) and (has_text or bool(nonspace[t])))
+
+    def _allowed_choice(self, logits: Tensor, ids: list[int], grammar: CitationGrammar, has_text: bool,
+                        stop_at_newline: bool) -> int | None:
+        """The most likely of the top :data:`CONSTRAIN_TOP_K` tokens after ``ids`` that ``grammar``
+        allows (a stopping token only where the text may stop); ``None`` when there is none."""
+        def text(extra: list[int]) -> str:
+            return self.tokenizer.decode(ids + extra, skip_special_tokens=True)
+
+        for t in torch.topk(logits.float(), min(CONSTRAIN_TOP_K, logits.shape[-1])).indices.tolist():
+            if self._is_stop(t, has_text, stop_at_newline):
+                if grammar.may_stop(text([]).split("\n")[0]):
+                    return t
+            elif grammar.allows(text([t])):
+                return t
+        return None
+
+    def _constrained(self, logits: Tensor, nxt: Tensor, so_far: list[list[int]],
+                     grammars: list[CitationGrammar | None] | None, done: Tensor, has_text: Tensor,
+                     stop_at_newline: bool) -> Tensor:
+        """``nxt`` (``(B,)`` arg-max tokens) with each live row's token replaced by the grammar's choice
+        where the grammar refuses the arg-max; a row with no allowed choice loses its grammar."""
+        if not grammars:
+            return nxt
+        nxt = nxt.clone()
+        for r, g in enumerate(grammars):
+            if g is None or bool(done[r]):
+                continue
+            t = int(nxt[r])
+            ok = (g.may_stop(self.tokenizer.decode(so_far[r], skip_special_tokens=True).split("\n")[0])
+                  if self._is_stop(t, bool(has_text[r]), stop_at_newline)
+                  else g.allows(self.tokenizer.decode(so_far[r] + [t], skip_special_tokens=True)))
+            if not ok:
+                c = self._allowed_choice(logits[r], so_far[r], g, bool(has_text[r]), stop_at_newline)
+                if c is None:
+                    grammars[r] = None
+                else:
+                    nxt[r] = c
+        return nxt
+
+    def _generate_lookup(self, batch: QABatch, prompt: tuple, max_new: int, stop_at_newline: bool, k: int,
+                         grammar: CitationGrammar | None = None) -> str:
+        """:meth:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens (see there);
+        with ``grammar``, the token each position keeps is the constrained choice (:meth:`_constrained`)."""
         stop = set(self._stop_ids().tolist())
         newline, nonspace = (f.tolist() for f in self._newline_flags())
+        grammars = [grammar] if grammar is not None else None
+
+        def choice(logits_i: Tensor, ids: list[int], text_before: bool) -> int:
+            live = torch.zeros(1, dtype=torch.bool, device=self.device)
+            return int(self._constrained(logits_i[None], logits_i.argmax(-1)[None], [ids], grammars, live,
+                                         torch.tensor([text_before], device=self.device), stop_at_newline)[0])
         source = np.asarray(self.tokenizer(batch.contexts[0] or "", add_special_tokens=False)["input_ids"],
                             dtype=np.int64)
         past, mask, pos, logits = prompt
-        nxt, out_ids, has_text = int(logits[0].argmax(-1)), [], False
+        out_ids, has_text = [], False
+        nxt = choice(logits[0], [], False)
 
         def take(t: int) -> bool:  # append one token; True when the row stops after it
             nonlocal has_text
@@ -678,10 +752,15 @@ class TopoRAGModel(nn.Module):
             out = self.llm(input_ids=torch.tensor([inp], device=self.device), attention_mask=mask,
                            position_ids=pos + 1 + torch.arange(len(inp), device=self.device)[None],
                            past_key_values=past, use_cache=True)
-            past, greedy = out.past_key_values, out.logits[0].argmax(-1).tolist()
-            ok = 0
-            while ok < len(draft) and draft[ok] == greedy[ok]:
-                ok += 1
+            past = out.past_key_values
+            ok, text_before = 0, has_text
+            while True:  # the greedy (or constrained) token at each position, while it equals the draft
+                c = choice(out.logits[0, ok], out_ids + draft[:ok], text_before)
+                if ok < len(draft) and draft[ok] == c:
+                    text_before = text_before or nonspace[c]
+                    ok += 1
+                    continue
+                break
             stopped = False
             for t in draft[:ok]:
                 if take(t):
@@ -692,7 +771,7 @@ class TopoRAGModel(nn.Module):
             keep = n_past + 1 + ok  # the cache holds nxt and the accepted drafts
             if past.get_seq_length() > keep:  # a negative crop removes that many (old and new transformers)
                 past.crop(keep - past.get_seq_length())
-            mask, pos, nxt = mask[:, :keep], pos + 1 + ok, greedy[ok]
+            mask, pos, nxt = mask[:, :keep], pos + 1 + ok, c
         ids = [t for t in out_ids if t not in stop]
         text = self.tokenizer.decode(ids, skip_special_tokens=True).strip()
         return text.split("\n")[0].strip() if stop_at_newline else text
@@ -798,7 +877,7 @@ class TopoRAGModel(nn.Module):
             elif self.uses_evidence(cands):
                 prompt = self._prompt_pass(sub, s_soft)
                 raws = self.generate(sub, soft=s_soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
-                                     max_new_tokens=max_new_tokens, lookup=0)  # a sentence, not copied lines
+                                     max_new_tokens=max_new_tokens, lookup=0, constrain=False)  # a sentence
                 evid = [split_evidence(t)[0] for t in raws]
                 sc = self.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid],
                                         prompt=prompt, truncate=False)
@@ -957,7 +1036,6 @@ def yes_no_choices(question: str) -> tuple[str, str] | None:
     return ("yes", "no")
 
 
-EVIDENCE_CUE = "Answer:"
 LOOKUP_TOKENS = 10  # prompt-lookup draft length of a cited model's generation (TopoRAGModel.generate)
 
 
@@ -978,6 +1056,9 @@ def lookup_draft(source, generated: Sequence[int], k: int, max_ngram: int = 3) -
             start = int(hits[0]) + n
             return src[start:start + k].tolist()
     return []
+
+
+CONSTRAIN_TOP_K = 32  # candidates a constrained step tries, most likely first (none allowed: greedy, unconstrained)
 
 
 def evidence_target(evidence: str, label: str) -> str:

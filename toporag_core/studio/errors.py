@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..graph import TextualGraph
 from ..metrics import normalize
+from ..retrieval.citations import CITATION_SEP, NODE_ID, CitationGrammar
 
 CORRECT, RETRIEVAL, REASONING = "correct", "retrieval failure", "reasoning/generation failure"
 VERDICTS = (CORRECT, RETRIEVAL, REASONING)
@@ -253,12 +254,11 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- citations
-_NODE_ID = re.compile(r"\[\d+\]")
 
 
 def is_citation(evidence: str | None) -> bool:
     """Whether evidence is cited context lines (names a node id such as ``[5]``), not a sentence."""
-    return bool(evidence) and bool(_NODE_ID.search(str(evidence)))
+    return bool(evidence) and bool(NODE_ID.search(str(evidence)))
 
 
 def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | None:
@@ -270,9 +270,8 @@ def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | 
     citation wrote a line that does not exist."""
     if not context or not is_citation(evidence):
         return None
-    lines = {ln.strip() for ln in str(context).splitlines() if ln.strip()}
-    parts = [p.strip() for p in str(evidence).split("; ") if p.strip()]
-    missing = [p for p in parts if p not in lines]
+    parts = [p.strip() for p in str(evidence).split(CITATION_SEP) if p.strip()]
+    missing = CitationGrammar(context).missing(evidence)
     return len(parts) - len(missing), len(parts), missing
 
 

@@ -27,6 +27,7 @@ from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ...retrieval.textualize import node_label
 from ...model import graphqa_prompt
+from ...retrieval.citations import CITATION_SEP
 from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
@@ -122,7 +123,7 @@ def scene_citation(raw: RawExample, example: Any) -> str | None:
         chain = [node_line(ids[2]), rel_line(ids[2], ids[1]), rel_line(ids[1], ids[0])]
     else:
         return None
-    return "; ".join(chain) if chain and all(chain) else None  # type: ignore[arg-type]
+    return CITATION_SEP.join(chain) if chain and all(chain) else None  # type: ignore[arg-type]
 
 
 def scene_question(question: str) -> str:
