@@ -40,3 +40,25 @@ def webqsp_items(enc):
     return [QAGraph(EmbeddedComplex.from_graph(webqsp_record_to_graph(rec), enc), rec["question"],
                     list(rec["answers"]), enc.encode([rec["question"]])[0])
             for rec in read_webqsp(require_shared("webqsp_sample.json"))]
+
+
+def checkpoint_split(folder: str | Path, split: str, dataset: str | None = None):
+    """``(meta, examples)`` of a checkpoint folder: its ``config.json`` and the prepared ``split`` of its
+    dataset (or ``dataset``) under its own retrieval setting, as ``toporag eval`` prepares them."""
+    import json
+
+    from toporag_core.tasks.prep import PrepConfig, prepare_dataset
+
+    meta = json.loads((Path(folder) / "config.json").read_text())
+    name = dataset or meta["dataset"]
+    return meta, prepare_dataset(name, PrepConfig.from_dict(meta["retrieval"]), splits=(split,),
+                                 show_progress=False)[split]
+
+
+def load_checkpoint_model(folder: str | Path, meta: dict, dtype: str = "auto"):
+    """The checkpoint's :class:`~toporag_core.model.TopoRAGModel` on the CPU in eval mode (LLM in ``dtype``)."""
+    from toporag_core.llm import load_llm
+    from toporag_core.model import TopoRAGModel
+
+    llm, tok = load_llm(meta["config"]["llm"], device="cpu", dtype=dtype)
+    return TopoRAGModel.load(Path(folder), llm=llm, tokenizer=tok, device="cpu").eval()

@@ -17,7 +17,6 @@ Printed: p50 / p95 latency and their ratio to greedy, accuracy, and how many raw
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,12 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
-    from toporag_core.llm import load_llm
+    from _common import checkpoint_split, load_checkpoint_model
     from toporag_core.metrics import is_correct, mcnemar_exact
-    from toporag_core.model import LOOKUP_TOKENS, TopoRAGModel
+    from toporag_core.model import LOOKUP_TOKENS
     from toporag_core.retrieval.report import format_table
     from toporag_core.tasks import metric_of
-    from toporag_core.tasks.prep import PrepConfig, prepare_dataset
     from toporag_core.train import make_batch
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,12 +45,10 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     folder = Path(args.checkpoint)
-    meta = json.loads((folder / "config.json").read_text())
+    meta, examples = checkpoint_split(folder, args.split)
+    examples = examples[: args.limit]
     dataset = meta["dataset"]
-    examples = prepare_dataset(dataset, PrepConfig.from_dict(meta["retrieval"]), splits=(args.split,),
-                               show_progress=False)[args.split][: args.limit]
-    llm, tok = load_llm(meta["config"]["llm"], device="cpu", dtype="auto")
-    model = TopoRAGModel.load(folder, llm=llm, tokenizer=tok, device="cpu").eval()
+    model = load_checkpoint_model(folder, meta)
     metric = metric_of(dataset)
     modes = {"greedy": 0, f"prompt lookup ({args.draft})": args.draft}
     secs = {m: [] for m in modes}
