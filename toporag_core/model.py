@@ -106,7 +106,8 @@ IGNORE_INDEX = -100  # label value the LM loss skips (same as PyG / HF)
 MODES = ("soft_prompt", "prompt_tuning", "lora")
 GRAPH_POSITIONS = ("prefix", "suffix", "before_question")
 CACHEABLE_POSITIONS = ("suffix", "before_question")  # layouts with a frozen, cacheable part
-ANSWER_STYLES = ("label", "evidence", "cited")
+ANSWER_STYLES = ("label", "evidence", "cited", "cited-loops")
+CITED_STYLES = ("cited", "cited-loops")  # open answers are cited context lines
 
 
 def graphqa_prompt(question: str) -> str:
@@ -150,6 +151,8 @@ class TopoRAGConfig:
     graph_label_weight: float = 0.0  # > 0 (needs answer_set): auxiliary CE of a linear label head on the pooled graph
     answer_style: str = "label"  # "label" | "evidence": polar questions trained as "<evidence>. Answer: <label>"
     #                              | "cited": that, and open questions as "<cited context lines>. Answer: <label>"
+    #                              | "cited-loops": that, closed-loop questions (yes/no too) citing their loop's
+    #                                2-cell line and the asked objects' node lines
     question_form: str = "plain"  # a QUESTION_FORMS name: how training phrased questions (applied to users')
 
     def __post_init__(self) -> None:
@@ -637,7 +640,7 @@ class TopoRAGModel(nn.Module):
         if lookup is None:
             lookup = self.lookup_tokens
         if lookup is None:
-            lookup = LOOKUP_TOKENS if self.config.answer_style == "cited" else 0
+            lookup = LOOKUP_TOKENS if self.config.answer_style in CITED_STYLES else 0
         if constrain is None:
             constrain = bool(self.constrain_citations)
         grammars = [CitationGrammar(c) for c in batch.contexts] if constrain else None
@@ -869,7 +872,7 @@ class TopoRAGModel(nn.Module):
             sub = _select(batch, idx)
             s_soft = soft[idx] if soft is not None else None
             if cands is None:
-                cited = self.config.answer_style == "cited"
+                cited = self.config.answer_style in CITED_STYLES
                 for i, raw in zip(idx, self.generate(sub, max_new_tokens=max_new_tokens, soft=s_soft)):
                     ev, label = split_evidence(raw) if cited else (None, None)
                     ans = short_answer(label if label is not None else raw)
@@ -878,8 +881,9 @@ class TopoRAGModel(nn.Module):
                               **({"evidence": ev} if cited else {})}
             elif self.uses_evidence(cands):
                 prompt = self._prompt_pass(sub, s_soft)
+                copied = self.config.answer_style == "cited-loops"  # loop questions cite lines: draft them
                 raws = self.generate(sub, soft=s_soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
-                                     max_new_tokens=max_new_tokens, lookup=0, constrain=False)  # a sentence
+                                     max_new_tokens=max_new_tokens, lookup=None if copied else 0, constrain=False)
                 evid = [split_evidence(t)[0] for t in raws]
                 sc = self.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid],
                                         prompt=prompt, truncate=False)
@@ -901,9 +905,9 @@ class TopoRAGModel(nn.Module):
 
     def uses_evidence(self, choices: tuple[str, ...] | None) -> bool:
         """Whether rows with this closed answer set are decoded evidence first: the checkpoint was
-        trained with ``answer_style="evidence"`` (or ``"cited"``) and the set is yes/no (the polar questions whose
+        trained with ``answer_style="evidence"`` (or a cited style) and the set is yes/no (the polar questions whose
         training targets carried evidence; a checkpoint's own ``answer_set`` is scored directly)."""
-        return self.config.answer_style in ("evidence", "cited") and choices is not None and \
+        return self.config.answer_style in ("evidence", *CITED_STYLES) and choices is not None and \
             tuple(c.lower() for c in choices) == ("yes", "no")
 
     # -- checkpoints --------------------------------------------------------------

@@ -56,12 +56,12 @@ def evidence_task(dataset: str, style: str = "evidence"):
     from ..tasks import TASKS, get_task
 
     def able(t) -> bool:
-        return t.evidence is not None and (style != "cited" or t.citation is not None)
+        return t.evidence is not None and (not style.startswith("cited") or t.citation is not None)
 
     task = get_task(dataset)
     if not able(task):
         have = ", ".join(n for n, t in TASKS.items() if able(t)) or "none"
-        what = "full answers and context citations" if style == "cited" else "full answers"
+        what = "full answers and context citations" if style.startswith("cited") else "full answers"
         raise ValueError(f"--answer-style {style}: dataset {dataset!r} has no evidence ({what}); "
                          f"datasets with it: {have}")
     return task
@@ -71,7 +71,9 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
                     style: str = "evidence") -> tuple[list, list]:
     """``train_set`` and ``val_set`` with evidence-first targets from the task's ``evidence`` hook
     (read from the raw data, matched by example id) and, for ``style="cited"``, cited targets for
-    the open questions from its ``citation`` hook (which reads each prepared example's context);
+    the open questions from its ``citation`` hook (which reads each prepared example's context); for
+    ``"cited-loops"``, the hook is asked first for every question with ``loops=True`` (closed-loop
+    questions, yes/no ones too, then cite their loop), the full answer being the yes/no fallback;
     ``ValueError`` when the task has no hook or no training example gets evidence (nothing would
     change)."""
     from ..tasks import load_raw
@@ -81,10 +83,12 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
     raw = {str(r.id): r for split in ("train", "val") for r in load_raw(dataset, data_dir)[split]}
     evidence = {i: ev for i, r in raw.items() if (ev := task.evidence(r))}
     n_cited = 0
-    if style == "cited":
+    if style.startswith("cited"):
+        loops = style == "cited-loops"
         for e in (*train_set, *val_set):
             r = raw.get(str(e.id))
-            if r is not None and str(e.id) not in evidence and (ev := task.citation(r, e)):
+            if r is not None and (loops or str(e.id) not in evidence) and \
+                    (ev := task.citation(r, e, loops=True) if loops else task.citation(r, e)):
                 evidence[str(e.id)] = ev
                 n_cited += 1
     train_set, n_train = with_evidence_targets(train_set, evidence)
@@ -93,7 +97,7 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
         raise ValueError(f"--answer-style {style}: no training example of {dataset!r} has evidence "
                          "(yes/no answers with a full answer)")
     print(f"evidence-first targets: {n_train} of {len(train_set)} training and {n_val} of {len(val_set)} "
-          f"validation examples" + (f" ({n_cited} of them cited open answers)" if style == "cited" else ""))
+          f"validation examples" + (f" ({n_cited} of them cited)" if style.startswith("cited") else ""))
     return train_set, val_set
 
 
@@ -127,13 +131,15 @@ def register(subparsers) -> None:
     p.add_argument("--answer-set", default="auto",
                    help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
                         "none, or comma-separated answers")
-    p.add_argument("--answer-style", default="label", choices=("label", "evidence", "cited"),  # model.ANSWER_STYLES
+    p.add_argument("--answer-style", default="label", choices=("label", "evidence", "cited", "cited-loops"),  # model
                    help="label: train on the bare answer; evidence (beyond the paper): yes/no questions train on "
                         "'<evidence>. Answer: <label>' from the dataset's full answers ('The metal cup is orange. "
                         "Answer: no'), and at answer time the model writes its evidence before the label is scored; "
                         "cited: that, and open questions train on the context lines their answer rests on, copied "
                         "with their node ids ('cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]. "
-                        "Answer: clock'), the answer read after the generated 'Answer:'")
+                        "Answer: clock'), the answer read after the generated 'Answer:'; cited-loops: that, and "
+                        "closed-loop questions (yes/no too) cite their loop's 2-cell line when the context has it "
+                        "and the asked objects' node lines")
     p.add_argument("--max-input-tokens", type=int, default=512)
     p.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
     p.add_argument("--bucket", type=int, default=8, help="length-bucket window in batches (1 = plain shuffle)")
