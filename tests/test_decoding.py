@@ -728,3 +728,23 @@ def test_constrained_decoding_leaves_real_citations_and_bare_labels_alone(exampl
         for batch in (one, two):
             out = scripted_model(script, ctx).generate(batch, constrain=True)
             assert out == scripted_model(script, ctx).generate(batch, constrain=False) == [script] * len(batch)
+
+
+def test_cited_loops_decodes_as_cited_with_drafted_yes_no_evidence(examples, monkeypatch):
+    """An ``answer_style="cited-loops"`` model decodes like a cited one (open answers parsed after the cue,
+    yes/no evidence first), except that its yes/no evidence - copied loop and node lines - is drafted by
+    prompt lookup (which writes what greedy writes): same answers as the cited model with the same weights."""
+    polar, open_q = "Question: Is the cup red?\nAnswer:", "Question: What colour is the cup?\nAnswer:"
+    kw = dict(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=12)
+    loops = tiny_model(**kw, answer_style="cited-loops").eval()
+    cited = tiny_model(**kw, answer_style="cited").eval()
+    calls = []
+    for q in (polar, open_q):
+        row = make_batch([dataclasses.replace(examples[0], question=q)], with_answers=False)
+        (a,), (b,) = loops.answer(row), cited.answer(row)
+        assert a["answer"] == b["answer"] and a["raw"] == b["raw"] and a.get("evidence") == b.get("evidence")
+    assert loops.uses_evidence(("yes", "no")) and loops.choices_for(open_q) is None
+    real = loops.generate
+    monkeypatch.setattr(loops, "generate", lambda *a, **k: calls.append(k.get("lookup")) or real(*a, **k))
+    loops.answer(make_batch([dataclasses.replace(examples[0], question=polar)], with_answers=False))
+    assert calls == [None]  # the model's default: drafts on for a cited style (cited: lookup=0 here)
