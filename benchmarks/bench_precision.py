@@ -34,7 +34,7 @@ def main() -> None:
     from toporag_core.metrics import mcnemar_exact
     from toporag_core.model import TopoRAGModel
     from toporag_core.retrieval.report import format_table
-    from toporag_core.tasks.prep import PrepConfig, prepare_dataset
+    from _common import checkpoint_split
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default="assets/checkpoints/scene_graphs")
@@ -48,10 +48,9 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     folder = Path(args.checkpoint)
-    meta = json.loads((folder / "config.json").read_text())
+    meta, examples = checkpoint_split(folder, args.split, args.dataset)
     dataset = args.dataset or meta["dataset"]
-    setting = PrepConfig.from_dict(meta["retrieval"])
-    examples = prepare_dataset(dataset, setting, splits=(args.split,), show_progress=False)[args.split][: args.limit]
+    examples = examples[: args.limit]
     print(f"{folder}: trained in {checkpoint_llm_dtype(meta)}; this CPU multiplies bf16 natively: "
           f"{cpu_native_bf16()}; {len(examples)} {dataset} {args.split} questions, batch 1, "
           f"{torch.get_num_threads()} threads")

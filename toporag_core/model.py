@@ -289,6 +289,7 @@ class TopoRAGModel(nn.Module):
                     p.data = p.data.float()
         self._tok_cache: dict[str, tuple[int, ...]] = {}
         self._vocab_flags: tuple[Tensor, Tensor] | None = None
+        self._stop_lists: tuple[frozenset[int], list[bool], list[bool]] | None = None  # see _is_stop
         self.lookup_tokens: int | None = None  # prompt-lookup drafts of generate (None: by answer_style)
         self.constrain_citations = False  # citation-constrained generate by default (benchmarks switch it)
         self._layout = self.prompt_layout_ids()
@@ -617,9 +618,10 @@ class TopoRAGModel(nn.Module):
 
         ``lookup``: draft tokens per step for **prompt-lookup decoding** (one row only; ``None``: the
         model's ``lookup_tokens`` attribute when set (benchmarks switch it), else
-        :data:`LOOKUP_TOKENS` for an ``answer_style="cited"`` model, whose open answers copy context
-        lines, else 0 = off; :meth:`answer` turns it off for yes/no evidence, a sentence of the
-        model's own whose drafts would mostly be rejected). The draft is what followed the first
+        :data:`LOOKUP_TOKENS` for a cited model (``CITED_STYLES``), whose open answers copy context
+        lines, else 0 = off; :meth:`answer` turns it off for yes/no evidence except under
+        ``"cited-loops"``, whose loop answers cite lines too: a sentence of the model's own would
+        mostly reject its drafts). The draft is what followed the first
         occurrence, in the row's context, of the longest suffix (up to 3 tokens) of the text so far
         (:func:`lookup_draft`); one forward pass
         checks all drafts, the longest prefix that greedy decoding would have produced is kept and
@@ -681,10 +683,13 @@ class TopoRAGModel(nn.Module):
         return texts
 
     def _is_stop(self, t: int, has_text: bool, stop_at_newline: bool) -> bool:
-        """Whether token ``t`` ends a row (EOS, or a newline once the row has text), as :meth:`generate` stops."""
-        newline, nonspace = self._newline_flags()
-        return t in set(self._stop_ids().tolist()) or \
-            (stop_at_newline and bool(newline[t]) and (has_text or bool(nonspace[t])))
+        """Whether token ``t`` ends a row (EOS, or a newline once the row has text), as :meth:`generate` stops
+        (one token, on Python lists: the per-token test of the prompt-lookup and constrained paths)."""
+        if self._stop_lists is None:
+            self._stop_lists = (frozenset(self._stop_ids().tolist()),
+                                *(f.tolist() for f in self._newline_flags()))
+        stop, newline, nonspace = self._stop_lists
+        return t in stop or (stop_at_newline and newline[t] and (has_text or nonspace[t]))
 
     def _allowed_choice(self, logits: Tensor, ids: list[int], grammar: CitationGrammar, has_text: bool,
                         stop_at_newline: bool) -> int | None:
@@ -729,7 +734,7 @@ class TopoRAGModel(nn.Module):
         """:meth:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens (see there);
         with ``grammar``, the token each position keeps is the constrained choice (:meth:`_constrained`)."""
         stop = set(self._stop_ids().tolist())
-        newline, nonspace = (f.tolist() for f in self._newline_flags())
+        nonspace = self._newline_flags()[1].tolist()
         grammars = [grammar] if grammar is not None else None
 
         def choice(logits_i: Tensor, ids: list[int], text_before: bool) -> int:
@@ -745,7 +750,7 @@ class TopoRAGModel(nn.Module):
         def take(t: int) -> bool:  # append one token; True when the row stops after it
             nonlocal has_text
             out_ids.append(t)
-            end = t in stop or (stop_at_newline and newline[t] and (has_text or nonspace[t]))
+            end = self._is_stop(t, has_text, stop_at_newline)
             has_text = has_text or nonspace[t]
             return end or len(out_ids) >= max_new
 

@@ -5,12 +5,10 @@
 * :mod:`.scenes`: GQA-format scene graphs, a faithful generator and the ``scene_graphs`` task.
 * :mod:`.prep`: lift + embed + retrieve + textualize every example once, cached on disk.
 """
-from .registry import (SPLITS, TASKS, RawExample, Task, data_dir_or_shared, get_task, load_raw,
-                       metric_of, register_task, seeded_split, shared_data_dir, task_of_graph,
-                       unregister_task)
+from .registry import (SPLITS, TASKS, RawExample, Task, data_dir_or_shared, get_task, load_raw, register_task,
+                       metric_of, seeded_split, shared_data_dir, task_of_graph, unregister_task)
 from . import explagraphs, webqsp  # noqa: E402,F401  (register the built-in tasks)
 from .scenes import dataset as _scenes  # noqa: E402,F401  (registers scene_graphs)
 
 __all__ = ["SPLITS", "TASKS", "RawExample", "Task", "register_task", "unregister_task", "get_task", "load_raw",
-           "task_of_graph", "metric_of", "shared_data_dir", "data_dir_or_shared",
-           "seeded_split"]
+           "task_of_graph", "metric_of", "shared_data_dir", "data_dir_or_shared", "seeded_split"]

@@ -12,10 +12,11 @@ Ask page can default to, and warn about, the checkpoint of the graph's task. ``e
 ``citation(raw, example)`` (optional) gives, for an open question, the lines of the example's
 *retrieved context* its answer rests on, copied verbatim (``toporag train --answer-style cited``);
 it sees the prepared :class:`~toporag_core.tasks.prep.Example` because a citation names the node
-ids of that context, which only exist after retrieval. ``prompt(question)`` (optional) phrases a user's
-question as the task's examples do (GraphQA's ``Question: ... Answer:`` for scenes and WebQSP); the
-pipeline applies it, so ``toporag ask``, the Ask page and the core service prompt a checkpoint as its
-training did.
+ids of that context, which only exist after retrieval; called with ``loops=True`` for
+``--answer-style cited-loops``. ``prompt`` names how the task's examples phrase a question (a
+:data:`~toporag_core.model.QUESTION_FORMS` key: ``"graphqa"`` = ``Question: ... Answer:`` for scenes
+and WebQSP); training stores it in the checkpoint's config, where answering reads it, so ``toporag
+ask``, the Ask page and the core service prompt a checkpoint as its training did.
 
 Built-in tasks register themselves in :mod:`.explagraphs`, :mod:`.webqsp` and
 :mod:`.scenes.dataset`; ``toporag_core.tasks`` imports all three.
@@ -67,7 +68,7 @@ class Task:
     answer_set: tuple[str, ...] | None = None
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
-    citation: Callable[[RawExample, Any], str | None] | None = None  # answer_style="cited" (raw, Example)
+    citation: Callable[..., str | None] | None = None  # cited styles: (raw, Example[, loops=True])
     prompt: str = "plain"  # a model.QUESTION_FORMS name: how the task's examples phrase a question
 
 
@@ -78,7 +79,7 @@ def register_task(name: str, loader: LoaderFn, metric: str | None = None, label:
                   answer_set: tuple[str, ...] | None = None,
                   matches: Callable[[TextualGraph], bool] | None = None,
                   evidence: Callable[[RawExample], str | None] | None = None,
-                  citation: Callable[[RawExample, Any], str | None] | None = None,
+                  citation: Callable[..., str | None] | None = None,
                   prompt: str = "plain") -> Task:
     """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
     ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
