@@ -257,7 +257,17 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     polar = [r for r in recs if r["gold"] in ("yes", "no")]
     assert polar and all(r["answer"] in ("yes", "no") and "evidence" in r and r["probability"] >= 0.5 for r in polar)
     assert all("evidence" not in r for r in recs if r["gold"] not in ("yes", "no"))
+    # --qtype: exactly the closed-loop rows of the same split, in the same order; an unknown type is one line
+    code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
+                 "--qtype", "2-cell", "--out", str(tmp_path / "loops.jsonl")])
+    loops = [json.loads(x) for x in (tmp_path / "loops.jsonl").read_text().splitlines()]
+    assert code == 0 and loops and [r["id"] for r in loops] == [r["id"] for r in recs if r["qtype"] == "2-cell"]
+    assert len(loops) < len(recs)
     capsys.readouterr()
+    assert main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
+                 "--qtype", "3-cell"]) == 2
+    err = capsys.readouterr().err
+    assert "3-cell" in err and "0-cell, 1-cell, 2-cell" in err and len(err.strip().splitlines()) == 1
     # `toporag ask` on a GQA record shows the evidence too (JSON key and text line)
     q = next(r for r in load_raw("scene_graphs", mini)["test"] if r.answer in ("yes", "no"))
     ask = ["ask", str(mini / "train_sceneGraphs.json"), "--format", "gqa", "--record", q.graph.name, "-q", q.query,

@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     p.add_argument("--data-file", default=None,
                    help="a user's own data file, e.g. an ExplaGraphs-format TSV for --dataset expla_graphs "
                         "(GQA scene graphs: --dataset scene_graphs --data-dir DIR)")
+    p.add_argument("--qtype", default=None, metavar="TYPES",
+                   help="only questions of these types, comma-separated (scene graphs: 0-cell, 1-cell, 2-cell; "
+                        "e.g. --qtype 2-cell for the closed-loop questions); applied before --limit")
     p.add_argument("--limit", type=int, default=None, help="only the first N examples of the split")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
@@ -62,7 +65,8 @@ def run(args) -> int:
             raise FileNotFoundError(f"{args.data_file}: --data-file not found")
         args.data_dir = args.data_file
     data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
-    examples = data[args.split][: args.limit] if args.limit else data[args.split]
+    examples = select_qtypes(data[args.split], args.qtype, args.dataset)
+    examples = examples[: args.limit] if args.limit else examples
     if args.zero_shot:
         llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
         model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
@@ -99,3 +103,17 @@ def run(args) -> int:
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "
           f"(LLM in {dtype_name(model.dtype)})")
     return 0
+
+
+def select_qtypes(examples: list, qtype: str | None, dataset: str) -> list:
+    """The examples whose ``qtype`` is one of the comma-separated ``qtype`` names (all when ``None``),
+    in order; a name no example has is refused with the types the data does have."""
+    if not qtype:
+        return examples
+    wanted = [t.strip() for t in qtype.split(",") if t.strip()]
+    have = sorted({e.qtype for e in examples if e.qtype})
+    unknown = [t for t in wanted if t not in have]
+    if not wanted or unknown:
+        raise ValueError(f"--qtype {qtype!r}: {dataset} has no questions of type {', '.join(unknown) or '(none given)'}"
+                         f"; its types: {', '.join(have) or 'none (the data has no question types)'}")
+    return [e for e in examples if e.qtype in wanted]
