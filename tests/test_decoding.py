@@ -748,3 +748,26 @@ def test_cited_loops_decodes_as_cited_with_drafted_yes_no_evidence(examples, mon
     monkeypatch.setattr(loops, "generate", lambda *a, **k: calls.append(k.get("lookup")) or real(*a, **k))
     loops.answer(make_batch([dataclasses.replace(examples[0], question=polar)], with_answers=False))
     assert calls == [None]  # the model's default: drafts on for a cited style (cited: lookup=0 here)
+
+
+def test_kv_build_refuses_up_front_when_the_disk_cannot_hold_it(examples, tmp_path, monkeypatch):
+    """The KV cache estimate is close to what the build writes, and a build the free space cannot hold
+    is refused before any forward pass, naming the folder, the need and the free space; nothing is lost."""
+    import shutil
+    from collections import namedtuple
+
+    m = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
+    need = KVStore(tmp_path / "probe").check_space(m, examples, margin=1.0)
+    store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
+    stored = sum(t.numel() * 2 for t in store.get([e.id for e in examples]))  # float16 bytes
+    assert 0.5 * stored <= need <= 1.5 * stored
+    assert store.check_space(m, examples) == 0  # all cached: nothing to add
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, need // 2))
+    small = KVStore(tmp_path / "small")
+    with pytest.raises(OSError, match=r"kv cache .*small: about [\d.]+ GB needed for \d+ examples, [\d.]+ GB free"):
+        small.build(m, examples, show_progress=False)
+    assert len(small) == 0 and not list((tmp_path / "small").iterdir())
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, 10 * need))
+    assert len(small.build(m, examples, show_progress=False)) == len(examples)

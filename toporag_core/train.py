@@ -188,6 +188,7 @@ class KVStore:
         # longest-first by text length: rows of one forward pass have similar lengths (little padding)
         todo = sorted((e for e in examples if str(e.id) not in self._where),
                       key=lambda e: -(len(e.context) + len(e.question)))
+        self.check_space(model, todo)
         was = model.training
         model.eval()
         for s0 in tqdm(range(0, len(todo), shard_size), disable=not show_progress, desc="kv cache"):
@@ -199,6 +200,34 @@ class KVStore:
             self._write(shard)
         model.train(was)
         return self
+
+    def check_space(self, model: TopoRAGModel, examples: list[Example], margin: float = 1.1) -> int:
+        """Refuse, before the first forward pass, a build the disk cannot hold; returns the estimated bytes
+        the not yet cached ``examples`` will take.
+
+        A cached example holds ``layers x 2 x kv_heads x S x head_dim`` float16 values (SmolLM2-135M:
+        30 x 2 x 3 x 64 x 2 B = 23 KB per context token, ~11 MB for a 480-token scene context), so a
+        3,600-example scene run needs ~40 GB. ``S`` is estimated from the tokenized context and question
+        (the chat prefix adds a few tokens, covered by ``margin``). Finished shards stay: after freeing
+        space the same command resumes."""
+        import shutil
+
+        todo = [e for e in examples if str(e.id) not in self._where]
+        if not todo:
+            return 0
+        cfg = model.llm.config
+        heads = int(getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads)
+        head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+        per_token = int(cfg.num_hidden_layers) * 2 * heads * head_dim * 2
+        texts = [f"{e.context}\n{e.question}" for e in todo]
+        tokens = sum(len(ids) for ids in model.tokenizer(texts, add_special_tokens=False)["input_ids"])
+        need = int(tokens * per_token * margin)
+        free = shutil.disk_usage(self.folder).free
+        if need > free:
+            raise OSError(f"kv cache {self.folder}: about {need / 1e9:.1f} GB needed for {len(todo)} examples, "
+                          f"{free / 1e9:.1f} GB free; free disk space or set TOPORAG_CACHE to a larger disk "
+                          f"({len(self)} examples already cached stay, and the same command resumes)")
+        return need
 
     def _write(self, shard: dict[str, torch.Tensor]) -> None:
         """One more shard file, written atomically (an interrupted build or cut resumes)."""
