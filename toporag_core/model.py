@@ -289,7 +289,7 @@ class TopoRAGModel(nn.Module):
                     p.data = p.data.float()
         self._tok_cache: dict[str, tuple[int, ...]] = {}
         self._vocab_flags: tuple[Tensor, Tensor] | None = None
-        self._stop_lists: tuple[frozenset[int], list[bool], list[bool]] | None = None  # see _is_stop
+        self._stop_lists: tuple[frozenset[int], list[bool], list[bool]] | None = None  # see _stop_tables
         self.lookup_tokens: int | None = None  # prompt-lookup drafts of generate (None: by answer_style)
         self.constrain_citations = False  # citation-constrained generate by default (benchmarks switch it)
         self._layout = self.prompt_layout_ids()
@@ -682,13 +682,18 @@ class TopoRAGModel(nn.Module):
             texts.append(text.split("\n")[0].strip() if stop_at_newline else text)
         return texts
 
-    def _is_stop(self, t: int, has_text: bool, stop_at_newline: bool) -> bool:
-        """Whether token ``t`` ends a row (EOS, or a newline once the row has text), as :meth:`generate` stops
-        (one token, on Python lists: the per-token test of the prompt-lookup and constrained paths)."""
+    def _stop_tables(self) -> tuple[frozenset[int], list[bool], list[bool]]:
+        """Stop ids, newline flags and non-space flags per vocabulary id as Python containers, built once
+        (the per-token tests of the prompt-lookup and constrained paths)."""
         if self._stop_lists is None:
             self._stop_lists = (frozenset(self._stop_ids().tolist()),
                                 *(f.tolist() for f in self._newline_flags()))
-        stop, newline, nonspace = self._stop_lists
+        return self._stop_lists
+
+    def _is_stop(self, t: int, has_text: bool, stop_at_newline: bool) -> bool:
+        """Whether token ``t`` ends a row (EOS, or a newline once the row has text), as :meth:`generate` stops
+        (one token, on Python lists: the per-token test of the prompt-lookup and constrained paths)."""
+        stop, newline, nonspace = self._stop_tables()
         return t in stop or (stop_at_newline and newline[t] and (has_text or nonspace[t]))
 
     def _allowed_choice(self, logits: Tensor, ids: list[int], grammar: CitationGrammar, has_text: bool,
@@ -733,8 +738,7 @@ class TopoRAGModel(nn.Module):
                          grammar: CitationGrammar | None = None) -> str:
         """:meth:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens (see there);
         with ``grammar``, the token each position keeps is the constrained choice (:meth:`_constrained`)."""
-        stop = set(self._stop_ids().tolist())
-        nonspace = self._newline_flags()[1].tolist()
+        stop, _, nonspace = self._stop_tables()
         grammars = [grammar] if grammar is not None else None
 
         def choice(logits_i: Tensor, ids: list[int], text_before: bool) -> int:
