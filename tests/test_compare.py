@@ -91,3 +91,31 @@ def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, cap
     assert main(["compare", f"a={a}", f"b={b}", "--by", "qtype"]) == 0
     out = capsys.readouterr().out
     assert "| 1-cell | b | 2 | 1.000 | 1 | 0 |" in out
+
+
+def test_pooled_samples_pair_each_sample_with_itself(tmp_path, capsys):
+    """``NAME=F1,F2``: two samples whose ids repeat are pooled, sample k paired with sample k only;
+    the counts are the sums of the per-sample discordant pairs and the test reads them together."""
+    from toporag_core.evaluate import read_pooled
+
+    # sample 1: ids 0-3; sample 2: the same ids, other outcomes
+    a1 = _write(tmp_path / "a1.jsonl", [{"id": i, "correct": c} for i, c in enumerate([True, True, False, True])])
+    b1 = _write(tmp_path / "b1.jsonl", [{"id": i, "correct": c} for i, c in enumerate([False, True, False, False])])
+    a2 = _write(tmp_path / "a2.jsonl", [{"id": i, "correct": c} for i, c in enumerate([True, True, True, False])])
+    b2 = _write(tmp_path / "b2.jsonl", [{"id": i, "correct": c} for i, c in enumerate([False, False, True, True])])
+    pooled = read_pooled([a1, a2])
+    assert sorted(pooled) == ["0:0", "0:1", "0:2", "0:3", "1:0", "1:1", "1:2", "1:3"]
+    assert pooled["1:2"]["correct"] is True and pooled["0:2"]["correct"] is False
+    one = {r["run"]: r for r in paired_table({"a": a1, "b": b1}, "a")}["b"]
+    two = {r["run"]: r for r in paired_table({"a": a2, "b": b2}, "a")}["b"]
+    both = {r["run"]: r for r in paired_table({"a": [a1, a2], "b": [b1, b2]}, "a")}["b"]
+    assert both["n"] == 8 and both["accuracy"] == 3 / 8
+    assert both["only_this_right"] == one["only_this_right"] + two["only_this_right"] == 1
+    assert both["only_reference_right"] == one["only_reference_right"] + two["only_reference_right"] == 4
+    assert both["p_value"] == pytest.approx(2 * (comb(5, 0) + comb(5, 1)) / 2 ** 5)
+    with pytest.raises(ValueError, match="same number of sample files"):
+        paired_table({"a": [a1, a2], "b": b1}, "a")
+    assert main(["compare", f"a={a1},{a2}", f"b={b1},{b2}"]) == 0
+    assert "| all | b | 8 | 0.375 | 1 | 4 |" in capsys.readouterr().out
+    assert main(["compare", f"a={a1},", f"b={b1}"]) != 0
+    assert "empty file name" in capsys.readouterr().err

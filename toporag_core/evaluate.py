@@ -19,7 +19,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .tasks import metric_of
 from .tasks.prep import Example
@@ -190,11 +190,24 @@ def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
     raise ValueError(f"unknown grouping {by!r}; choose qtype or template")
 
 
-def paired_table(runs: dict[str, str | os.PathLike], reference: str,
+def read_pooled(paths: Sequence[str | os.PathLike]) -> dict[str, dict[str, Any]]:
+    """Several samples' predictions as one: the records of ``paths[k]`` keyed ``"k:id"`` (ids repeat
+    across independently generated samples, so the sample's position is part of the key). One path
+    reads as :func:`read_predictions` (keys unchanged)."""
+    if len(paths) == 1:
+        return read_predictions(paths[0])
+    return {f"{k}:{i}": rec for k, path in enumerate(paths) for i, rec in read_predictions(path).items()}
+
+
+def paired_table(runs: dict[str, str | os.PathLike | Sequence[str | os.PathLike]], reference: str,
                  group: Callable[[dict[str, Any]], str | None] | None = None) -> list[dict[str, Any]]:
     """One row per run: accuracy on the examples every run answered, and the exact McNemar test
     against ``reference`` (only-run-right, only-reference-right, p). Also a majority row (the most
     frequent gold answer of those examples, when the files carry ``gold``).
+
+    A run given as a list of files pools several samples (:func:`read_pooled`): every run must then
+    list the same number of files, sample ``k`` of one run paired with sample ``k`` of the others, and
+    the test runs on the discordant pairs of all samples together.
 
     ``group`` (:func:`prediction_group`, applied to the reference's record): the same rows once for
     all examples (``group: "all"``), then once per group, in sorted order; every row has a ``group`` key.
@@ -205,7 +218,11 @@ def paired_table(runs: dict[str, str | os.PathLike], reference: str,
 
     if reference not in runs:
         raise ValueError(f"reference {reference!r} is not one of the runs {sorted(runs)}")
-    preds = {name: read_predictions(p) for name, p in runs.items()}
+    files = {name: [p] if isinstance(p, (str, os.PathLike)) else list(p) for name, p in runs.items()}
+    counts = {name: len(f) for name, f in files.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"pooled runs must list the same number of sample files, got {counts}")
+    preds = {name: read_pooled(f) for name, f in files.items()}
     common = sorted(set.intersection(*(set(p) for p in preds.values())))
     if not common:
         raise ValueError("the prediction files share no example id")
