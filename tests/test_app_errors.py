@@ -230,6 +230,16 @@ def test_verdicts_for_entity_and_non_entity_labels():
     # the answer only appears inside an edge triple: it was retrieved
     assert v(rec("w3", ["Seine"], "x", False, ["Paris"], [("Paris", "on river", "Seine")], **web)) == errors.REASONING
     assert v(rec("w4", ["Par"], "x", False, ["Paris"], **web)) == errors.RETRIEVAL  # whole words only
+    # where the record says whether the answer-bearing objects were retrieved, that decides: a loop
+    # question's gold colour on another retrieved object does not make a missed loop "reasoning"
+    scene = dict(question="Question: The cup is on the table ...: what colour is the cup?", dataset="scene_graphs")
+    red_elsewhere = rec("s1", "red", "blue", False, ["name: chair; attribute: red"], **scene)
+    assert v(red_elsewhere) == errors.REASONING  # text rule: "red" occurs in a retrieved cell
+    assert v({**red_elsewhere, "support_covered": False}) == errors.RETRIEVAL
+    assert v({**rec("s2", "red", "blue", False, ["name: mug"], **scene), "support_covered": True}) == errors.REASONING
+    assert v({**red_elsewhere, "support_covered": False, "correct": True}) == errors.CORRECT
+    with pytest.raises(ValueError, match="field 'support_covered' must be true/false"):
+        errors._check({**red_elsewhere, "support_covered": "no"})
     assert not errors.label_is_entity("Support") and not errors.label_is_entity("12")
     assert errors.label_is_entity(["no", "Paris"])
 

@@ -86,6 +86,16 @@ def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, cap
     groups = [r["group"] for r in rows if r["run"] == "a"]
     assert groups == ["all", "0-cell/colour", "0-cell/is-colour", "1-cell/is-rel", "1-cell/one-hop", "2-cell/colour"]
     assert all(r["group"] == "all" for r in paired_table({"a": a, "b": b}, "a"))
+    # --by coverage: the reference's support_covered; records without it fall outside every group
+    for path, flags in ((a, [True, False, True, None, False]), (b, [False, False, True, True, True])):
+        recs = [json.loads(x) for x in path.read_text().splitlines()]
+        _write(path, [{**r, **({"support_covered": f} if f is not None else {})} for r, f in zip(recs, flags)])
+    rows = paired_table({"a": a, "b": b}, "a", group=prediction_group("coverage"))
+    by = {(r["group"], r["run"]): r for r in rows}
+    assert [r["group"] for r in rows if r["run"] == "a"] == ["all", "answer objects missed", "answer objects retrieved"]
+    assert by[("answer objects retrieved", "a")]["n"] == 2 and by[("answer objects retrieved", "a")]["accuracy"] == 0.5
+    assert by[("answer objects missed", "b")]["n"] == 2 and by[("answer objects missed", "b")]["accuracy"] == 1.0
+    assert (by[("answer objects missed", "b")]["only_this_right"], by[("all", "b")]["n"]) == (1, 5)
     with pytest.raises(ValueError, match="unknown grouping"):
         prediction_group("colour")
     assert main(["compare", f"a={a}", f"b={b}", "--by", "qtype"]) == 0

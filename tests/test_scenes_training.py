@@ -252,6 +252,7 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
         assert build_parser().parse_args(["train", "--answer-style", style]).answer_style == style
     code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
                  "--out", str(tmp_path / "p.jsonl")])
+    out_eval = capsys.readouterr().out
     assert code == 0
     recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     polar = [r for r in recs if r["gold"] in ("yes", "no")]
@@ -263,6 +264,16 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     loops = [json.loads(x) for x in (tmp_path / "loops.jsonl").read_text().splitlines()]
     assert code == 0 and loops and [r["id"] for r in loops] == [r["id"] for r in recs if r["qtype"] == "2-cell"]
     assert len(loops) < len(recs)
+    # every scene record says whether retrieval kept all of its answer-bearing objects: the same verdict
+    # as reading the support objects' node texts off the record's retrieved nodes
+    raw_test = {r.id: r for r in load_raw("scene_graphs", mini)["test"]}
+    kept = {r["id"]: all(raw_test[r["id"]].graph.node_text[i] in r["cells"]["nodes"] for i in raw_test[r["id"]].support)
+            for r in recs}
+    assert all(isinstance(r["support_covered"], bool) for r in recs)
+    assert [r["support_covered"] for r in recs] == [kept[r["id"]] for r in recs]
+    assert set(kept.values()) == {True, False}  # the tiny set has both: the check can fail
+    hit = [r["correct"] for r in recs if r["support_covered"]]
+    assert f"answer objects retrieved: {len(hit)} questions, accuracy {sum(hit) / len(hit):.4f}" in out_eval
     capsys.readouterr()
     assert main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
                  "--qtype", "3-cell"]) == 2

@@ -57,7 +57,10 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: per question, the model's
     ``answer_set``, else yes/no for a polar question, else open).
     Returns ``{"accuracy", "correct", "n", "unclean", "seconds", "examples_per_s", "by_type": {qtype:
-    acc}, "graph_token_rel_std"}`` over all examples in the file (earlier lines included when resuming).
+    acc}, "graph_token_rel_std", "by_coverage"}`` over all examples in the file (earlier lines included
+    when resuming). ``by_coverage``: where the data names each question's answer-bearing objects
+    (SceneGraphs), ``{"answer objects retrieved" | "answer objects missed": {"n", "accuracy"}}``, which
+    separates retrieval misses from reading mistakes; empty otherwise.
     """
     import torch
     from tqdm.auto import tqdm
@@ -73,6 +76,7 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
             path.write_text("".join(ln + "\n" for ln in lines))
     todo = [e for e in examples if str(e.id) not in done]
     by_type: dict[str, list[int]] = {}
+    by_cov: dict[bool, list[int]] = {}
     unclean = 0
     soft_sum = soft_sq = None
     n_soft = 0
@@ -102,12 +106,18 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                 by_type.setdefault(ex.qtype or "all", [0, 0])
                 by_type[ex.qtype or "all"][0] += ok
                 by_type[ex.qtype or "all"][1] += 1
+                if ex.covered is not None:
+                    by_cov.setdefault(ex.covered, [0, 0])
+                    by_cov[ex.covered][0] += ok
+                    by_cov[ex.covered][1] += 1
                 if fh is not None:
                     fh.write(json.dumps({"id": ex.id, "qtype": ex.qtype, "question": ex.question, "gold": ex.label,
                                          "answer": pred["answer"], "probability": pred["probability"],
                                          "correct": ok, "clean": pred["clean"], "seconds": secs_each,
                                          "prediction": pred["answer"], "label": ex.label, "raw": pred["raw"],
                                          **({"evidence": pred["evidence"]} if pred.get("evidence") is not None
+                                            else {}),
+                                         **({"support_covered": ex.covered} if ex.covered is not None
                                             else {}),
                                          "cells": ex.cells, "context": ex.context, "method": method,
                                          "dataset": dataset}) + "\n")
@@ -120,11 +130,15 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
             fh.close()
     secs = time.perf_counter() - t0
     if path is not None:  # the file is the truth (it includes lines from before a resume)
-        by_type = {}
+        by_type, by_cov = {}, {}
         unclean = 0
         for line in path.read_text().splitlines():
             rec = json.loads(line)
             unclean += not rec.get("clean", True)
+            if isinstance(rec.get("support_covered"), bool):
+                by_cov.setdefault(rec["support_covered"], [0, 0])
+                by_cov[rec["support_covered"]][0] += bool(rec["correct"])
+                by_cov[rec["support_covered"]][1] += 1
             by_type.setdefault(rec.get("qtype") or "all", [0, 0])
             by_type[rec.get("qtype") or "all"][0] += bool(rec["correct"])
             by_type[rec.get("qtype") or "all"][1] += 1
@@ -136,7 +150,9 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
         spread = float(std.norm() / mean.norm().clamp(min=1e-12))
     return {"accuracy": correct / max(n, 1), "correct": correct, "n": n, "unclean": unclean, "seconds": secs,
             "examples_per_s": len(todo) / max(secs, 1e-9),
-            "by_type": {k: v[0] / v[1] for k, v in by_type.items()}, "graph_token_rel_std": spread}
+            "by_type": {k: v[0] / v[1] for k, v in by_type.items()}, "graph_token_rel_std": spread,
+            "by_coverage": {COVERAGE_GROUPS[k]: {"n": v[1], "accuracy": v[0] / v[1]}
+                            for k, v in sorted(by_cov.items())}}
 
 
 def _is_json(line: str) -> bool:
@@ -177,17 +193,24 @@ def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
     return out
 
 
+COVERAGE_GROUPS = {True: "answer objects retrieved", False: "answer objects missed"}
+
+
 def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
-    """The grouping of ``toporag compare --by``: ``"qtype"`` (the record's question type) or
+    """The grouping of ``toporag compare --by``: ``"qtype"`` (the record's question type),
     ``"template"`` (type and generator template of a SceneGraphs question, ``"1-cell/two-hop"``:
-    :func:`~toporag_core.tasks.scenes.question_template`). A record outside every group gives ``None``."""
+    :func:`~toporag_core.tasks.scenes.question_template`) or ``"coverage"`` (whether the record's
+    retrieval kept every answer-bearing object, its ``support_covered``: :data:`COVERAGE_GROUPS`).
+    A record outside every group gives ``None``."""
     if by == "qtype":
         return lambda r: r.get("qtype") or None
+    if by == "coverage":
+        return lambda r: COVERAGE_GROUPS.get(r.get("support_covered"))  # type: ignore[arg-type]
     if by == "template":
         from .tasks.scenes.dataset import record_template
 
         return record_template
-    raise ValueError(f"unknown grouping {by!r}; choose qtype or template")
+    raise ValueError(f"unknown grouping {by!r}; choose qtype, template or coverage")
 
 
 def read_pooled(paths: Sequence[str | os.PathLike]) -> dict[str, dict[str, Any]]:

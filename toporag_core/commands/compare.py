@@ -3,6 +3,7 @@
     toporag compare topo=preds_topo.jsonl text=preds_text.jsonl --reference topo [--json]
     toporag compare topo=a.jsonl no2cells=b.jsonl --by qtype      # also per question type
     toporag compare topo=a.jsonl no2cells=b.jsonl --by template   # per SceneGraphs generator template
+    toporag compare topo=a.jsonl no2cells=b.jsonl --by coverage   # answer objects retrieved / missed
     toporag compare topo=s14.jsonl,s15.jsonl no2cells=n14.jsonl,n15.jsonl  # two samples pooled
 
 Each argument is ``NAME=FILE`` (a ``toporag eval --out`` JSONL); rows are computed on the ids every
@@ -20,8 +21,9 @@ def register(sub) -> None:
     p.add_argument("runs", nargs="+", help="NAME=FILE pairs; NAME=FILE1,FILE2 pools several samples")
     p.add_argument("--reference", default=None, help="the run the others are tested against (default: the first)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.add_argument("--by", default=None, choices=("qtype", "template"),
-                   help="also test within each question type (qtype) or SceneGraphs generator template")
+    p.add_argument("--by", default=None, choices=("qtype", "template", "coverage"),
+                   help="also test within each question type (qtype), SceneGraphs generator template, or "
+                        "retrieval coverage of the reference (coverage: answer objects retrieved or missed)")
     p.set_defaults(func=run)
 
 

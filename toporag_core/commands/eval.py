@@ -102,6 +102,9 @@ def run(args) -> int:
                       "dtype": dtype_name(model.dtype), **res}))
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "
           f"(LLM in {dtype_name(model.dtype)})")
+    if res.get("by_coverage"):  # SceneGraphs: did retrieval keep the answer-bearing objects?
+        print("; ".join(f"{k}: {v['n']} questions, accuracy {v['accuracy']:.4f}"
+                        for k, v in res["by_coverage"].items()))
     return 0
 
 

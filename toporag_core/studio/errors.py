@@ -7,6 +7,11 @@ with its line number (a half-written last line of a killed run is just one such 
 
 Failure verdicts (:func:`verdict`), for a wrong prediction:
 
+* **the data names the answer-bearing objects** (SceneGraphs ``support``; the record carries
+  ``support_covered``, written by ``toporag eval``): *retrieval failure* when retrieval missed one of
+  them, else *reasoning/generation failure*. This is exact, and it comes first: a loop question's
+  gold colour often occurs in the context on some other object, which the text rules below would
+  count as "the evidence was there".
 * **entity labels** (WebQSP answers, SceneGraphs objects / colours / materials): *retrieval
   failure* when no gold answer occurs (normalised, as whole words) in any retrieved cell text -
   node, edge triple or 2-cell - else *reasoning/generation failure* (the evidence was there).
@@ -47,9 +52,11 @@ CLOSED_SETS = (("support", "counter"), ("yes", "no"))
 NON_ENTITY = {"support", "counter", "yes", "no", "true", "false"}
 REQUIRED = ("id", "prediction", "label", "correct")
 OTHER = "(other)"
-VERDICT_RULE = ("A wrong answer is a retrieval failure when no gold answer occurs in the retrieved cells, else a "
-                "reasoning/generation failure. Labels that are not graph entities (ExplaGraphs support/counter, "
-                "yes/no, numbers): a retrieval failure when no retrieved node occurs in the question.")
+VERDICT_RULE = ("Where the data names the answer-bearing objects (SceneGraphs), a wrong answer is a retrieval failure "
+                "when retrieval missed one of them, else a reasoning/generation failure. Otherwise: a retrieval "
+                "failure when no gold answer occurs in the retrieved cells, else a reasoning/generation failure; "
+                "labels that are not graph entities (ExplaGraphs support/counter, yes/no, numbers): a retrieval "
+                "failure when no retrieved node occurs in the question.")
 
 
 # ----------------------------------------------------------------------------- loading
@@ -91,6 +98,8 @@ def _check(obj: Any) -> dict[str, Any]:
     edges = cells.get("edges") or []
     if not isinstance(edges, list) or any(not isinstance(t, (list, tuple)) or len(t) != 3 for t in edges):
         raise ValueError("field 'cells.edges' must be a list of [head, relation, tail] triples")
+    if obj.get("support_covered") is not None and not isinstance(obj["support_covered"], bool):
+        raise ValueError(f"field 'support_covered' must be true/false, got {obj['support_covered']!r}")
     rec = dict(obj)
     rec["id"] = str(obj["id"])
     rec["prediction"] = "" if obj["prediction"] is None else str(obj["prediction"])
@@ -239,6 +248,11 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
     """``(verdict, reason)`` of one record (see the module docstring for the rules)."""
     if rec["correct"]:
         return CORRECT, "the prediction is correct"
+    covered = rec.get("support_covered")
+    if covered is False:
+        return RETRIEVAL, "an answer-bearing object (the question's support) was not retrieved"
+    if covered is True:
+        return REASONING, "every answer-bearing object was retrieved, the answer is still wrong"
     if label_is_entity(rec["label"]):
         texts = _cell_texts(rec)
         hits = [a for a in gold_answers(rec["label"]) if any(_occurs(a, t) for t in texts)]

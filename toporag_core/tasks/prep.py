@@ -5,7 +5,10 @@ Per example: parse the graph -> lift to a cell complex -> embed the cells (the e
 for the question (:class:`PrepConfig`: a :class:`~toporag_core.retrieval.RetrievalSetting`,
 the spanning-tree method and the 2-cell switch) -> keep the subcomplex tensors
 (:class:`~toporag_core.nn.SubcomplexTensors`), the textualized context, the question, the
-label and the retrieved cells' texts (for the error-analysis page).
+label and the retrieved cells' texts (for the error-analysis page). For a question whose raw
+example names its answer-bearing nodes (``support``: SceneGraphs), ``covered`` records whether
+retrieval kept all of them (:func:`support_covered`), so evaluation can tell a retrieval miss from a
+reading mistake (``toporag compare --by coverage``, the error page's verdicts).
 
 Cache: ``$TOPORAG_CACHE/prep/<dataset>/<config key>-<hash>/<split>.safetensors`` (all tensors
 of a split, keys ``"<i>.x0"`` ...) and ``<split>.json`` (texts). Both are written to a
@@ -25,8 +28,9 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+import numpy as np
 
 from ..lift import TREE_METHODS
 from ..nn import SubcomplexTensors, subcomplex_tensors
@@ -34,8 +38,9 @@ from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .registry import SPLITS, RawExample, load_raw
 
-PREP_VERSION = 4  # 3: registry settings, w/o TSR without 2-cells, w/o CRL with k2 = 0, G-Retriever self-loops;
-# 4: 2-cell walks name attribute-rich nodes by label + node_id (retrieval.textualize.node_label)
+PREP_VERSION = 5  # 3: registry settings, w/o TSR without 2-cells, w/o CRL with k2 = 0, G-Retriever self-loops;
+# 4: 2-cell walks name attribute-rich nodes by label + node_id (retrieval.textualize.node_label);
+# 5: Example.covered (answer-bearing objects retrieved); texts and tensors as in 4
 
 
 @dataclass
@@ -50,10 +55,11 @@ class Example:
     tensors: SubcomplexTensors
     cells: dict[str, Any] = field(default_factory=dict)  # retrieved nodes / edges / cells2 texts
     qtype: str | None = None
+    covered: bool | None = None  # all answer-bearing nodes retrieved (None: the data does not say which)
 
     def meta(self) -> dict[str, Any]:
         return {"id": self.id, "question": self.question, "context": self.context, "label": self.label,
-                "answer": self.answer, "cells": self.cells, "qtype": self.qtype}
+                "answer": self.answer, "cells": self.cells, "qtype": self.qtype, "covered": self.covered}
 
 
 @dataclass(frozen=True)
@@ -97,15 +103,22 @@ class PrepConfig:
         return cls(RetrievalSetting.from_dict(d, **overrides), use_cells2, tree, text)
 
 
+def support_covered(sub, support: Sequence[int]) -> bool:
+    """All ``support`` node indices are 0-cells of the subcomplex (``False`` when unknown)."""
+    return len(support) > 0 and bool(np.isin(np.asarray(support), np.asarray(sub.nodes)).all())
+
+
 def prepare_example(raw: RawExample, encoder, config: PrepConfig) -> Example:
     """Lift, embed, retrieve, textualize one example."""
     ecx = EmbeddedComplex.from_graph(raw.graph, encoder, tree=config.tree)
     sub = retrieve(ecx, raw.query or raw.question, setting=config.effective)
+    support = getattr(raw, "support", None)
     return Example(id=raw.id, question=raw.question,
                    context=textualize(sub, include_cells2=config.use_cells2, fmt=config.text),
                    label=raw.label, answer=raw.answer,
                    tensors=subcomplex_tensors(sub, ecx.emb, use_cells2=config.use_cells2),
-                   cells=sub.cell_texts(config.use_cells2), qtype=raw.qtype)
+                   cells=sub.cell_texts(config.use_cells2), qtype=raw.qtype,
+                   covered=support_covered(sub, support) if support else None)
 
 
 # ----------------------------------------------------------------------------- cache
@@ -164,7 +177,7 @@ def load_split(folder: Path, split: str) -> list[Example] | None:
         tensors = load_file(str(tp))
         return [Example(id=m["id"], question=m["question"], context=m["context"], label=m["label"],
                         answer=m["answer"], tensors=SubcomplexTensors.from_dict(tensors, prefix=f"{i}."),
-                        cells=m.get("cells", {}), qtype=m.get("qtype"))
+                        cells=m.get("cells", {}), qtype=m.get("qtype"), covered=m.get("covered"))
                 for i, m in enumerate(meta["examples"])]
     except (OSError, ValueError, KeyError, json.JSONDecodeError):
         return None  # corrupt: rebuild

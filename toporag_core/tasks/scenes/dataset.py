@@ -28,6 +28,7 @@ from ...model import graphqa_prompt
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ...retrieval.citations import CITATION_SEP, NODE_ID
 from ...retrieval.textualize import node_label
+from ..prep import support_covered
 from ..registry import SPLITS, RawExample, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
@@ -242,11 +243,6 @@ def paper_settings(k2s: Sequence[int] = (0, 1, 2, 3)) -> list[CoverageSetting]:
             CoverageSetting("shortest-path (w/o TSR)", make("shortest-path", k0=3, k1=5)),
             CoverageSetting("top-k triples", make("topk-triples", k=5))]
     return out
-
-
-def support_covered(sub, support: Sequence[int]) -> bool:
-    """All ``support`` node indices are 0-cells of the subcomplex (``False`` when unknown)."""
-    return len(support) > 0 and bool(np.isin(np.asarray(support), np.asarray(sub.nodes)).all())
 
 
 def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
