@@ -12,9 +12,11 @@ coverage is 1 by construction. No model is trained; the default encoder is all-M
 
 ``--sweep`` trades coverage against context length for choosing a training recipe: the committed scene
 checkpoint's setting (k0 = k1 = k2 = 3, C2 = 0.5, edge cost 0.5, BFS tree) against larger k1 / k2 and
-a DFS spanning tree (whose fundamental cycles are longer), each with ``tokens``: the mean length of the
-compact text in the default LLM's tokens. Context length is what the KV-cache pass, training and
-answer latency pay for (all three grow about linearly with it).
+a DFS spanning tree (whose fundamental cycles are longer) and the ring lifting (``rings``: every 3-/4-cycle
+a 2-cell, beyond the paper), each with ``tokens``: the mean length of the compact text in the default
+LLM's tokens. Context length is what the KV-cache pass, training and answer latency pay for (all three
+grow about linearly with it). ``loop 2-cell``: the share of closed-loop questions whose loop is itself a
+retrieved 2-cell (with a spanning tree only some question loops are 2-cells at all).
 """
 from __future__ import annotations
 
@@ -30,16 +32,19 @@ from toporag_core.embed import get_encoder
 from toporag_core.retrieval.report import format_table
 from toporag_core.tasks.scenes.dataset import CoverageSetting, paper_settings, scene_retrieval_coverage
 
-COLUMNS = ["method", "questions", "all", "0-cell", "1-cell", "2-cell", "cells0", "cells1", "cells2"]
+COLUMNS = ["method", "questions", "all", "0-cell", "1-cell", "2-cell", "loop 2-cell", "cells0", "cells1", "cells2"]
 
 
 def sweep_settings() -> list[CoverageSetting]:
     """The committed scene checkpoint's setting first (the reference of ``tokens_ratio``), then larger
-    k1 / k2 and the DFS tree; k2 = 0 rows are "w/o CRL" at the same k1."""
+    k1 / k2, the DFS tree and rings; k2 = 0 rows are "w/o CRL" at the same k1 (bfs only: without
+    2-cells every lifting retrieves the same)."""
     make = RetrievalSetting.make
     out = []
-    for tree in ("bfs", "dfs"):
+    for tree in ("bfs", "dfs", "rings"):
         for k0, k1, k2 in ((3, 3, 3), (3, 3, 0), (3, 6, 3), (3, 6, 0), (3, 8, 3), (5, 6, 3), (3, 6, 5)):
+            if tree != "bfs" and k2 == 0:
+                continue  # without 2-cells the lifting does not matter: the bfs row is the same
             label = f"{tree} k0={k0} k1={k1} k2={k2}" + (" (committed)" if (tree, k0, k1, k2) == ("bfs", 3, 3, 3) else "")
             out.append(CoverageSetting(label, make("toporag", k0=k0, k1=k1, k2=k2, c2=0.5, edge_cost=0.5), tree))
     return out

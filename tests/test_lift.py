@@ -168,3 +168,82 @@ def test_all_webqsp_graphs_lift():
             b1.add(cx.betti1)
         assert len(b1) == 1
     check_complex(lift(webqsp_record_to_graph(recs[0])))
+
+
+# ----------------------------------------------------------------------------- the ring lifting
+def brute_rings(g: TextualGraph, max_len: int) -> set:
+    """Every simple cycle of 3..max_len edges of the simple skeleton, as a set of node pairs (networkx)."""
+    simple = nx.Graph()
+    simple.add_nodes_from(range(g.num_nodes))
+    simple.add_edges_from((a, b) for a, b in g.edge_index.T.tolist() if a != b)
+    return {frozenset(frozenset(e) for e in zip(c, c[1:] + c[:1]))
+            for c in nx.simple_cycles(simple, length_bound=max_len) if len(c) >= 3}
+
+
+def check_rings(cx, max_len: int) -> None:
+    n, m, f = cx.shape
+    assert cx.tree_method == "rings" and cx.boundary_ok() and cx.incidence_matrix(2).shape == (m, f)
+    got = []
+    for c in range(f):
+        nodes, edges, signs = cx.cell2_nodes(c), cx.cell2_edges(c), cx.cell2_signs(c)
+        assert 3 <= len(nodes) == len(edges) <= max_len and len(set(nodes.tolist())) == len(nodes)
+        assert cx.cell_chord[c] == edges[-1]  # the closing 1-cell
+        for j, e in enumerate(edges.tolist()):
+            a, b = int(nodes[j]), int(nodes[(j + 1) % len(nodes)])
+            assert sorted((a, b)) == cx.edges[e].tolist() and signs[j] == (1 if a < b else -1)
+        got.append(frozenset(frozenset(cx.edges[e].tolist()) for e in edges.tolist()))
+    assert len(got) == len(set(got))  # each cycle once
+    assert set(got) == brute_rings(cx.graph, max_len)
+    assert int(cx.tree_mask.sum()) == n - cx.betti0  # the BFS forest, for the pictures
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_graphs(), st.sampled_from([3, 4]))
+def test_rings_are_exactly_the_short_simple_cycles(g, max_len):
+    """``tree="rings"``: one 2-cell on every simple cycle of 3 (or 4) edges, each once, boundaries
+    closed, against networkx's cycle enumeration; parallel edges and self-loops are ignored as in
+    the tree liftings."""
+    check_rings(lift(g, tree="rings", max_cycle_len=None if max_len == 4 else 3), max_len)
+
+
+def test_rings_on_known_graphs_and_refusals(monkeypatch):
+    k4 = TextualGraph.from_networkx(nx.complete_graph(4))
+    assert lift(k4, tree="rings").num_cells2 == 4 + 3  # 4 triangles, 3 four-cycles
+    assert lift(k4, tree="rings", max_cycle_len=3).num_cells2 == 4
+    assert lift(k4).num_cells2 == 3  # the fundamental cycles: M - N + b0
+    c5 = TextualGraph.from_networkx(nx.cycle_graph(5))
+    assert lift(c5, tree="rings").num_cells2 == 0  # a 5-cycle is no ring
+    assert lift(TextualGraph([], np.zeros((2, 0)), []), tree="rings").shape == (0, 0, 0)
+    with pytest.raises(ValueError, match="at least 3"):
+        lift(k4, tree="rings", max_cycle_len=2)
+    with pytest.raises(ValueError, match="unknown lifting 'ring'"):
+        lift(k4, tree="ring")
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("toporag_core.lift"), "MAX_RING_WEDGES", 5)  # K4 has 12 wedges
+    with pytest.raises(ValueError, match="too dense for rings; lift it with a spanning tree"):
+        lift(k4, tree="rings")
+
+
+def test_rings_make_every_scene_loop_question_a_2cell(tmp_path):
+    """Why rings exist: a generated closed-loop question's loop is always one of the ring 2-cells,
+    and with a BFS tree only for some questions. The CLI accepts the lifting wherever it takes --tree."""
+    from toporag_core.commands._common import CLI_LIFTINGS
+    from toporag_core.lift import LIFTINGS
+    from toporag_core.tasks import load_raw
+    from toporag_core.tasks.prep import PrepConfig
+    from toporag_core.tasks.scenes import write_dataset
+
+    write_dataset(tmp_path, n=6, seed=5, per_type=3)
+    loops = [r for split in load_raw("scene_graphs", tmp_path).values() for r in split if r.qtype == "2-cell"]
+    assert loops
+
+    def is_cell(r, tree):
+        cx = lift(r.graph, tree=tree)
+        return any(set(cx.cell2_nodes(c).tolist()) == set(r.support) for c in range(cx.num_cells2))
+
+    assert all(is_cell(r, "rings") for r in loops)
+    assert not all(is_cell(r, "bfs") for r in loops)
+    assert CLI_LIFTINGS == LIFTINGS and PrepConfig(tree="rings").tree == "rings"
+    with pytest.raises(ValueError, match="tree must be one of"):
+        PrepConfig(tree="ring")

@@ -36,9 +36,9 @@ class CellComplex:
         cell_nodes: boundary nodes of each 2-cell in cycle order.
         cell_edges: boundary 1-cells, ``cell_edges[j]`` joins ``cell_nodes[j]`` to the next node.
         cell_signs: ``+1`` / ``-1``, the walk direction relative to each edge's orientation.
-        cell_chord: ``(F,)`` the non-tree 1-cell that created each 2-cell.
+        cell_chord: ``(F,)`` the non-tree 1-cell that created each 2-cell (rings: its closing 1-cell).
         component: ``(N,)`` connected-component label of each node.
-        tree_method: ``bfs`` | ``dfs`` | ``random``.
+        tree_method: ``bfs`` | ``dfs`` | ``random``, or ``rings`` (every 3-/4-cycle a 2-cell).
         num_skipped_cycles: fundamental cycles longer than ``max_cycle_len`` (no 2-cell).
     """
 

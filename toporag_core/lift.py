@@ -7,6 +7,17 @@ Fundamental cycles come from tree parents and depths: all non-tree edges climb
 towards their lowest common ancestor *together*, one vectorised numpy step per tree
 level, so the cost is ``O(sum of cycle lengths)`` array work and ``O(tree height)``
 Python iterations, never a path search per cycle.
+
+``tree="rings"`` (beyond the paper; the ring lifting of CW networks, Bodnar et al. 2021): one
+2-cell on *every* simple cycle of 3 or 4 edges (``max_cycle_len=3``: triangles only), whatever
+the spanning tree. A closed loop a question names is then always a 2-cell, where the fundamental
+cycles of one tree hold only some of them (27% of the generated SceneGraphs loop questions with a
+BFS tree). ``#2-cells`` is no longer ``M - N + b0``: rings overlap, and a 4-cycle with a chord is
+a 2-cell beside its two triangles. Enumeration is vectorised over wedges ``a - m - b`` (pairs of
+neighbours of ``m``): a triangle is a wedge closed by the edge ``a b`` (kept once, at its smallest
+node ``m``); a 4-cycle is two wedges with the same ends and different middles (kept once, with its
+smallest node as an end). Work and memory are ``O(sum_v deg(v)^2)``; graphs past
+:data:`MAX_RING_WEDGES` wedges are refused with a clear message rather than exhausting memory.
 """
 from __future__ import annotations
 
@@ -18,6 +29,8 @@ from .complex import CellComplex
 from .graph import TextualGraph
 
 TREE_METHODS = ("bfs", "dfs", "random")
+LIFTINGS = (*TREE_METHODS, "rings")  # 2-cells: fundamental cycles of a spanning tree, or every 3-/4-cycle
+MAX_RING_WEDGES = 20_000_000
 
 
 def _skeleton(graph: TextualGraph):
@@ -156,6 +169,68 @@ def _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge):
     return nodes, edg
 
 
+def _wedges(n: int, edges: np.ndarray, above: bool):
+    """Every wedge ``a - m - b`` with ``a < b`` (``above``: also ``m < a``), as arrays ``(a, m, b)``."""
+    u, v = edges[:, 0], edges[:, 1]
+    if above:  # neighbours larger than m only: the upper adjacency, already sorted by (u, v)
+        mid, nb = u, v
+    else:
+        mid, nb = np.concatenate([u, v]), np.concatenate([v, u])
+        o = np.lexsort((nb, mid))
+        mid, nb = mid[o], nb[o]
+    deg = np.bincount(mid, minlength=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg, out=ptr[1:])
+    total = int((deg * (deg - 1) // 2).sum())
+    if total > MAX_RING_WEDGES:
+        raise ValueError(f"the ring lifting needs {total:,} wedges (node pairs around a node), more than "
+                         f"{MAX_RING_WEDGES:,}: the graph is too dense for rings; lift it with a spanning tree "
+                         f"(bfs, dfs or random) instead")
+    # entry i of a node's neighbour list pairs with every later entry j of the same list
+    pos = np.arange(mid.size) - ptr[mid]
+    later = deg[mid] - pos - 1
+    first = np.repeat(np.arange(mid.size), later)
+    off = np.arange(first.size) - np.repeat(np.cumsum(later) - later, later)
+    second = first + 1 + off
+    return nb[first], mid[first], nb[second]
+
+
+def _ring_cells(n: int, edges: np.ndarray, keys: np.ndarray, max_len: int):
+    """2-cells on every simple 3-cycle (and 4-cycle when ``max_len >= 4``): CSR boundary arrays
+    ``(cell_ptr, cell_nodes, cell_edges)`` in cycle order, triangles first."""
+    def edge_id(a, b):
+        k = np.minimum(a, b) * n + np.maximum(a, b)
+        i = np.searchsorted(keys, k)
+        ok = i < keys.size
+        ok[ok] = keys[i[ok]] == k[ok]
+        return i, ok
+
+    a, m, b = _wedges(n, edges, above=True)          # m < a < b: m is the triangle's smallest node
+    _, closed = edge_id(a, b)
+    cycles = [np.stack([m[closed], a[closed], b[closed]], axis=1)]
+    if max_len >= 4:
+        a, m, b = _wedges(n, edges, above=False)     # every wedge, ends a < b
+        keep = a < m                                 # a is smaller than the middle ...
+        a, m, b = a[keep], m[keep], b[keep]
+        o = np.lexsort((m, b, a))                    # ... group the wedges by their ends (a, b)
+        a, m, b = a[o], m[o], b[o]
+        grp = np.flatnonzero(np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])])
+        size = np.diff(np.r_[grp, a.size])
+        start = np.repeat(grp, size)
+        later = start + np.repeat(size, size) - np.arange(a.size) - 1
+        i = np.repeat(np.arange(a.size), later)
+        j = i + 1 + np.arange(i.size) - np.repeat(np.cumsum(later) - later, later)
+        cycles.append(np.stack([a[i], m[i], b[i], m[j]], axis=1))   # a - m1 - b - m2 - a, a smallest
+    lens = np.array([c.shape[1] for c in cycles for _ in range(c.shape[0])], dtype=np.int64)
+    cell_ptr = np.zeros(lens.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=cell_ptr[1:])
+    nodes = np.concatenate([c.ravel() for c in cycles]) if lens.size else np.zeros(0, np.int64)
+    nxt = np.concatenate([np.roll(c, -1, axis=1).ravel() for c in cycles]) if lens.size else nodes
+    eid, ok = edge_id(nodes, nxt)
+    assert ok.all(), "a ring boundary step is not an edge"
+    return cell_ptr, nodes.astype(np.int64), eid.astype(np.int64)
+
+
 def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
          max_cycle_len: int | None = None) -> CellComplex:
     """Lift ``graph`` into a :class:`CellComplex`.
@@ -163,13 +238,18 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     Args:
         graph: the textual graph (parallel edges merge into one 1-cell, self-loops stay
             attached to their node; see :mod:`toporag_core.graph`).
-        tree: spanning-tree method, ``bfs`` | ``dfs`` | ``random`` (seeded).
+        tree: spanning-tree method, ``bfs`` | ``dfs`` | ``random`` (seeded), whose fundamental
+            cycles are the 2-cells; or ``rings``: every simple cycle of 3 or 4 edges is a 2-cell
+            (the BFS tree is still computed, for ``tree_mask``; ``cell_chord`` is each ring's
+            closing 1-cell).
         seed: seed of the ``random`` method.
         max_cycle_len: fundamental cycles with more edges get no 2-cell (counted in
-            ``num_skipped_cycles``); ``None`` keeps them all.
+            ``num_skipped_cycles``); ``None`` keeps them all. For ``rings``: 3 keeps triangles only.
     """
-    if tree not in TREE_METHODS:
-        raise ValueError(f"unknown spanning tree method {tree!r}; choose one of {TREE_METHODS}")
+    if tree not in LIFTINGS:
+        raise ValueError(f"unknown lifting {tree!r}; choose one of {LIFTINGS}")
+    if tree == "rings":
+        return _lift_rings(graph, max_cycle_len)
     n = graph.num_nodes
     edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
     m = edges.shape[0]
@@ -211,4 +291,32 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
         tree_mask=tree_mask, cell_ptr=cell_ptr, cell_nodes=cell_nodes.astype(np.int64),
         cell_edges=cell_edges.astype(np.int64), cell_signs=cell_signs, cell_chord=chords.astype(np.int64),
         component=comp, tree_method=tree, max_cycle_len=max_cycle_len, num_skipped_cycles=skipped,
+    )
+
+
+def _lift_rings(graph: TextualGraph, max_cycle_len: int | None) -> CellComplex:
+    """:func:`lift` with ``tree="rings"`` (see the module docstring)."""
+    if max_cycle_len is not None and max_cycle_len < 3:
+        raise ValueError(f"max_cycle_len must be at least 3 for rings, got {max_cycle_len}")
+    n = graph.num_nodes
+    edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0:
+        return CellComplex(graph, edges, mptr, midx, edge_of_orig, np.zeros(0, bool), np.zeros(1, np.int64),
+                           empty, empty, empty, empty, empty, "rings", max_cycle_len, 0)
+    parent, _, comp = _spanning_forest(n, edges, "bfs", 0)
+    child = np.flatnonzero(parent != np.arange(n))
+    tree_mask = np.zeros(edges.shape[0], dtype=bool)
+    tree_mask[np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))] = True
+    cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, 4 if max_cycle_len is None else max_cycle_len)
+    nxt = np.empty_like(cell_nodes)
+    if cell_nodes.size:
+        nxt[:-1] = cell_nodes[1:]
+        nxt[cell_ptr[1:] - 1] = cell_nodes[cell_ptr[:-1]]
+    cell_signs = np.where(cell_nodes < nxt, 1, -1).astype(np.int8)
+    return CellComplex(
+        graph=graph, edges=edges, edge_member_ptr=mptr, edge_member_idx=midx, edge_of_orig=edge_of_orig,
+        tree_mask=tree_mask, cell_ptr=cell_ptr, cell_nodes=cell_nodes, cell_edges=cell_edges,
+        cell_signs=cell_signs, cell_chord=cell_edges[cell_ptr[1:] - 1] if cell_nodes.size else empty,
+        component=comp, tree_method="rings", max_cycle_len=max_cycle_len, num_skipped_cycles=0,
     )

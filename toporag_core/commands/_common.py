@@ -14,6 +14,8 @@ import json
 import sys
 from typing import Any, NoReturn
 
+CLI_LIFTINGS = ("bfs", "dfs", "random", "rings")  # lift.LIFTINGS, spelled out so the CLI starts without scipy
+
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line on stderr (``toporag retrieve: error: argument --k: ...``),
@@ -58,7 +60,9 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", help="graph file or folder (" + "; ".join(f"{n}: {FORMATS[n].label}" for n in names) + ")")
     p.add_argument("--format", default="auto", choices=["auto", *names], help="input format (default: auto-detect)")
     p.add_argument("--record", default=None, help="row / record / image to take from a multi-record file (index or id)")
-    p.add_argument("--tree", default="bfs", choices=("bfs", "dfs", "random"), help="spanning tree method")
+    p.add_argument("--tree", default="bfs", choices=CLI_LIFTINGS,
+                   help="2-cells: the fundamental cycles of a bfs / dfs / random spanning tree (the paper), or "
+                        "rings: every cycle of 3 or 4 edges (beyond the paper)")
     p.add_argument("--seed", type=int_option(0, 2**32 - 1), default=0, help="seed of the random spanning tree (>= 0)")
     p.add_argument("--max-cycle-len", type=int_option(0), default=None,
                    help="no 2-cell on longer fundamental cycles (>= 0; below 3 means no 2-cells)")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..lift import TREE_METHODS
+from ..lift import LIFTINGS
 from ..nn import SubcomplexTensors, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
@@ -75,8 +75,8 @@ class PrepConfig:
 
     def __post_init__(self) -> None:
         check_text_format(self.text)
-        if self.tree not in TREE_METHODS:
-            raise ValueError(f"tree must be one of {TREE_METHODS}, got {self.tree!r}")
+        if self.tree not in LIFTINGS:
+            raise ValueError(f"tree must be one of {LIFTINGS}, got {self.tree!r}")
         if self.retrieval.spec.dimension != "cells":
             raise ValueError(f"method {self.retrieval.method!r} retrieves nodes, not a subcomplex")
 

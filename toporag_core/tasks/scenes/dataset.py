@@ -232,7 +232,7 @@ class CoverageSetting:
 
     label: str
     setting: RetrievalSetting
-    tree: str | None = None  # spanning tree of the lifting; None: the ``tree`` of the call
+    tree: str | None = None  # the lifting (a spanning tree, or rings); None: the ``tree`` of the call
 
 
 def paper_settings(k2s: Sequence[int] = (0, 1, 2, 3)) -> list[CoverageSetting]:
@@ -263,8 +263,9 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
     Returns:
         One row per setting: ``method``, ``questions``, ``all`` and one column per question
         type (share of questions with every support object retrieved; NaN for a type with no
-        questions), ``cells0/cells1/cells2`` (mean retrieved cells per dimension) and, with
-        ``count_tokens``, ``tokens``.
+        questions), ``loop 2-cell`` (share of closed-loop questions whose loop is itself one of
+        the retrieved 2-cells: what a 2-cell can add beyond the loop's nodes), ``cells0/cells1/
+        cells2`` (mean retrieved cells per dimension) and, with ``count_tokens``, ``tokens``.
     """
 
     examples = [e for e in examples if e.support]
@@ -281,11 +282,16 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
     rows = []
     for cs in settings:
         hit = np.zeros(len(examples), dtype=bool)
+        loop_cell = np.zeros(len(examples), dtype=bool)
         counts = np.zeros((len(examples), 3))
         tokens = np.zeros(len(examples))
         for i, e in enumerate(examples):
             sub = retrieve(lifted(e, cs.tree or tree), q_vecs[i], setting=cs.setting)
             hit[i] = support_covered(sub, e.support)
+            if e.qtype == "2-cell" and sub.cells2.size:
+                cx, want = sub.complex, set(e.support)
+                loop_cell[i] = any(set(cx.cell_nodes[cx.cell_ptr[f]:cx.cell_ptr[f + 1]].tolist()) == want
+                                   for f in sub.cells2.tolist())
             counts[i] = sub.counts
             if count_tokens is not None:
                 tokens[i] = count_tokens(textualize(sub, fmt=text))
@@ -294,6 +300,8 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
         for t in QUESTION_TYPES:
             m = types == t
             row[t] = float(hit[m].mean()) if m.any() else float("nan")
+        loops = types == "2-cell"
+        row["loop 2-cell"] = float(loop_cell[loops].mean()) if loops.any() else float("nan")
         row.update(cells0=float(counts[:, 0].mean()) if len(hit) else 0.0,
                    cells1=float(counts[:, 1].mean()) if len(hit) else 0.0,
                    cells2=float(counts[:, 2].mean()) if len(hit) else 0.0)
