@@ -246,3 +246,11 @@ def test_text_format_is_a_saved_prep_setting():
     p = argparse.ArgumentParser()
     add_data_args(p)
     assert prep_config_from_args(p.parse_args(["--text", "compact"])).text == "compact"
+    # the lifting likewise: train's --tree (default bfs) is saved; eval reads the checkpoint's unless told
+    rings = prep_config_from_args(p.parse_args(["--tree", "rings"]))
+    assert rings.tree == "rings" and prep_config_from_args(p.parse_args([])).tree == "bfs"
+    assert "rings" in rings.key() and rings.key() != PrepConfig().key()  # its own prep cache
+    p = argparse.ArgumentParser()
+    add_data_args(p, defaults=False)
+    assert prep_config_from_args(p.parse_args([]), rings.to_dict()).tree == "rings"
+    assert prep_config_from_args(p.parse_args(["--tree", "bfs"]), rings.to_dict()).tree == "bfs"

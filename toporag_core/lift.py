@@ -244,7 +244,8 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
             closing 1-cell).
         seed: seed of the ``random`` method.
         max_cycle_len: fundamental cycles with more edges get no 2-cell (counted in
-            ``num_skipped_cycles``); ``None`` keeps them all. For ``rings``: 3 keeps triangles only.
+            ``num_skipped_cycles``); ``None`` keeps them all. For ``rings``: 3 keeps triangles only
+            (below 3: no 2-cells).
     """
     if tree not in LIFTINGS:
         raise ValueError(f"unknown lifting {tree!r}; choose one of {LIFTINGS}")
@@ -296,8 +297,6 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
 
 def _lift_rings(graph: TextualGraph, max_cycle_len: int | None) -> CellComplex:
     """:func:`lift` with ``tree="rings"`` (see the module docstring)."""
-    if max_cycle_len is not None and max_cycle_len < 3:
-        raise ValueError(f"max_cycle_len must be at least 3 for rings, got {max_cycle_len}")
     n = graph.num_nodes
     edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
     empty = np.zeros(0, dtype=np.int64)
@@ -308,7 +307,10 @@ def _lift_rings(graph: TextualGraph, max_cycle_len: int | None) -> CellComplex:
     child = np.flatnonzero(parent != np.arange(n))
     tree_mask = np.zeros(edges.shape[0], dtype=bool)
     tree_mask[np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))] = True
-    cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, 4 if max_cycle_len is None else max_cycle_len)
+    if max_cycle_len is not None and max_cycle_len < 3:  # no 2-cells, as for the tree liftings
+        cell_ptr, cell_nodes, cell_edges = np.zeros(1, np.int64), empty, empty
+    else:
+        cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, 4 if max_cycle_len is None else max_cycle_len)
     nxt = np.empty_like(cell_nodes)
     if cell_nodes.size:
         nxt[:-1] = cell_nodes[1:]

@@ -27,6 +27,12 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True) -> None:
                         "'behind oven [7]: picture [9]') or short-loops (compact with each 2-cell as its nodes: "
                         "'c15: cabinet [5] - plant [2] - man [8] - cabinet [5]')"
                         + ("" if defaults else "; default: the checkpoint's"))
+    from ._common import CLI_LIFTINGS
+
+    p.add_argument("--tree", default="bfs" if defaults else None, choices=CLI_LIFTINGS,
+                   help="the 2-cells: fundamental cycles of a bfs / dfs / random spanning tree (the paper) or rings "
+                        "(beyond the paper: every cycle of 3 or 4 edges, so a question's closed loop is a 2-cell)"
+                        + ("" if defaults else "; default: the checkpoint's"))
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="auto",
                    help="LLM precision: auto (bf16 on CUDA; on a CPU bf16 where it is native, else fp32; for a "
@@ -42,7 +48,8 @@ def prep_config_from_args(args, base: dict | None = None):
 
     base = dict(base or {})
     use_cells2 = bool(base.pop("use_cells2", True))
-    tree = str(base.pop("tree", "bfs"))
+    tree = getattr(args, "tree", None) or str(base.pop("tree", "bfs"))
+    base.pop("tree", None)
     saved_text = str(base.pop("text", DEFAULT_TEXT))  # the checkpoint's (CSV when saved before formats)
     text = getattr(args, "text", None) or saved_text
     if getattr(args, "no_cells2", None):
