@@ -223,6 +223,12 @@ def test_rings_on_known_graphs_and_refusals(monkeypatch):
     monkeypatch.setattr(importlib.import_module("toporag_core.lift"), "MAX_RING_WEDGES", 5)  # K4 has 12 wedges
     with pytest.raises(ValueError, match="too dense for rings; lift it with a spanning tree"):
         lift(k4, tree="rings")
+    # K12: 660 wedges pass a limit of 1,000, its 1,485 4-cycles do not (they grow as deg^4); triangles still lift
+    k12 = TextualGraph.from_networkx(nx.complete_graph(12))
+    monkeypatch.setattr(importlib.import_module("toporag_core.lift"), "MAX_RING_WEDGES", 1000)
+    with pytest.raises(ValueError, match="1,485 4-cycles, more than 1,000"):
+        lift(k12, tree="rings")
+    assert lift(k12, tree="rings", max_cycle_len=3).num_cells2 == 220  # C(12, 3) triangles
 
 
 def test_rings_make_every_scene_loop_question_a_2cell(tmp_path):

@@ -17,7 +17,7 @@ a 2-cell beside its two triangles. Enumeration is vectorised over wedges ``a - m
 neighbours of ``m``): a triangle is a wedge closed by the edge ``a b`` (kept once, at its smallest
 node ``m``); a 4-cycle is two wedges with the same ends and different middles (kept once, with its
 smallest node as an end). Work and memory are ``O(sum_v deg(v)^2)``; graphs past
-:data:`MAX_RING_WEDGES` wedges are refused with a clear message rather than exhausting memory.
+:data:`MAX_RING_WEDGES` wedges (or 4-cycles) are refused with a clear message rather than exhausting memory.
 """
 from __future__ import annotations
 
@@ -218,6 +218,10 @@ def _ring_cells(n: int, edges: np.ndarray, keys: np.ndarray, max_len: int):
         size = np.diff(np.r_[grp, a.size])
         start = np.repeat(grp, size)
         later = start + np.repeat(size, size) - np.arange(a.size) - 1
+        if int(later.sum()) > MAX_RING_WEDGES:  # 4-cycles grow as deg^4 on dense graphs, wedges only as deg^2
+            raise ValueError(f"the ring lifting would glue {int(later.sum()):,} 4-cycles, more than "
+                             f"{MAX_RING_WEDGES:,}: the graph is too dense for rings; lift it with a spanning "
+                             f"tree (bfs, dfs or random) or keep triangles only (max_cycle_len=3)")
         i = np.repeat(np.arange(a.size), later)
         j = i + 1 + np.arange(i.size) - np.repeat(np.cumsum(later) - later, later)
         cycles.append(np.stack([a[i], m[i], b[i], m[j]], axis=1))   # a - m1 - b - m2 - a, a smallest
