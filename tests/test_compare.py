@@ -86,10 +86,10 @@ def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, cap
     groups = [r["group"] for r in rows if r["run"] == "a"]
     assert groups == ["all", "0-cell/colour", "0-cell/is-colour", "1-cell/is-rel", "1-cell/one-hop", "2-cell/colour"]
     assert all(r["group"] == "all" for r in paired_table({"a": a, "b": b}, "a"))
-    # --by coverage: the reference's support_covered; records without it fall outside every group
-    for path, flags in ((a, [True, False, True, None, False]), (b, [False, False, True, True, True])):
+    # --by coverage: the reference's support_covered; a record without a true/false one is in no group
+    for path, flags in ((a, [True, False, True, [1], False]), (b, [False, False, True, True, True])):
         recs = [json.loads(x) for x in path.read_text().splitlines()]
-        _write(path, [{**r, **({"support_covered": f} if f is not None else {})} for r, f in zip(recs, flags)])
+        _write(path, [{**r, "support_covered": f} for r, f in zip(recs, flags)])
     rows = paired_table({"a": a, "b": b}, "a", group=prediction_group("coverage"))
     by = {(r["group"], r["run"]): r for r in rows}
     assert [r["group"] for r in rows if r["run"] == "a"] == ["all", "answer objects missed", "answer objects retrieved"]

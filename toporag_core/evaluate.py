@@ -205,7 +205,8 @@ def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
     if by == "qtype":
         return lambda r: r.get("qtype") or None
     if by == "coverage":
-        return lambda r: COVERAGE_GROUPS.get(r.get("support_covered"))  # type: ignore[arg-type]
+        return lambda r: (COVERAGE_GROUPS[r["support_covered"]] if isinstance(r.get("support_covered"), bool)
+                          else None)  # absent or malformed: outside every group
     if by == "template":
         from .tasks.scenes.dataset import record_template
 
