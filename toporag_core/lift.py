@@ -225,11 +225,11 @@ def _ring_cells(n: int, edges: np.ndarray, keys: np.ndarray, max_len: int):
         i = np.repeat(np.arange(a.size), later)
         j = i + 1 + np.arange(i.size) - np.repeat(np.cumsum(later) - later, later)
         cycles.append(np.stack([a[i], m[i], b[i], m[j]], axis=1))   # a - m1 - b - m2 - a, a smallest
-    lens = np.array([c.shape[1] for c in cycles for _ in range(c.shape[0])], dtype=np.int64)
+    lens = np.repeat([c.shape[1] for c in cycles], [c.shape[0] for c in cycles])  # triangles, then 4-cycles
     cell_ptr = np.zeros(lens.size + 1, dtype=np.int64)
     np.cumsum(lens, out=cell_ptr[1:])
-    nodes = np.concatenate([c.ravel() for c in cycles]) if lens.size else np.zeros(0, np.int64)
-    nxt = np.concatenate([np.roll(c, -1, axis=1).ravel() for c in cycles]) if lens.size else nodes
+    nodes = np.concatenate([c.ravel() for c in cycles])
+    nxt = np.concatenate([np.roll(c, -1, axis=1).ravel() for c in cycles])
     eid, ok = edge_id(nodes, nxt)
     assert ok.all(), "a ring boundary step is not an edge"
     return cell_ptr, nodes.astype(np.int64), eid.astype(np.int64)
@@ -253,8 +253,6 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     """
     if tree not in LIFTINGS:
         raise ValueError(f"unknown lifting {tree!r}; choose one of {LIFTINGS}")
-    if tree == "rings":
-        return _lift_rings(graph, max_cycle_len)
     n = graph.num_nodes
     edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
     m = edges.shape[0]
@@ -262,32 +260,27 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     if n == 0:
         return CellComplex(graph, edges, mptr, midx, edge_of_orig, np.zeros(0, bool), np.zeros(1, np.int64),
                            empty, empty, empty, empty, empty, tree, max_cycle_len, 0)
-    parent, depth, comp = _spanning_forest(n, edges, tree, seed)
+    # rings keep the BFS forest for tree_mask (the pictures draw tree edges solid)
+    parent, depth, comp = _spanning_forest(n, edges, "bfs" if tree == "rings" else tree, seed)
     # skeleton id of every node's edge to its parent (-1 at roots), and the tree mask
     child = np.flatnonzero(parent != np.arange(n))
     parent_edge = np.full(n, -1, dtype=np.int64)
     parent_edge[child] = np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))
     tree_mask = np.zeros(m, dtype=bool)
     tree_mask[parent_edge[child]] = True
-    chords = np.flatnonzero(~tree_mask)
-
-    # ---- lowest common ancestors: both endpoints of every chord climb together; chords whose
-    # endpoints met drop out (index compaction), so the work is O(sum of cycle lengths)
-    u, v = edges[chords, 0], edges[chords, 1]
-    lca_depth = _lca_depth(u, v, parent, depth)
-    len_l = depth[u] - lca_depth + 1  # nodes u ... lca
-    len_r = depth[v] - lca_depth + 1  # nodes v ... lca
-    cyc_len = len_l + len_r - 1       # nodes on the cycle = edges on the cycle
-    keep = np.ones(chords.size, dtype=bool) if max_cycle_len is None else cyc_len <= max_cycle_len
-    skipped = int((~keep).sum())
-    u, v, len_l, len_r, cyc_len, chords = u[keep], v[keep], len_l[keep], len_r[keep], cyc_len[keep], chords[keep]
-    f = chords.size
-    cell_ptr = np.zeros(f + 1, dtype=np.int64)
-    np.cumsum(cyc_len, out=cell_ptr[1:])
-    cell_nodes, cell_edges = _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge)
+    if tree == "rings":
+        if max_cycle_len is not None and max_cycle_len < 3:  # no 2-cells, as for the tree liftings
+            cell_ptr, cell_nodes, cell_edges = np.zeros(1, np.int64), empty, empty
+        else:
+            longest = 4 if max_cycle_len is None else max_cycle_len
+            cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, longest)
+        chords, skipped = cell_edges[cell_ptr[1:] - 1], 0  # a ring's "chord": its closing 1-cell
+    else:
+        cell_ptr, cell_nodes, cell_edges, chords, skipped = _fundamental_cells(edges, parent, depth, parent_edge,
+                                                                              tree_mask, max_cycle_len)
     # the walk direction of entry j: from cell_nodes[j] to the next node (the chord closes the cycle)
     nxt = np.empty_like(cell_nodes)
-    if f:
+    if cell_nodes.size:
         nxt[:-1] = cell_nodes[1:]
         nxt[cell_ptr[1:] - 1] = cell_nodes[cell_ptr[:-1]]
     cell_signs = np.where(cell_nodes < nxt, 1, -1).astype(np.int8)
@@ -299,30 +292,20 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     )
 
 
-def _lift_rings(graph: TextualGraph, max_cycle_len: int | None) -> CellComplex:
-    """:func:`lift` with ``tree="rings"`` (see the module docstring)."""
-    n = graph.num_nodes
-    edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
-    empty = np.zeros(0, dtype=np.int64)
-    if n == 0:
-        return CellComplex(graph, edges, mptr, midx, edge_of_orig, np.zeros(0, bool), np.zeros(1, np.int64),
-                           empty, empty, empty, empty, empty, "rings", max_cycle_len, 0)
-    parent, _, comp = _spanning_forest(n, edges, "bfs", 0)
-    child = np.flatnonzero(parent != np.arange(n))
-    tree_mask = np.zeros(edges.shape[0], dtype=bool)
-    tree_mask[np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))] = True
-    if max_cycle_len is not None and max_cycle_len < 3:  # no 2-cells, as for the tree liftings
-        cell_ptr, cell_nodes, cell_edges = np.zeros(1, np.int64), empty, empty
-    else:
-        cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, 4 if max_cycle_len is None else max_cycle_len)
-    nxt = np.empty_like(cell_nodes)
-    if cell_nodes.size:
-        nxt[:-1] = cell_nodes[1:]
-        nxt[cell_ptr[1:] - 1] = cell_nodes[cell_ptr[:-1]]
-    cell_signs = np.where(cell_nodes < nxt, 1, -1).astype(np.int8)
-    return CellComplex(
-        graph=graph, edges=edges, edge_member_ptr=mptr, edge_member_idx=midx, edge_of_orig=edge_of_orig,
-        tree_mask=tree_mask, cell_ptr=cell_ptr, cell_nodes=cell_nodes, cell_edges=cell_edges,
-        cell_signs=cell_signs, cell_chord=cell_edges[cell_ptr[1:] - 1] if cell_nodes.size else empty,
-        component=comp, tree_method="rings", max_cycle_len=max_cycle_len, num_skipped_cycles=0,
-    )
+def _fundamental_cells(edges, parent, depth, parent_edge, tree_mask, max_cycle_len):
+    """One 2-cell per fundamental cycle: ``(cell_ptr, cell_nodes, cell_edges, chords, skipped)``."""
+    chords = np.flatnonzero(~tree_mask)
+    # ---- lowest common ancestors: both endpoints of every chord climb together; chords whose
+    # endpoints met drop out (index compaction), so the work is O(sum of cycle lengths)
+    u, v = edges[chords, 0], edges[chords, 1]
+    lca_depth = _lca_depth(u, v, parent, depth)
+    len_l = depth[u] - lca_depth + 1  # nodes u ... lca
+    len_r = depth[v] - lca_depth + 1  # nodes v ... lca
+    cyc_len = len_l + len_r - 1       # nodes on the cycle = edges on the cycle
+    keep = np.ones(chords.size, dtype=bool) if max_cycle_len is None else cyc_len <= max_cycle_len
+    skipped = int((~keep).sum())
+    u, v, len_l, len_r, cyc_len, chords = u[keep], v[keep], len_l[keep], len_r[keep], cyc_len[keep], chords[keep]
+    cell_ptr = np.zeros(chords.size + 1, dtype=np.int64)
+    np.cumsum(cyc_len, out=cell_ptr[1:])
+    cell_nodes, cell_edges = _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge)
+    return cell_ptr, cell_nodes, cell_edges, chords, skipped

@@ -48,8 +48,8 @@ def prep_config_from_args(args, base: dict | None = None):
 
     base = dict(base or {})
     use_cells2 = bool(base.pop("use_cells2", True))
-    tree = getattr(args, "tree", None) or str(base.pop("tree", "bfs"))
-    base.pop("tree", None)
+    saved_tree = str(base.pop("tree", "bfs"))
+    tree = getattr(args, "tree", None) or saved_tree
     saved_text = str(base.pop("text", DEFAULT_TEXT))  # the checkpoint's (CSV when saved before formats)
     text = getattr(args, "text", None) or saved_text
     if getattr(args, "no_cells2", None):

@@ -290,8 +290,7 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
             hit[i] = support_covered(sub, e.support)
             if e.qtype == "2-cell" and sub.cells2.size:
                 cx, want = sub.complex, set(e.support)
-                loop_cell[i] = any(set(cx.cell_nodes[cx.cell_ptr[f]:cx.cell_ptr[f + 1]].tolist()) == want
-                                   for f in sub.cells2.tolist())
+                loop_cell[i] = any(set(cx.cell2_nodes(f).tolist()) == want for f in sub.cells2.tolist())
             counts[i] = sub.counts
             if count_tokens is not None:
                 tokens[i] = count_tokens(textualize(sub, fmt=text))
