@@ -52,6 +52,7 @@ def answer_all(model, examples, batch_size: int, constrain: bool) -> tuple[list[
 def main() -> None:
     from _common import checkpoint_split, load_checkpoint_model
     from toporag_core.metrics import is_correct, mcnemar_exact
+    from toporag_core.model import choices_for, get_style
     from toporag_core.retrieval.citations import CitationGrammar
     from toporag_core.retrieval.report import format_table
     from toporag_core.tasks import metric_of
@@ -71,9 +72,9 @@ def main() -> None:
     meta, examples = checkpoint_split(folder, args.split)
     dataset = meta["dataset"]
     model = load_checkpoint_model(folder, meta)
-    if model.config.answer_style != "cited":
+    if not get_style(model.config.answer_style).open_citations:
         raise SystemExit(f"{folder}: answer_style {model.config.answer_style!r}; constraints apply to cited models")
-    examples = [e for e in examples if model.choices_for(e.question) is None][: args.limit]
+    examples = [e for e in examples if choices_for(model.config, e.question) is None][: args.limit]
     metric = metric_of(dataset)
 
     def right(o, e) -> bool:

@@ -208,12 +208,10 @@ def test_settings_and_tables_from_a_checkpoint(tmp_path, pipe):
 
 
 def test_prompt_view_puts_the_soft_prompt_where_the_layout_does():
-    base = {"prefix": "<s>", "context": "ctx", "question": "q?", "suffix": "</s>", "graph_tokens": 4,
-            "prompt_tuning_tokens": 0}
+    base = {"prefix": "<s>", "context": "ctx", "question": "q?", "suffix": "</s>", "graph_tokens": 4}
     order = {pos: [p.split(" (")[0] for p in ask.prompt_layout_frame({**base, "graph_position": pos})["part"]]
-             for pos in ("prefix", "suffix", "before_question")}
+             for pos in ("prefix", "before_question")}
     assert order["prefix"] == ["chat prefix", "soft prompt", "context", "question", "chat suffix"]
-    assert order["suffix"] == ["chat prefix", "context", "question", "soft prompt", "chat suffix"]
     assert order["before_question"] == ["chat prefix", "context", "soft prompt", "question", "chat suffix"]
     first = ask.prompt_layout_frame({**base, "graph_position": "before_question", "question_first": True})
     assert list(first["part"]) == ["chat prefix", "question (read first)", "context", "soft prompt", "question",
@@ -221,7 +219,7 @@ def test_prompt_view_puts_the_soft_prompt_where_the_layout_does():
     # the one-string view reads in the same order, soft tokens where the layout puts them
     assert ask.prompt_text({**base, "graph_position": "before_question", "question_first": True}) == \
         "<s>q?\nctx\n<graph token x 4>q?</s>"
-    assert ask.prompt_text({**base, "graph_position": "suffix"}) == "<s>ctx\nq?<graph token x 4></s>"
+    assert ask.prompt_text({**base, "graph_position": "prefix"}) == "<s><graph token x 4>ctx\nq?</s>"
 
 
 # ====================================================================== issue 12: answers the user can judge

@@ -1,4 +1,4 @@
-"""Task decoding and the cacheable suffix layout on the tiny Llama: label scoring against models
+"""Task decoding and the cacheable before_question layout on the tiny Llama: label scoring against models
 built so the answer is known, the generation stop rule, clean-answer checks, and the frozen
 key/value cache (precomputed == recomputed, LoRA never touches it)."""
 from __future__ import annotations
@@ -47,7 +47,7 @@ def unigram_model(probs: dict[str, float], eos_p: float, **kw) -> TopoRAGModel:
     return m
 
 
-@pytest.mark.parametrize("position", ["prefix", "suffix", "before_question"])
+@pytest.mark.parametrize("position", ["prefix", "before_question"])
 def test_label_scoring_picks_the_higher_likelihood_label(position):
     # p(a) = 0.5, p(b) = 0.2 at every position: "aa" scores log .25 + log p(eos) > "b" (log .2 + log p(eos)),
     # and its probability among {aa, b} is .25 / (.25 + .2): a longer answer wins when it is likelier.
@@ -64,8 +64,8 @@ def test_label_scoring_picks_the_higher_likelihood_label(position):
     assert [r["answer"] for r in m.answer(batch)] == ["aa", "aa"]
 
 
-@pytest.mark.parametrize("position,question_first", [("prefix", False), ("suffix", False),
-                                                     ("before_question", False), ("before_question", True)])
+@pytest.mark.parametrize("position,question_first", [("prefix", False), ("before_question", False),
+                                                     ("before_question", True)])
 @pytest.mark.parametrize("mode", ["soft_prompt", "lora"])
 def test_choice_scores_equal_teacher_forced_loss(examples, position, question_first, mode):
     """score(c) == -(answer loss x answer tokens) of the training forward with answer c, row by row,
@@ -135,11 +135,10 @@ def test_short_answer_and_clean_check():
     assert not is_clean(" ".join(["word"] * 20), q, ctx)  # not a short phrase
 
 
-@pytest.mark.parametrize("position,question_first", [("suffix", False), ("before_question", False),
-                                                     ("before_question", True)])
-def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, position,
-                                                                         question_first):
-    m = tiny_model(in_dim=DIM, graph_position=position, mode="lora", tokens=2, seed=4, question_first=question_first)
+@pytest.mark.parametrize("question_first", [False, True])
+def test_frozen_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, question_first):
+    m = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4,
+                   question_first=question_first)
     store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
     assert len(store) == len(examples)
     batch = make_batch(examples)
@@ -160,74 +159,45 @@ def test_suffix_cache_precomputed_equals_inline_and_lora_leaves_it_alone(example
 
 
 def test_before_question_caches_only_the_context_and_reads_the_question_after_the_graph(examples):
-    """The "before_question" frozen part is the "suffix" frozen part minus the question: the same
-    cache, cut where the question starts; the question moves into the trained tail, after the graph
-    tokens, so the answer's score depends on the graph through the question's positions too."""
-    sfx = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
+    """The "before_question" frozen part is the chat prefix, the context and its separator: its cache has
+    exactly those positions, and the question is read in the trained tail, after the graph tokens, so
+    LoRA changes the answer's score through the question's positions while the cache stays. The prefix
+    layout has no frozen part."""
     bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
     batch = make_batch(examples, with_answers=False)
-    for e, full, cut in zip(examples, sfx.context_kv(batch), bq.context_kv(batch)):
-        n_q = bq.count_tokens(e.question)
-        assert n_q > 0 and full.shape[3] == cut.shape[3] + n_q
-        assert torch.allclose(full[:, :, :, :cut.shape[3]], cut, atol=1e-5)
-    # same weights, same graph tokens: the two layouts score differently (the question is now read with LoRA on)
+    lay = bq.prompt_layout_ids()
+    for e, kv in zip(examples, bq.context_kv(batch)):
+        frozen = bq.frozen_ids(e.context, e.question)
+        assert frozen == lay["pre"] + bq.context_ids(e.context, e.question)[0] + lay["sep"]
+        assert kv.shape[3] == len(frozen)
     with torch.no_grad():
+        before = bq.score_choices(batch, ["support", "counter"])
         for n, p in bq.named_parameters():
             if "lora_B" in n:
                 p.normal_(0, 0.5)
-        sfx.load_state_dict(bq.state_dict())
-        assert not torch.allclose(sfx.score_choices(batch, ["support", "counter"]),
-                                  bq.score_choices(batch, ["support", "counter"]), atol=1e-3)
-
-
-def test_before_question_store_is_cut_from_the_suffix_store_without_an_llm_pass(examples, tmp_path):
-    """``open_kv_store`` fills a before_question store from the suffix store of the same data: the
-    same caches as a real pass (float16 storage), no LLM call; a source of other data is refused,
-    naming the example; examples the source lacks are left to ``build``."""
-    from toporag_core.train import kv_store_key, open_kv_store
-
-    sfx = tiny_model(in_dim=DIM, graph_position="suffix", mode="lora", tokens=2, seed=4)
-    bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
-    root = tmp_path / "kv"
-    KVStore(root / kv_store_key(bq, "data", graph_position="suffix")).build(sfx, examples[:-1], show_progress=False)
-    calls = []
-    bq.llm.get_decoder().register_forward_hook(lambda *a: calls.append(1))
-    store = open_kv_store(bq, "data", root, examples)
-    assert not calls and len(store) == len(examples) - 1 and examples[-1].id not in store
-    real = KVStore(tmp_path / "real").build(bq, examples, show_progress=False)
-    ids = [e.id for e in examples[:-1]]
-    for a, b in zip(store.get(ids), real.get(ids)):
-        assert a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=2e-3)
-    store.build(bq, examples, show_progress=False)  # the rest by a real pass
-    assert len(store) == len(examples) and calls
-    # a suffix store whose caches are not this data's suffix frozen part: refused, naming the example
-    other = [dataclasses.replace(e, question=e.question + " and more words here") for e in examples[:2]]
-    bad_src = KVStore(tmp_path / "bad").build(sfx, other, show_progress=False)
-    with pytest.raises(ValueError, match=f"example {examples[0].id}: the cache has"):
-        KVStore(tmp_path / "dst").cut_from(bad_src, bq, examples[:2], "suffix")
-    with pytest.raises(ValueError, match="is not a token prefix"):  # the wrong way round: suffix is longer
-        KVStore(tmp_path / "dst2").cut_from(store, sfx, examples[:2], "before_question")
+        assert not torch.allclose(before, bq.score_choices(batch, ["support", "counter"]), atol=1e-3)
     with pytest.raises(ValueError, match="has no frozen part"):
-        bq.frozen_ids("c", "q", graph_position="prefix")
+        tiny_model(in_dim=DIM, graph_position="prefix").frozen_ids("c", "q")
 
 
 def test_kv_store_key_changes_with_the_frozen_part():
     from toporag_core.train import kv_store_key
 
-    keys = {pos: kv_store_key(tiny_model(in_dim=DIM, graph_position=pos, tokens=2), "data")
-            for pos in ("suffix", "before_question")}
-    assert keys["suffix"] != keys["before_question"]  # different frozen parts never share a cache
-    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="suffix", tokens=4, seed=3), "data") == keys["suffix"]
-    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="suffix", tokens=2), "other") != keys["suffix"]
+    keys = {qf: kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, question_first=qf),
+                             "data") for qf in (False, True)}
+    assert keys[False] != keys[True]  # different frozen parts never share a cache
+    same = tiny_model(in_dim=DIM, graph_position="before_question", tokens=4, seed=3)  # the tail differs only
+    assert kv_store_key(same, "data") == keys[False]
+    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2), "other") != keys[False]
 
 
-def test_suffix_training_with_kv_store_learns_through_the_graph(examples, tmp_path):
+def test_cached_training_with_kv_store_learns_through_the_graph(examples, tmp_path):
     """Same text for every example, labels alternate: only the graph tokens in the tail can tell
     them apart; accuracy-based selection with label scoring reaches all right on the training set."""
     import dataclasses
 
     same = [dataclasses.replace(e, question="Q?", context="") for e in examples[:4]]
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=4, answer_set=("support", "counter"))
+    m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=4, answer_set=("support", "counter"))
     store = KVStore(tmp_path / "kv")
     cfg = TrainConfig(lr=1e-2, weight_decay=0.0, batch_size=2, epochs=40, patience=100, grad_clip=0.0,
                       select="accuracy", show_progress=False, bucket=2, lr_schedule="cosine", warmup_steps=2)
@@ -273,12 +243,13 @@ def test_eval_scores_yes_no_for_polar_questions_like_the_pipeline(examples, tmp_
     on polar questions (an answer with a probability, never free text) and generates for the rest -
     the rule the pipeline and the app use (``choices_for``)."""
     from toporag_core.evaluate import evaluate
+    from toporag_core.model import choices_for
 
     polar = "Question: Is the cup red?\nAnswer:"
     rows = [dataclasses.replace(e, question=polar if i % 2 == 0 else "What colour is the cup?")
             for i, e in enumerate(examples[:4])]
     m = tiny_model(in_dim=DIM, tokens=2).eval()
-    assert m.choices_for(polar) == ("yes", "no") and m.choices_for("What colour is the cup?") is None
+    assert choices_for(m.config, polar) == ("yes", "no") and choices_for(m.config, "What colour is the cup?") is None
     evaluate(m, rows, "scene_graphs", out=tmp_path / "p.jsonl", batch_size=4, show_progress=False)
     recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     for r in recs:
@@ -287,62 +258,13 @@ def test_eval_scores_yes_no_for_polar_questions_like_the_pipeline(examples, tmp_
         else:
             assert r["probability"] is None
     closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
-    assert closed.choices_for(polar) == ("support", "counter")  # a checkpoint's own label set wins
-
-
-def test_graph_label_loss_adds_the_head_term_and_round_trips(examples, tmp_path):
-    """With graph_label_weight > 0 the loss is the LM loss plus w x CE of the label head on the pooled
-    graph (computed here by hand); the head trains and is saved/loaded with the checkpoint."""
-    w = 0.7
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
-                   graph_label_weight=w)
-    batch = make_batch(examples[:4])
-    total = m(batch)
-    with torch.no_grad():
-        pooled = m.encoder(batch.cells).float()
-        target = torch.tensor([("support", "counter").index(e.answer) for e in examples[:4]])
-        aux = nn.functional.cross_entropy(m.graph_head(pooled), target)
-    plain = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"))
-    plain.load_trainable({n: p for n, p in m.trainable_state_dict().items() if not n.startswith("graph_head")})
-    assert float(total.detach()) == pytest.approx(float(plain(batch).detach()) + w * float(aux), rel=1e-5)
-    total.backward()
-    assert m.graph_head.weight.grad is not None and m.graph_head.weight.grad.abs().sum() > 0
-    m.save(tmp_path / "ck")
-    back = TopoRAGModel.load(tmp_path / "ck", llm=tiny_model(in_dim=DIM).llm, tokenizer=m.tokenizer)
-    assert torch.equal(back.graph_head.weight, m.graph_head.weight)
-    with pytest.raises(ValueError, match="graph_label_weight"):
-        tiny_model(in_dim=DIM, graph_label_weight=1.0)  # no answer set to predict
-
-
-def test_graph_norm_standardises_pooled_graphs_from_training_data(examples, tmp_path):
-    """ActNorm is set from the training set's pooled graphs (mean 0, std 1 per feature there), an
-    example's tokens do not depend on its batch, and the trained shift/scale round-trip."""
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, graph_norm=True)
-    batch = make_batch(examples[:6], with_answers=False)
-    raw = m.encoder(batch.cells).float().detach()
-    assert torch.allclose(m.pooled(batch.cells), raw)  # identity before initialisation
-    m.init_graph_norm([batch.cells])
-    z = m.pooled(batch.cells).detach()
-    assert torch.allclose(z.mean(0), torch.zeros(z.shape[1]), atol=1e-5)
-    live = raw.std(0) > 1e-4
-    assert torch.allclose(z.std(0)[live], torch.ones(int(live.sum())), atol=1e-3)
-    assert torch.all(m.graph_norm.log_scale[~live] == 0)  # a feature constant in the sample is not blown up
-    m.eval()
-    alone = m.graph_tokens(make_batch(examples[:1], with_answers=False).cells)
-    assert torch.allclose(alone[0], m.graph_tokens(batch.cells)[0], atol=1e-5)
-    m.save(tmp_path / "ck")
-    back = TopoRAGModel.load(tmp_path / "ck", llm=tiny_model(in_dim=DIM).llm, tokenizer=m.tokenizer).eval()
-    assert torch.allclose(back.graph_tokens(batch.cells), m.graph_tokens(batch.cells), atol=1e-6)
-    cfg = TrainConfig(lr=1e-3, batch_size=2, epochs=1, max_steps=1, show_progress=False)
-    fresh = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, graph_norm=True)
-    train(fresh, examples[:4], examples[:2], cfg, tmp_path / "run")  # train() initialises it from the data
-    assert not torch.allclose(fresh.graph_norm.log_scale, torch.zeros_like(fresh.graph_norm.log_scale))
+    assert choices_for(closed.config, polar) == ("support", "counter")  # a checkpoint's own label set wins
 
 
 def test_a_kv_cache_of_another_length_is_refused(examples, tmp_path):
     """A cached frozen part that does not match the current prompt (other layout / budget) raises
     instead of silently conditioning the tail on the wrong text."""
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"))
+    m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, answer_set=("support", "counter"))
     store = KVStore(tmp_path / "kv").build(m, examples[:2], show_progress=False)
     assert float(m(make_batch(examples[:2], kv=store))) > 0  # the matching cache is used
     short = [t[:, :, :, 1:] for t in store.get([e.id for e in examples[:2]])]  # one position too few
@@ -353,20 +275,20 @@ def test_a_kv_cache_of_another_length_is_refused(examples, tmp_path):
 
 
 def test_encoder_lr_moves_the_graph_encoder_at_its_own_rate(examples, tmp_path):
-    """``encoder_lr`` puts the encoder (+ label head) in its own AdamW group on the same schedule:
+    """``encoder_lr`` puts the encoder in its own AdamW group on the same schedule:
     one step at encoder_lr 1e-9 leaves the encoder where it was while the projector and adapters move
     at lr (AdamW's first step is ~lr per parameter whatever the gradient)."""
     from toporag_core.train import param_groups
 
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
-                   graph_label_weight=1.0)
+    m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, mode="lora",
+                   answer_set=("support", "counter"))
     cfg = TrainConfig(lr=1e-2, encoder_lr=1e-9, weight_decay=0.0, batch_size=4, epochs=1, max_steps=1,
                       show_progress=False, grad_clip=0.0)
     params = {n: p for n, p in m.named_parameters() if p.requires_grad}
     groups = param_groups(params, cfg)
     graph_ids = {id(p) for p in groups[0]["params"]}
     assert groups[0]["lr_scale"] == pytest.approx(1e-7) and groups[1]["lr_scale"] == 1.0
-    assert graph_ids == {id(p) for n, p in params.items() if n.startswith(("encoder.", "graph_head."))}
+    assert graph_ids == {id(p) for n, p in params.items() if n.startswith("encoder.")}
     before = {n: p.detach().clone() for n, p in params.items()}
     train(m, examples[:4], examples[:2], cfg, tmp_path / "run")
     moved = {n: float((p.detach() - before[n]).abs().max()) for n, p in params.items()}
@@ -375,68 +297,6 @@ def test_encoder_lr_moves_the_graph_encoder_at_its_own_rate(examples, tmp_path):
     assert max(v for n, v in moved.items() if "lora_B" in n) > 1e-3
     with pytest.raises(ValueError, match="encoder_lr"):
         TrainConfig(encoder_lr=0.0)
-
-
-def test_graph_pretraining_fits_the_label_head_and_keeps_the_best_epoch(examples, tmp_path):
-    """Pretraining fits encoder + label head alone to the answer set (the tiny graphs are told apart by
-    their label after a few epochs), restores the epoch of best validation accuracy (what it reports is
-    what the model now scores), leaves LLM-side parameters alone, and is logged by ``train()``."""
-    from toporag_core.train import graph_head_accuracy, pretrain_graph
-
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
-                   graph_label_weight=1.0, seed=3)
-    proj = {n: p.detach().clone() for n, p in m.named_parameters() if n.startswith("projector.")}
-    start = graph_head_accuracy(m, examples)
-    cfg = TrainConfig(lr=1e-2, graph_pretrain_epochs=30, batch_size=2, seed=0)
-    got = pretrain_graph(m, examples, examples, cfg, batch_size=2)
-    assert got["graph_pretrain_val_accuracy"] == graph_head_accuracy(m, examples)  # the restored epoch
-    assert got["graph_pretrain_val_accuracy"] == 1.0 > start
-    assert 1 <= got["graph_pretrain_best_epoch"] <= 30
-    assert all(torch.equal(p, proj[n]) for n, p in m.named_parameters() if n.startswith("projector."))
-    with pytest.raises(ValueError, match="label head"):
-        pretrain_graph(tiny_model(in_dim=DIM, answer_set=("support", "counter")), examples, examples, cfg)
-    run = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
-                     graph_label_weight=1.0, seed=3)
-    summary = train(run, examples, examples[:2], dataclasses.replace(cfg, max_steps=1, show_progress=False),
-                    tmp_path / "run")
-    logged = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
-    assert [x["graph_pretrain_epoch"] for x in logged if "graph_pretrain_epoch" in x] == list(range(1, 31))
-    assert summary["graph_pretrain_best_epoch"] >= 1
-
-
-def test_freeze_graph_keeps_the_pretrained_encoder_through_joint_training(examples, tmp_path):
-    """``freeze_graph``: pretraining moves the encoder; the joint steps after it leave encoder and label
-    head bit-identical to the restored pretraining epoch (weight decay on: AdamW's decay is scaled by the
-    group's lr 0) while projector and adapters learn; the saved checkpoint holds the pretrained encoder."""
-    from safetensors.torch import load_file
-
-    from toporag_core.train import param_groups, pretrain_graph
-
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
-                   graph_label_weight=1.0, seed=3)
-    cfg = TrainConfig(lr=1e-2, encoder_lr=1e-2, weight_decay=0.1, batch_size=2, epochs=1, max_steps=3,
-                      graph_pretrain_epochs=5, freeze_graph=True, show_progress=False, grad_clip=0.0, seed=0)
-    params = {n: p for n, p in m.named_parameters() if p.requires_grad}
-    assert param_groups(params, cfg)[0]["lr_scale"] == 0.0
-    start = {n: p.detach().clone() for n, p in params.items()}
-    twin = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
-                      graph_label_weight=1.0, seed=3)
-    twin.load_state_dict(m.state_dict())
-    pretrain_graph(twin, examples, examples[:2], cfg)  # what pretraining alone leaves (same seed, same data)
-    pretrained = {n: p.detach().clone() for n, p in twin.named_parameters() if n.startswith("encoder.")}
-    assert any(not torch.equal(p, start[n]) for n, p in pretrained.items())
-    train(m, examples, examples[:2], cfg, tmp_path / "run")
-    for n, p in m.named_parameters():
-        if n.startswith("encoder."):
-            assert torch.equal(p.detach(), pretrained[n]), n
-    assert min(float((p.detach() - start[n]).abs().max()) for n, p in params.items() if n.startswith("projector.")) > 0
-    assert max(float((p.detach() - start[n]).abs().max()) for n, p in params.items() if "lora_B" in n) > 0
-    saved = load_file(str(tmp_path / "run" / "last" / "model.safetensors"))
-    enc = {n: p for n, p in m.named_parameters() if n.startswith("encoder.")}
-    assert set(enc) <= set(saved)
-    assert all(torch.equal(saved[n].to(p.dtype), p.detach()) for n, p in enc.items())
-    with pytest.raises(ValueError, match="freeze_graph"):  # nothing pretrained: a frozen random encoder
-        TrainConfig(freeze_graph=True)
 
 
 def test_question_first_reads_the_context_knowing_the_question(examples):
@@ -451,7 +311,7 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
     qf = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4, question_first=True)
     lay = qf.prompt_layout_ids()
     for e in examples:
-        q, sep = qf._ids(e.question), lay["sep"]
+        q, sep = qf.prompter.ids(e.question), lay["sep"]
         assert qf.context_budget(e.question) == max(0, bq.context_budget(e.question) - len(q) - len(sep))
         c = qf.context_ids(e.context, e.question)[0]
         assert qf.frozen_ids(e.context, e.question) == lay["pre"] + q + sep + c + sep
@@ -464,7 +324,7 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
     # same context, two questions of one length (same positions, so RoPE cannot tell them apart): the
     # context's cached states differ only when the question comes first
     e, questions = examples[0], ["which one is it?", "where was it now"]
-    assert len(qf._ids(questions[0])) == len(qf._ids(questions[1]))
+    assert len(qf.prompter.ids(questions[0])) == len(qf.prompter.ids(questions[1]))
     two = QABatch(None, questions, [e.context, e.context])
     for m, differ in ((bq, False), (qf, True)):
         kv = m.context_kv(two)
@@ -728,26 +588,6 @@ def test_constrained_decoding_leaves_real_citations_and_bare_labels_alone(exampl
         for batch in (one, two):
             out = scripted_model(script, ctx).generate(batch, constrain=True)
             assert out == scripted_model(script, ctx).generate(batch, constrain=False) == [script] * len(batch)
-
-
-def test_cited_loops_decodes_as_cited_with_drafted_yes_no_evidence(examples, monkeypatch):
-    """An ``answer_style="cited-loops"`` model decodes like a cited one (open answers parsed after the cue,
-    yes/no evidence first), except that its yes/no evidence - copied loop and node lines - is drafted by
-    prompt lookup (which writes what greedy writes): same answers as the cited model with the same weights."""
-    polar, open_q = "Question: Is the cup red?\nAnswer:", "Question: What colour is the cup?\nAnswer:"
-    kw = dict(in_dim=DIM, graph_position="before_question", tokens=2, seed=5, max_new_tokens=12)
-    loops = tiny_model(**kw, answer_style="cited-loops").eval()
-    cited = tiny_model(**kw, answer_style="cited").eval()
-    calls = []
-    for q in (polar, open_q):
-        row = make_batch([dataclasses.replace(examples[0], question=q)], with_answers=False)
-        (a,), (b,) = loops.answer(row), cited.answer(row)
-        assert a["answer"] == b["answer"] and a["raw"] == b["raw"] and a.get("evidence") == b.get("evidence")
-    assert loops.uses_evidence(("yes", "no")) and loops.choices_for(open_q) is None
-    real = loops.generate
-    monkeypatch.setattr(loops, "generate", lambda *a, **k: calls.append(k.get("lookup")) or real(*a, **k))
-    loops.answer(make_batch([dataclasses.replace(examples[0], question=polar)], with_answers=False))
-    assert calls == [None]  # the model's default: drafts on for a cited style (cited: lookup=0 here)
 
 
 def test_kv_build_refuses_up_front_when_the_disk_cannot_hold_it(examples, tmp_path, monkeypatch):

@@ -86,7 +86,7 @@ def test_real_packaged_smollm2_answers():
     assert type(model).__name__ == "LlamaForCausalLM" and model.config.hidden_size == 576
     assert all(not p.requires_grad for p in model.parameters()) and tok.chat_template
     m = TopoRAGModel(TopoRAGConfig(use_graph=False, max_new_tokens=6), model, tok)
-    assert m.tokenizer.decode(m._layout["pre"]).startswith("<|im_start|>system")
+    assert m.tokenizer.decode(m.prompt_layout_ids()["pre"]).startswith("<|im_start|>system")
     out = m.generate(QABatch(None, ["What is the capital of France? Answer in one word."], [""]))
     assert "paris" in out[0].lower()
 

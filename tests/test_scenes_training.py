@@ -342,64 +342,6 @@ def test_scene_citation_copies_the_context_lines_from_the_asked_object_to_the_an
     assert TASKS["scene_graphs"].citation is sd.scene_citation and TASKS["expla_graphs"].citation is None
 
 
-def test_cited_loops_cite_the_loop_then_the_asked_objects(mini, tmp_path):
-    """`--answer-style cited-loops`: a closed-loop question (yes/no too) cites the context's 2-cell line of
-    exactly its loop's objects when retrieved, then the asked objects' node lines (both compared objects
-    of a same-colour / same-material question); without 2-cells in the context only node lines remain;
-    other questions cite as with `cited`, and `cited` itself is unchanged (no yes/no citations). Training
-    data: the loop questions' targets are those lines, then the label."""
-    import re
-
-    from toporag_core.commands.train import evidence_splits
-    from toporag_core.retrieval.citations import NODE_ID
-    from toporag_core.tasks.scenes import question_template
-
-    def prepared(k2: int):
-        setting = PrepConfig(RetrievalSetting.make("toporag", k0=30, k1=60, k2=k2), text="compact")
-        return prepare_dataset("scene_graphs", setting, splits=("train", "val"), encoder=ENC, data_dir=mini,
-                               cache_dir=tmp_path / f"prep-{k2}", show_progress=False)
-
-    raw = {r.id: r for split in ("train", "val") for r in load_raw("scene_graphs", mini)[split]}
-    data = prepared(4)
-    seen = {"loop line": 0, "polar": 0}
-    for e in data["train"]:
-        r = raw[e.id]
-        cite = sd.scene_citation(r, e, loops=True)
-        if r.qtype != "2-cell":
-            assert cite == sd.scene_citation(r, e)
-            continue
-        if r.answer in ("yes", "no"):
-            assert sd.scene_citation(r, e) is None  # plain `cited` leaves yes/no alone
-        if cite is None:
-            continue
-        parts = cite.split("; ")
-        lines = {ln.strip() for ln in e.context.splitlines()}
-        assert all(p in lines for p in parts), cite
-        ids = {f"[{e.cells['nodes'].index(r.graph.node_text[s])}]" for s in r.support}
-        loop = [p for p in parts if re.match(r"c\d+: ", p)]
-        assert loop == parts[:len(loop)] and len(loop) <= 1
-        if loop:
-            seen["loop line"] += 1
-            assert set(NODE_ID.findall(loop[0])) == ids
-        nodes = parts[len(loop):]
-        assert all(":" in p and p.split(":", 1)[0].rsplit(" ", 1)[-1] in ids for p in nodes)
-        if question_template(r.question, r.qtype) in ("same-colour", "same-material"):
-            seen["polar"] += 1
-            names = re.search(r"are the (.+?) and the (.+?) ", r.question).groups()
-            assert [p.split(" [", 1)[0] for p in nodes] == list(names)
-        else:
-            assert len(nodes) == 1 and r.answer in nodes[0].split(":", 1)[1].replace(",", " ").split()
-    assert seen["loop line"] and seen["polar"], seen
-    for e in prepared(0)["train"]:  # w/o CRL: no 2-cell lines to cite
-        cite = sd.scene_citation(raw[e.id], e, loops=True)
-        assert cite is None or not any(re.match(r"c\d+: ", p) for p in cite.split("; "))
-    train, _ = evidence_splits("scene_graphs", mini, data["train"], data["val"], "cited-loops")
-    polar_loops = [e for e in train if raw[e.id].qtype == "2-cell" and raw[e.id].answer in ("yes", "no")]
-    cited = [e for e in polar_loops if sd.scene_citation(raw[e.id], e, loops=True)]
-    assert cited and all(e.answer == f"{sd.scene_citation(raw[e.id], e, loops=True)}. Answer: {raw[e.id].answer}"
-                         for e in cited)
-
-
 def test_train_cited_then_eval_writes_evidence_for_open_answers(mini, tmp_path, monkeypatch, capsys):
     """`toporag train --answer-style cited` trains yes/no rows on their evidence and open rows on their
     cited context lines (the count is printed and equals what the hooks give), records the style, and

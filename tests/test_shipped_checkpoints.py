@@ -72,3 +72,35 @@ def test_shipped_checkpoint_matches_its_readme(folder):
     assert args.dtype == "auto" or DTYPES[args.dtype] == DTYPES[checkpoint_llm_dtype(meta)]
     if checkpoint_llm_dtype(meta) != "float32":
         assert checkpoint_llm_dtype(meta) in readme, "the README must say the LLM trained in bf16"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_shipped_configs_load_with_retired_keys_at_their_old_defaults(folder):
+    """The shipped configs were saved before options were retired: they hold the retired keys at their
+    old default values, which load (and are not written again)."""
+    from toporag_core.model import RETIRED_KEYS
+
+    saved = json.loads((folder / "config.json").read_text())["config"]
+    assert set(RETIRED_KEYS) <= set(saved) and all(saved[k] == v for k, v in RETIRED_KEYS.items())
+    cfg = TopoRAGConfig.from_dict(saved)
+    assert not set(RETIRED_KEYS) & set(cfg.to_dict())
+    assert TopoRAGConfig.from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize("key, value", [("graph_norm", True), ("graph_label_weight", 0.5), ("num_virtual_tokens", 20),
+                                        ("mode", "prompt_tuning"), ("graph_position", "suffix"),
+                                        ("answer_style", "cited-loops")])
+def test_a_checkpoint_config_with_a_retired_option_is_refused_clearly(tmp_path, key, value):
+    """A retired option at another value than its old default: one ValueError naming the key and saying
+    the option was retired, from the config alone and from loading the checkpoint folder (which names its
+    config.json, before any LLM is loaded)."""
+    from toporag_core.model import TopoRAGModel
+
+    meta = json.loads((ROOT / "scene_graphs" / "config.json").read_text())
+    meta["config"][key] = value
+    with pytest.raises(ValueError, match=rf"^TopoRAGConfig\.{key}={value!r}: this option was retired") as e:
+        TopoRAGConfig.from_dict(meta["config"])
+    assert len(str(e.value).splitlines()) == 1
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=rf"config\.json: TopoRAGConfig\.{key}=.*was retired"):
+        TopoRAGModel.load(tmp_path, llm=None)

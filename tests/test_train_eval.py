@@ -112,7 +112,7 @@ def test_overfit_tiny_batch_through_the_graph_alone(examples):
     assert gen[0] == gen[2] and gen[1] == gen[3] and gen[0] != gen[1]  # support vs counter examples
 
 
-@pytest.mark.parametrize("mode", ["soft_prompt", "prompt_tuning", "lora"])
+@pytest.mark.parametrize("mode", ["soft_prompt", "lora"])
 def test_checkpoint_round_trip(tmp_path, examples, mode):
     model = tiny_model(mode=mode)
     with torch.no_grad():  # move off the initialisation so a silently skipped load would show
@@ -133,8 +133,6 @@ def test_checkpoint_round_trip(tmp_path, examples, mode):
     names = set(loaded.trainable_state_dict())
     if mode == "lora":
         assert names and any("lora_A" in n and "q_proj" in n for n in names) and any("v_proj" in n for n in names)
-    if mode == "prompt_tuning":
-        assert loaded.prompt.embedding.weight.shape == (10, 32)
     assert not any(n.startswith("llm.") and "lora_" not in n for n in names)
 
 

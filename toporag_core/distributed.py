@@ -21,8 +21,7 @@ holds for any ``W``:
   ``W`` ranks' gradients are *averaged* by DDP, so rank ``r`` back-propagates
   ``L_jr * (t_jr / T_j) * W * (E_j / E)`` and the average is exactly the one-process gradient;
   the accumulated micro-batches are reduced once (``no_sync``). Clipping and AdamW then act on
-  identical gradients in every rank, which keep identical weights. (``graph_label_weight > 0``
-  adds a per-example mean, which this token weighting would not reproduce: refused with ``W > 1``.)
+  identical gradients in every rank, which keep identical weights.
 * **rank 0** validates (loss, and accuracy for ``select="accuracy"``) and broadcasts the numbers,
   so every rank takes the same selection / early-stopping decision; its clock decides the time
   budget for everyone; it alone writes ``best/``, ``last/`` (model + AdamW moments +

@@ -3,7 +3,7 @@
 Answers come from :meth:`~toporag_core.model.TopoRAGModel.answer`: label scoring over the model's
 closed ``answer_set`` (or ``choices``) when it has one, or over yes/no for a polar question, else
 greedy generation cut to a short phrase (the pipeline's rule,
-:meth:`~toporag_core.model.TopoRAGModel.choices_for`). Every prediction is written as one JSON line
+:func:`~toporag_core.model.choices_for`). Every prediction is written as one JSON line
 the moment its batch is done (and flushed), so a killed run keeps what it had; ``resume=True`` skips
 ids already in the file. Line fields: ``id, qtype, question, gold, answer, probability, correct,
 clean, seconds`` (per example: the batch's wall time divided by its size), plus ``prediction`` (=

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import QABatch, TopoRAGConfig, TopoRAGModel
+from .model import QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
@@ -179,34 +179,35 @@ class TopoRAGPipeline:
     # -- answering ------------------------------------------------------------------
     def fit_context(self, sub: Subcomplex, question: str) -> ContextFit:
         """The textualized ``sub`` (2-cells when the checkpoint reads them) fitted to the tokens left
-        beside ``question`` (:meth:`~toporag_core.model.TopoRAGModel.context_budget`), by prize:
+        beside ``question`` (:meth:`~toporag_core.model.Prompter.context_budget`), by prize:
         2-cells first, then 0/1-cells by prize; what did not fit is listed as dropped."""
         model = self.model
-        return fit_context(sub, model.context_budget(question), model.count_tokens, include_cells2=self.use_cells2,
-                           fmt=self.text_format)
+        return fit_context(sub, model.prompter.context_budget(question), model.count_tokens,
+                           include_cells2=self.use_cells2, fmt=self.text_format)
 
     def prompt_layout(self, fit: ContextFit, question: str) -> dict[str, Any]:
-        """:meth:`~toporag_core.model.TopoRAGModel.prompt_layout` of the fitted context, plus
+        """:meth:`~toporag_core.model.Prompter.layout` of the fitted context, plus
         ``"context_cut"`` (:meth:`ContextFit.to_dict`: full and kept tokens, budget, dropped cell
         ids, a summary); ``"context_truncated"``: the prize fit or the model's safety net cut it."""
-        layout = self.model.prompt_layout(fit.text, question)
+        layout = self.model.prompter.layout(fit.text, question)
         layout["context_cut"] = fit.to_dict()
         layout["context_truncated"] = bool(layout.get("context_truncated") or fit.truncated)
         return layout
 
     def prompt_for(self, question: str) -> str:
         """A user's question as the checkpoint's task phrased questions in training
-        (:meth:`~toporag_core.model.TopoRAGModel.question_prompt`, from the config's ``question_form``:
+        (:func:`~toporag_core.model.question_prompt`, from the config's ``question_form``:
         ``"Question: ...\nAnswer:"`` for a scene or WebQSP checkpoint; unchanged when already so, or for
         a ``"plain"`` checkpoint such as ExplaGraphs). A bare question would be a prompt the model never
         saw: a scene checkpoint answered "What is behind the stone table?" with "no" and its prompt form
         with "dresser". The form lives in the checkpoint, so answering needs no task registry."""
-        return self.model.question_prompt(question)
+        return question_prompt(self.model.config, question)
 
     def choices_for(self, question: str) -> tuple[str, ...] | None:
-        """The closed answer set of ``question``: the checkpoint's ``answer_set`` (ExplaGraphs:
-        support/counter), else ``("yes", "no")`` for a polar question, else ``None`` (open)."""
-        return self.model.choices_for(question)
+        """The closed answer set of ``question`` (:func:`~toporag_core.model.choices_for`): the checkpoint's
+        ``answer_set`` (ExplaGraphs: support/counter), else ``("yes", "no")`` for a polar question, else
+        ``None`` (open)."""
+        return choices_for(self.model.config, question)
 
     def decode(self, jobs: Sequence[DecodeJob], max_new_tokens: int | None = None
                ) -> tuple[list[dict[str, Any]], dict[str, float]]:

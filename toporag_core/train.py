@@ -6,15 +6,10 @@
   then shuffled.
 * Order: epoch ``e`` derives its batches from ``randperm(seed + e)``, so a resumed run skips
   exactly the batches already done and sees the same data as an uninterrupted run.
-* Cheap steps: with ``graph_position="suffix"`` (or ``"before_question"``) the frozen part of every
-  example (chat prefix, context, and with ``"suffix"`` the question) has a key/value cache that no
-  trainable parameter changes; :class:`KVStore`
+* Cheap steps: with ``graph_position="before_question"`` the frozen part of every example (chat
+  prefix and context) has a key/value cache that no trainable parameter changes; :class:`KVStore`
   computes it once (no grad, float16 safetensors shards on disk, memory-mapped) and every epoch
-  reuses it, so a step runs only the few tail positions with grad. A ``"before_question"``
-  store is cut out of the ``"suffix"`` store of the same data when there is one
-  (:func:`open_kv_store`, :meth:`KVStore.cut_from`): its frozen part is the suffix one minus the
-  question, and a causal LM's first ``n`` cached positions depend on the first ``n`` tokens
-  only. ``grad_accum`` sums gradients
+  reuses it, so a step runs only the few tail positions with grad. ``grad_accum`` sums gradients
   over several batches per optimiser step; ``lr_schedule="cosine"`` warms up linearly over
   ``warmup_steps`` then decays to 10% (a pure function of the step: resumes exactly).
 * Selection: ``select="loss"`` (validation answer loss) or ``"accuracy"`` (validation accuracy
@@ -239,36 +234,6 @@ class KVStore:
         os.replace(tmp, path)
         self._scan()
 
-    def cut_from(self, source: KVStore, model: TopoRAGModel, examples: list[Example], source_position: str,
-                 shard_size: int = 64) -> int:
-        """Fill missing caches by cutting ``source``'s longer ones; returns how many were cut.
-
-        A causal LM's key/value states at positions ``< n`` depend only on tokens ``< n``. When
-        this store's frozen part is a token prefix of ``source``'s (``before_question``: chat
-        prefix + context + separator; ``suffix``: the same + the question), the first ``n``
-        positions of the source cache *are* this cache, with no LLM pass. Checked per example:
-        the token prefix, and the source cache's length against ``source_position``'s frozen part
-        (a store built for other data or another layout raises, naming the example). Examples
-        the source lacks are left to :meth:`build`."""
-        todo = [e for e in examples if str(e.id) not in self._where and str(e.id) in source]
-        shard: dict[str, torch.Tensor] = {}
-        for i, e in enumerate(todo):
-            mine = model.frozen_ids(e.context, e.question)
-            theirs = model.frozen_ids(e.context, e.question, graph_position=source_position)
-            if theirs[:len(mine)] != mine:
-                raise ValueError(f"KVStore.cut_from: example {e.id}: the {model.config.graph_position} frozen part "
-                                 f"is not a token prefix of the {source_position} one")
-            t = source.get([e.id])[0]
-            if t.shape[3] != len(theirs):
-                raise ValueError(f"KVStore.cut_from: {source.folder}, example {e.id}: the cache has {t.shape[3]} "
-                                 f"positions, the {source_position} frozen part {len(theirs)} tokens "
-                                 "(a store of other data or another layout)")
-            shard[str(e.id)] = t[:, :, :, :len(mine)].contiguous()
-            if len(shard) == shard_size or i == len(todo) - 1:
-                self._write(shard)
-                shard = {}
-        return len(todo)
-
     def get(self, ids: list[str]) -> list[torch.Tensor]:
         missing = [i for i in ids if str(i) not in self._where]
         if missing:
@@ -306,19 +271,9 @@ def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None 
 
 def open_kv_store(model: TopoRAGModel, data_key: str, root: str | os.PathLike,
                   examples: Sequence[Example] = ()) -> KVStore:
-    """``model``'s key/value store for ``data_key`` under ``root``. For ``before_question``, the
-    ``examples`` it lacks are first cut out of the ``suffix`` store of the same data when one
-    exists (:meth:`KVStore.cut_from`): that saves the LLM pass (ExplaGraphs: 2,688 s for 1,859
-    examples on one thread) and its result is the same cache."""
-    root = Path(root)
-    store = KVStore(root / kv_store_key(model, data_key))
-    if model.config.graph_position == "before_question" and examples:
-        src = root / kv_store_key(model, data_key, graph_position="suffix")
-        if src.is_dir():
-            n = store.cut_from(KVStore(src), model, list(examples), "suffix")
-            if n:
-                print(f"kv cache: {n} examples cut from the suffix layout's store {src.name}")
-    return store
+    """``model``'s key/value store for ``data_key`` under ``root`` (``examples``: unused since the
+    suffix layout, whose stores it cut from, was retired)."""
+    return KVStore(Path(root) / kv_store_key(model, data_key))
 
 
 def epoch_batches(n: int, lengths: list[int], cfg: TrainConfig, epoch: int, rank: int = 0,
@@ -485,9 +440,9 @@ def pretrain_graph(model: TopoRAGModel, train_set: list[Example], val_set: list[
 
     Returns ``{"graph_pretrain_val_accuracy", "graph_pretrain_best_epoch", "graph_pretrain_seconds"}``.
     """
-    if model.graph_head is None:
-        raise ValueError("TrainConfig.graph_pretrain_epochs > 0 needs the model's label head "
-                         "(TopoRAGConfig.graph_label_weight > 0 with an answer_set)")
+    if getattr(model, "graph_head", None) is None:  # the label head was retired with graph_label_weight
+        raise ValueError("TrainConfig.graph_pretrain_epochs > 0 needs a graph label head, retired with "
+                         "TopoRAGConfig.graph_label_weight")
     t0 = time.perf_counter()
     named = {n: p for n, p in model.named_parameters() if p.requires_grad and n.startswith(GRAPH_PARTS)}
     opt = torch.optim.AdamW(list(named.values()), lr=cfg.encoder_lr or cfg.lr, weight_decay=cfg.weight_decay)
@@ -531,7 +486,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """Train ``model`` in place; the best validation weights are saved to ``out/best``.
 
     ``kv``: a :class:`KVStore` holding the frozen parts of ``train_set`` and ``val_set``
-    (cacheable layouts ``"suffix"`` / ``"before_question"`` only; missing entries are computed first;
+    (the cacheable layout ``"before_question"`` only; missing entries are computed first;
     one process only).
     ``env``: the job this process belongs to (default: the one process); under ``torchrun`` every
     rank calls ``train`` with the same data, an identically built model and
@@ -555,10 +510,6 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
         if kv is not None:
             raise ValueError("the KV cache (KVStore) is not supported with several processes: every rank would "
                              "build the same shard files in one folder; train without it (--no-kv-cache)")
-        if model.config.graph_label_weight > 0:
-            raise ValueError("graph_label_weight > 0 is not supported with several processes: its auxiliary loss "
-                             "is a mean over examples, not over answer tokens, so the token-weighted loss split "
-                             "across ranks would not equal the one-process loss")
     out = Path(out)
     last = out / "last"
     if env.main:
@@ -580,10 +531,6 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
         model.load_trainable(load_file(str(last / "model.safetensors")), where=str(last))
         load_optimizer(opt, params, last / "optimizer.safetensors")
         state["done"] = False  # a finished run resumed with a larger budget simply goes on
-    if state["step"] == 0 and model.graph_norm is not None:  # a fresh run: standardise the pooled graphs
-        sample = train_set[:512]
-        model.init_graph_norm([make_batch(sample[i:i + 32], with_answers=False).cells
-                               for i in range(0, len(sample), 32)])
     if state["step"] == 0 and cfg.graph_pretrain_epochs > 0 and state["graph_pretrain"] is None:
         if env.world > 1:
             raise ValueError("graph_pretrain_epochs > 0 is not supported with several processes")

@@ -58,17 +58,21 @@ def prep_config_from_args(args, base: dict | None = None):
 
 
 def evidence_task(dataset: str, style: str = "evidence"):
-    """The registered task, if it can make ``style`` targets (``"evidence"``: an ``evidence`` hook;
-    ``"cited"``: that and a ``citation`` hook); else ``ValueError`` naming the tasks that can."""
+    """The registered task, if it can make ``style`` targets (an answer style with ``polar_evidence``:
+    an ``evidence`` hook; with ``open_citations``: a ``citation`` hook too); else ``ValueError`` naming
+    the tasks that can."""
+    from ..model import get_style
     from ..tasks import TASKS, get_task
 
+    cited = get_style(style).open_citations
+
     def able(t) -> bool:
-        return t.evidence is not None and (not style.startswith("cited") or t.citation is not None)
+        return t.evidence is not None and (not cited or t.citation is not None)
 
     task = get_task(dataset)
     if not able(task):
         have = ", ".join(n for n, t in TASKS.items() if able(t)) or "none"
-        what = "full answers and context citations" if style.startswith("cited") else "full answers"
+        what = "full answers and context citations" if cited else "full answers"
         raise ValueError(f"--answer-style {style}: dataset {dataset!r} has no evidence ({what}); "
                          f"datasets with it: {have}")
     return task
@@ -77,25 +81,23 @@ def evidence_task(dataset: str, style: str = "evidence"):
 def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
                     style: str = "evidence") -> tuple[list, list]:
     """``train_set`` and ``val_set`` with evidence-first targets from the task's ``evidence`` hook
-    (read from the raw data, matched by example id) and, for ``style="cited"``, cited targets for
-    the open questions from its ``citation`` hook (which reads each prepared example's context); for
-    ``"cited-loops"``, the hook is asked first for every question with ``loops=True`` (closed-loop
-    questions, yes/no ones too, then cite their loop), the full answer being the yes/no fallback;
-    ``ValueError`` when the task has no hook or no training example gets evidence (nothing would
-    change)."""
+    (read from the raw data, matched by example id) and, for a style with ``open_citations``
+    (``"cited"``), cited targets for the open questions from its ``citation`` hook (which reads each
+    prepared example's context); ``ValueError`` when the task has no hook or no training example gets
+    evidence (nothing would change)."""
+    from ..model import get_style
     from ..tasks import load_raw
     from ..train import with_evidence_targets
 
     task = evidence_task(dataset, style)
+    cited = get_style(style).open_citations
     raw = {str(r.id): r for split in ("train", "val") for r in load_raw(dataset, data_dir)[split]}
     evidence = {i: ev for i, r in raw.items() if (ev := task.evidence(r))}
     n_cited = 0
-    if style.startswith("cited"):
-        loops = style == "cited-loops"
+    if cited:
         for e in (*train_set, *val_set):
             r = raw.get(str(e.id))
-            if r is not None and (loops or str(e.id) not in evidence) and \
-                    (ev := task.citation(r, e, loops=True) if loops else task.citation(r, e)):
+            if r is not None and str(e.id) not in evidence and (ev := task.citation(r, e)):
                 evidence[str(e.id)] = ev
                 n_cited += 1
     train_set, n_train = with_evidence_targets(train_set, evidence)
@@ -104,7 +106,7 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
         raise ValueError(f"--answer-style {style}: no training example of {dataset!r} has evidence "
                          "(yes/no answers with a full answer)")
     print(f"evidence-first targets: {n_train} of {len(train_set)} training and {n_val} of {len(val_set)} "
-          f"validation examples" + (f" ({n_cited} of them cited)" if style.startswith("cited") else ""))
+          f"validation examples" + (f" ({n_cited} of them cited)" if cited else ""))
     return train_set, val_set
 
 
@@ -122,12 +124,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("train", help="train the graph encoder + projector (frozen LLM)")
     add_data_args(p)
     p.add_argument("--encoder", default="cwn", choices=("cwn", "gcn"), help="gcn = 'w/o MTR'")
-    p.add_argument("--mode", default="soft_prompt", choices=("soft_prompt", "prompt_tuning", "lora"))
-    p.add_argument("--graph-position", default="prefix", choices=("prefix", "suffix", "before_question"),
-                   help="prefix: the paper's layout; suffix: graph tokens after context + question, whose "
-                        "frozen key/value cache is computed once and reused every epoch (LoRA on the tail); "
-                        "before_question: only the context is frozen and cached, the graph tokens come next "
-                        "and LoRA re-reads the question after them")
+    p.add_argument("--mode", default="soft_prompt", choices=("soft_prompt", "lora"))
+    p.add_argument("--graph-position", default="prefix", choices=("prefix", "before_question"),
+                   help="prefix: the paper's layout; before_question: the context is frozen and its key/value "
+                        "cache computed once and reused every epoch, the graph tokens come next and LoRA "
+                        "re-reads the question after them")
     p.add_argument("--question-first", action="store_true",
                    help="also read the question before the context, so the context is read knowing it "
                         "(query-aware context, beyond the paper; in the cacheable layouts it costs no training "
@@ -138,15 +139,10 @@ def register(subparsers) -> None:
     p.add_argument("--answer-set", default="auto",
                    help="closed answer set scored by likelihood: auto (the training answers when <= 8 distinct), "
                         "none, or comma-separated answers")
-    p.add_argument("--answer-style", default="label", choices=("label", "evidence", "cited", "cited-loops"),  # model
-                   help="label: train on the bare answer; evidence (beyond the paper): yes/no questions train on "
-                        "'<evidence>. Answer: <label>' from the dataset's full answers ('The metal cup is orange. "
-                        "Answer: no'), and at answer time the model writes its evidence before the label is scored; "
-                        "cited: that, and open questions train on the context lines their answer rests on, copied "
-                        "with their node ids ('cabinet [5]: yellow, wooden; cabinet [5] in front of clock [9]. "
-                        "Answer: clock'), the answer read after the generated 'Answer:'; cited-loops: that, and "
-                        "closed-loop questions (yes/no too) cite their loop's 2-cell line when the context has it "
-                        "and the asked objects' node lines")
+    from ..model import ANSWER_STYLES
+
+    p.add_argument("--answer-style", default="label", choices=tuple(ANSWER_STYLES),  # model
+                   help="; ".join(f"{s.name}: {s.help}" for s in ANSWER_STYLES.values()))
     p.add_argument("--max-input-tokens", type=int, default=512)
     p.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
     p.add_argument("--bucket", type=int, default=8, help="length-bucket window in batches (1 = plain shuffle)")
@@ -155,7 +151,7 @@ def register(subparsers) -> None:
     p.add_argument("--select", default="auto", choices=("auto", "loss", "accuracy"),
                    help="model selection on validation (auto: accuracy when there is a closed answer set)")
     p.add_argument("--no-kv-cache", action="store_true",
-                   help="suffix / before_question layouts: recompute the frozen part each step")
+                   help="before_question layout: recompute the frozen part each step")
     p.add_argument("--llm", default=None, help="local HF folder or hub id (default: packaged SmolLM2-135M)")
     p.add_argument("--device", default="auto")
     p.add_argument("--hidden", type=int, default=256, help="encoder width")
@@ -172,10 +168,6 @@ def register(subparsers) -> None:
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--stop-after-steps", type=int, default=None,
                    help="stop at this optimiser step without shortening the lr schedule (equal budget to another run)")
-    p.add_argument("--graph-norm", action="store_true",
-                   help="standardise the pooled graph per feature (ActNorm from training data) before the projector")
-    p.add_argument("--graph-label-weight", type=float, default=0.0,
-                   help="beyond the paper: weight of an auxiliary label loss on the pooled graph (closed answer sets)")
     p.add_argument("--encoder-lr", type=float, default=None,
                    help="peak lr of the graph encoder (+ graph norm, label head); default --lr. The CW encoder's "
                         "ReLU states die at LoRA learning rates (5e-4): use ~1e-4")
@@ -201,7 +193,7 @@ def run(args) -> int:
     import torch
 
     from ..llm import DEFAULT_LLM, dtype_name, load_llm
-    from ..model import TopoRAGConfig, TopoRAGModel
+    from ..model import TopoRAGConfig, TopoRAGModel, get_style
     from ..nn import CWNConfig
     from ..tasks import get_task
     from ..tasks.prep import prepare_dataset
@@ -210,9 +202,10 @@ def run(args) -> int:
     from .. import distributed
 
     # training options are checked before the data are prepared and the LLM loaded (minutes)
-    if args.graph_pretrain_epochs > 0 and args.graph_label_weight <= 0:
-        raise ValueError("--graph-pretrain-epochs needs --graph-label-weight > 0 (the label head it fits)")
-    if args.answer_style != "label":
+    if args.graph_pretrain_epochs > 0:
+        raise ValueError("--graph-pretrain-epochs needs the graph label head, retired with --graph-label-weight")
+    rewrites_targets = get_style(args.answer_style).rewrites_targets
+    if rewrites_targets:
         evidence_task(args.dataset, args.answer_style)
     tcfg = TrainConfig(lr=args.lr, weight_decay=args.weight_decay, epochs=args.epochs, batch_size=args.batch_size,
                        patience=args.patience, grad_clip=args.grad_clip, seed=args.seed, max_steps=args.max_steps,
@@ -237,7 +230,7 @@ def run(args) -> int:
     if not train_set or not val_set:
         raise ValueError(f"dataset {args.dataset!r} has an empty train or val split")
     answers = sorted({e.answer.strip() for e in train_set})
-    if args.answer_style != "label":
+    if rewrites_targets:
         train_set, val_set = evidence_splits(args.dataset, args.data_dir, train_set, val_set, args.answer_style)
     seed_everything(args.seed)
     llm, tok = load_llm(args.llm, device=device, dtype=args.dtype)
@@ -256,8 +249,7 @@ def run(args) -> int:
                         lora_r=args.lora_r, lora_alpha=args.lora_alpha,
                         lora_targets=tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
                         max_input_tokens=args.max_input_tokens, answer_set=answer_set,
-                        use_graph=not args.no_graph, graph_label_weight=args.graph_label_weight,
-                        graph_norm=args.graph_norm, answer_style=args.answer_style,
+                        use_graph=not args.no_graph, answer_style=args.answer_style,
                         question_form=get_task(args.dataset).prompt,
                         max_new_tokens=answer_token_limit(tok, train_set + val_set))
     model = TopoRAGModel(cfg, llm, tok)

@@ -314,7 +314,7 @@ def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
 
 
 # where the soft prompt sits, per ``TopoRAGConfig.graph_position`` (index into the text parts below)
-_SOFT_AT = {"prefix": 1, "before_question": 2, "suffix": 3}
+_SOFT_AT = {"prefix": 1, "before_question": 2}
 
 
 def _prompt_parts(layout: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -322,9 +322,6 @@ def _prompt_parts(layout: dict[str, Any]) -> list[tuple[str, str, str]]:
     question once more when ``question_first``), context, question, chat suffix, with the soft
     prompt where the model's ``graph_position`` puts it (the paper's prefix: right after the chat prefix)."""
     soft, soft_text = [], ""
-    if layout.get("prompt_tuning_tokens"):
-        soft.append(f"{layout['prompt_tuning_tokens']} prompt-tuning token(s)")
-        soft_text += f"<prompt-tuning token x {layout['prompt_tuning_tokens']}>"
     if layout.get("graph_tokens"):
         soft.append(f"{layout['graph_tokens']} graph token(s) from the cell-complex encoder")
         soft_text += f"<graph token x {layout['graph_tokens']}>"

@@ -12,8 +12,7 @@ Ask page can default to, and warn about, the checkpoint of the graph's task. ``e
 ``citation(raw, example)`` (optional) gives, for an open question, the lines of the example's
 *retrieved context* its answer rests on, copied verbatim (``toporag train --answer-style cited``);
 it sees the prepared :class:`~toporag_core.tasks.prep.Example` because a citation names the node
-ids of that context, which only exist after retrieval; called with ``loops=True`` for
-``--answer-style cited-loops``. ``prompt`` names how the task's examples phrase a question (a
+ids of that context, which only exist after retrieval. ``prompt`` names how the task's examples phrase a question (a
 :data:`~toporag_core.model.QUESTION_FORMS` key: ``"graphqa"`` = ``Question: ... Answer:`` for scenes
 and WebQSP); training stores it in the checkpoint's config, where answering reads it, so ``toporag
 ask``, the Ask page and the core service prompt a checkpoint as its training did.
@@ -68,7 +67,7 @@ class Task:
     answer_set: tuple[str, ...] | None = None
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
-    citation: Callable[..., str | None] | None = None  # cited styles: (raw, Example[, loops=True])
+    citation: Callable[..., str | None] | None = None  # styles with open_citations: (raw, Example)
     prompt: str = "plain"  # a model.QUESTION_FORMS name: how the task's examples phrase a question
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from ...io.gqa import QUESTION_TYPES, SceneExample, read_gqa, split_by_image
 from ...model import graphqa_prompt
 from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
-from ...retrieval.citations import CITATION_SEP, NODE_ID
+from ...retrieval.citations import CITATION_SEP
 from ...retrieval.textualize import node_label
 from ..prep import support_covered
 from ..registry import SPLITS, RawExample, register_task
@@ -64,7 +64,7 @@ def scene_evidence(raw: RawExample) -> str | None:
     return (ev[:1].upper() + ev[1:]) if ev else None
 
 
-def scene_citation(raw: RawExample, example: Any, loops: bool = False) -> str | None:
+def scene_citation(raw: RawExample, example: Any) -> str | None:
     """The context lines an open scene answer rests on, copied verbatim from ``example.context``
     and joined with ``"; "`` (``toporag train --answer-style cited``): a chain that starts at the
     object the question names and ends at the answer, so each step is "find this line" rather
@@ -77,13 +77,6 @@ def scene_citation(raw: RawExample, example: Any, loops: bool = False) -> str | 
       B to a (``"cabinet [5] in front of clock [9]"``: the data lists both directions; else a's line);
     * two-hop ``What is r1 the T that is r2 the L?`` (support ``[a, t, l]``): L's node line, L-T, T-a.
 
-    With ``loops`` (``--answer-style cited-loops``) a closed-loop question, yes/no ones included, cites
-    its loop first - the context's 2-cell line whose nodes are exactly the loop's objects (``c16:
-    cabinet [5] <-[in front of]-[behind]-> plant [2] ...``), when there is one - then the asked
-    objects' node lines: the one object of an attribute question as above, or both compared objects
-    of a same-colour / same-material question (``None`` when one of them has no line: the full answer
-    is then the target). Without 2-cells in the context (w/o CRL) only the node lines remain.
-
     Node ids are positions in the retrieved subcomplex, so the lines are found through
     ``example.cells["nodes"]`` (node texts in that order; a scene node's text carries its box, so
     it is unique). ``None`` (train on the bare label) for yes/no answers, unknown support, a
@@ -95,7 +88,7 @@ def scene_citation(raw: RawExample, example: Any, loops: bool = False) -> str | 
     support = list(getattr(raw, "support", []) or [])
     texts = list((getattr(example, "cells", None) or {}).get("nodes", []))
     polar = label.lower() in ("yes", "no")
-    if (polar and not (loops and raw.qtype == "2-cell")) or not support or len(set(texts)) != len(texts):
+    if polar or not support or len(set(texts)) != len(texts):
         return None
     local = {t: i for i, t in enumerate(texts)}
     node_text = raw.graph.node_text
@@ -117,26 +110,16 @@ def scene_citation(raw: RawExample, example: Any, loops: bool = False) -> str | 
         found = found or [ln for ln in lines if ln.startswith(b + " ") and ln.endswith(" " + a)]
         return found[0] if found else None
 
-    def loop_line() -> list[str]:  # the 2-cell line of exactly the loop's objects, if the context has one
-        want = {f"[{i}]" for i in ids}
-        found = [ln for ln in lines if re.match(r"c\d+: ", ln) and set(NODE_ID.findall(ln)) == want]
-        return found[:1]
-
     def named(name: str) -> list[int]:
         return [i for i in ids if label_of(i).rsplit(" [", 1)[0] == name]
 
     template = question_template(raw.question, raw.qtype)
-    if loops and raw.qtype == "2-cell" and template in ("same-colour", "same-material"):
-        tail = str(raw.query or raw.question).rsplit(": ", 1)[-1]
-        pair = re.match(r"are the (.+?) and the (.+?) (?:the same colour|made of the same material)\?", tail)
-        found = [named(n) for n in pair.groups()] if pair else [[], []]
-        chain = loop_line() + [node_line(f[0]) if len(f) == 1 else None for f in found]
-    elif raw.qtype == "2-cell" and template in ("colour", "material"):
+    if raw.qtype == "2-cell" and template in ("colour", "material"):
         q = str(raw.query or raw.question).rsplit(": ", 1)[-1]
         name = q.split(" is the ", 1)[-1].replace(" made of", "").strip(" ?")
         want = [i for i in named(name)
                 if label.lower() in (node_line(i) or "").split(":", 1)[-1].lower().replace(",", " ").split()]
-        chain = (loop_line() if loops else []) + ([node_line(want[0])] if len(want) == 1 else [None])
+        chain = [node_line(want[0])] if len(want) == 1 else [None]
     elif template in ("colour", "material"):
         chain = [node_line(ids[0])]
     elif template == "one-hop" and len(ids) == 2:

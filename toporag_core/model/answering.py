@@ -1,0 +1,110 @@
+"""Task decoding (:meth:`~toporag_core.model.TopoRAGModel.answer`): which decoder answers which row.
+
+Rows are grouped by their closed answer set (``None``: open). A **closed set** is scored
+(:func:`~toporag_core.model.decode.score_choices`): the label is the arg max, its probability
+``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
+(:func:`~toporag_core.model.answers.short_answer`); :func:`~toporag_core.model.answers.is_clean` flags an
+answer that dumps the context or repeats the question; a style with cited open answers reads the
+answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
+``polar_evidence``): the evidence is generated greedily and the labels are scored after it, one prompt
+pass shared by both steps (its cache is copied for generation).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .answers import evidence_target, is_clean, short_answer, split_evidence
+from .batch import QABatch
+from .prompt import choices_for
+from .styles import get_style
+
+
+def row_choices(model, batch: QABatch, choices) -> list[tuple[str, ...] | None]:
+    """Each row's closed answer set (``None``: open) from :func:`answer`'s ``choices``."""
+    n = len(batch)
+    if choices is None:
+        return [choices_for(model.config, q) for q in batch.questions]
+    if len(choices) and all(isinstance(c, (list, tuple)) or c is None for c in choices):
+        if len(choices) != n:
+            raise ValueError(f"answer: {len(choices)} candidate lists for {n} rows")
+        return [tuple(c) if c else None for c in choices]
+    return [tuple(choices) or None] * n
+
+
+def _scored(cands: tuple[str, ...], sc: Tensor, r: int, raw: str | None = None) -> dict[str, Any]:
+    """Scored row ``r`` of ``sc`` ``(B, C)``: the arg-max candidate, its softmax probability over the
+    candidates and every candidate's score; ``raw``: the generated text (default: the candidate)."""
+    prob = torch.softmax(sc, -1)
+    j = int(sc[r].argmax())
+    return {"answer": cands[j], "probability": float(prob[r, j]),
+            "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": cands[j] if raw is None else raw,
+            "clean": True}
+
+
+def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
+    style = get_style(model.config.answer_style)
+    out = []
+    for question, context, raw in zip(sub.questions, sub.contexts,
+                                      model.generate(sub, max_new_tokens=max_new_tokens, soft=soft)):
+        evidence, text = style.read_open(raw)
+        ans = short_answer(text)
+        out.append({"answer": ans, "probability": None, "scores": None, "raw": raw,
+                    "clean": is_clean(ans, question, context),
+                    **({"evidence": evidence} if style.open_citations else {})})
+    return out
+
+
+def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_tokens) -> list[dict[str, Any]]:
+    prompt = model.prompt_pass(sub, soft)
+    raws = model.generate(sub, soft=soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
+                          max_new_tokens=max_new_tokens, lookup=0, constrain=False)
+    evid = [split_evidence(t)[0] for t in raws]
+    sc = model.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid], prompt=prompt,
+                             truncate=False)
+    return [{**_scored(cands, sc, r, raws[r]), "evidence": evid[r]} for r in range(len(sub))]
+
+
+def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict[str, Any]]:
+    sc = model.score_choices(sub, cands, soft=soft)
+    return [_scored(cands, sc, r) for r in range(len(sub))]
+
+
+@torch.no_grad()
+def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
+           max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+    """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
+
+    ``choices``: ``None`` (each row's :func:`~toporag_core.model.prompt.choices_for`: the config's
+    ``answer_set``, else yes/no for a polar question, else open generation - the one rule ``toporag
+    ask``, ``toporag eval``, the pipeline and the app share), one candidate list for every row, or a
+    list with one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
+    its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open rows
+    get greedy generation cut to a short phrase (``probability`` ``None``); ``clean`` is
+    :func:`~toporag_core.model.answers.is_clean`. Yes/no rows of an evidence-first style first generate
+    their evidence greedily (``raw``; ``evidence`` is the part before ``Answer:``), then score
+    ``"<evidence>. Answer: yes"`` against ``"... no"`` from the same prompt cache.
+    """
+    per_row = row_choices(model, batch, choices)
+    if soft is None and model.config.use_graph:
+        soft = model.graph_tokens(batch.cells)
+    style = get_style(model.config.answer_style)
+    out: list[dict[str, Any] | None] = [None] * len(batch)
+    groups: dict[tuple[str, ...] | None, list[int]] = {}
+    for i, c in enumerate(per_row):
+        groups.setdefault(c, []).append(i)
+    for cands, idx in groups.items():
+        sub = batch.select(idx)
+        s_soft = soft[idx] if soft is not None else None
+        if cands is None:
+            rows = _open_rows(model, sub, s_soft, max_new_tokens)
+        elif style.evidence_first(cands):
+            rows = _evidence_rows(model, sub, cands, s_soft, max_new_tokens)
+        else:
+            rows = _closed_rows(model, sub, cands, s_soft)
+        for i, row in zip(idx, rows):
+            out[i] = row
+    return out  # type: ignore[return-value]

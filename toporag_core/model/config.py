@@ -1,0 +1,113 @@
+"""What defines a TopoRAG model: :class:`TopoRAGConfig` (saved as ``config.json`` next to the weights),
+its validation, and the question forms a checkpoint's training examples used.
+
+Retired options (losing experiments, removed with their code): ``graph_norm`` (ActNorm on the pooled
+graph), ``graph_label_weight`` (an auxiliary label head on the pooled graph), ``mode="prompt_tuning"``
+with ``num_virtual_tokens``, ``graph_position="suffix"`` and ``answer_style="cited-loops"``. A saved
+config may still hold a retired key at its old default value (the shipped checkpoints do); any other
+value is refused by :meth:`TopoRAGConfig.from_dict` with a ``ValueError`` that names the key.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Callable
+
+from ..nn import CWNConfig
+from .styles import ANSWER_STYLES
+
+MODES = ("soft_prompt", "lora")
+GRAPH_POSITIONS = ("prefix", "before_question")
+CACHEABLE_POSITIONS = ("before_question",)  # layouts with a frozen, cacheable part
+
+# Retired config keys -> the only value a saved config may still hold (their old default).
+RETIRED_KEYS: dict[str, Any] = {"graph_norm": False, "graph_label_weight": 0.0, "num_virtual_tokens": 10}
+# Retired values of live keys.
+RETIRED_VALUES: dict[str, tuple[str, ...]] = {"mode": ("prompt_tuning",), "graph_position": ("suffix",),
+                                              "answer_style": ("cited-loops",)}
+
+
+def graphqa_prompt(question: str) -> str:
+    """GraphQA's prompt form, ``"Question: <question>\nAnswer:"`` (scene and WebQSP examples); a question
+    already in that form is returned unchanged (idempotent, so training data and a user's question agree)."""
+    return question if str(question).lstrip().startswith("Question:") else f"Question: {question}\nAnswer:"
+
+
+# How a checkpoint's training examples phrased a question (``TopoRAGConfig.question_form``): applied to a
+# user's question at answer time, so the LLM reads the form it was trained on (a scene checkpoint answered a
+# bare "What is behind the stone table?" with "no" and its trained form with "dresser"). Tasks name theirs
+# in the task registry (``register_task(prompt=...)``); training copies it into the config.
+QUESTION_FORMS: dict[str, Callable[[str], str]] = {"plain": lambda q: q, "graphqa": graphqa_prompt}
+
+
+def _retired(key: str, value: Any, old: str = "") -> ValueError:
+    return ValueError(f"TopoRAGConfig.{key}={value!r}: this option was retired (a losing experiment, removed "
+                      f"with its code){old}")
+
+
+def _choose(key: str, value: Any, allowed) -> None:
+    """``ValueError`` unless ``value`` is one of ``allowed`` (a retired value says so)."""
+    if value in RETIRED_VALUES.get(key, ()):
+        raise _retired(key, value)
+    if value not in allowed:
+        raise ValueError(f"TopoRAGConfig.{key}: unknown {value!r}; choose one of {tuple(allowed)}")
+
+
+@dataclass
+class TopoRAGConfig:
+    """Everything that defines a TopoRAG model (``to_dict``/``from_dict`` for ``config.json``)."""
+
+    encoder: str = "cwn"  # "cwn" | "gcn" ("w/o MTR"); cwn.use_cells2=False is "w/o CRL"
+    cwn: CWNConfig = field(default_factory=CWNConfig)
+    use_graph: bool = True  # False: no encoder / soft prompt at all (the frozen-LLM baseline)
+    num_graph_tokens: int = 1
+    projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
+    llm: str = "smollm2-135m-instruct"
+    mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
+    max_input_tokens: int = 512
+    max_new_tokens: int = 32
+    system_prompt: str | None = None  # None: the chat template's own default
+    graph_position: str = "prefix"  # "prefix" (paper) | "before_question" (cached frozen context)
+    question_first: bool = False  # the question also before the context (query-aware context; beyond the paper)
+    answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
+    answer_style: str = "label"  # an ANSWER_STYLES name (model/styles.py): "label" | "evidence" | "cited"
+    question_form: str = "plain"  # a QUESTION_FORMS name: how training phrased questions (applied to users')
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cwn, dict):
+            self.cwn = CWNConfig.from_dict(self.cwn)
+        self.lora_targets = tuple(self.lora_targets)
+        self.answer_set = tuple(str(a) for a in self.answer_set)
+        _choose("mode", self.mode, MODES)
+        _choose("graph_position", self.graph_position, GRAPH_POSITIONS)
+        _choose("answer_style", self.answer_style, ANSWER_STYLES)
+        _choose("question_form", self.question_form, sorted(QUESTION_FORMS))
+        for name in ("num_graph_tokens", "max_new_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"TopoRAGConfig.{name}: must be >= 1, got {getattr(self, name)}")
+        if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
+            raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cwn"] = self.cwn.to_dict()
+        d["lora_targets"] = list(self.lora_targets)
+        d["answer_set"] = list(self.answer_set)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TopoRAGConfig:
+        """The config of a saved ``config.json``: unknown keys are refused; a retired key is accepted at
+        its old default value only (:data:`RETIRED_KEYS`), another value raises naming the key."""
+        d = dict(d)
+        for key, default in RETIRED_KEYS.items():
+            value = d.pop(key, default)
+            if value != default:
+                raise _retired(key, value, f"; only its old default {default!r} loads")
+        extra = set(d) - {f.name for f in fields(cls)}
+        if extra:
+            raise ValueError(f"TopoRAGConfig: unknown keys {sorted(extra)}")
+        return cls(**d)

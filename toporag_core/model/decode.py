@@ -1,0 +1,299 @@
+"""Decoders of a :class:`~toporag_core.model.TopoRAGModel` (passed in as ``model``): greedy generation
+with a KV cache, its prompt-lookup and citation-constrained variants, and label scoring.
+
+* :func:`generate`: greedy decoding, at most ``max_new_tokens``, stopping at EOS or at the end of
+  the first line (:class:`StopTokens`).
+* **Prompt lookup** (one row): the draft is what followed the first occurrence, in the row's
+  context, of the longest suffix (up to 3 tokens) of the text so far (:func:`lookup_draft`); one
+  forward pass checks all drafts, the longest prefix that greedy decoding would have produced is
+  kept and the cache is cropped to it. The output is greedy decoding's (up to float rounding between
+  one-token and many-token passes), in fewer passes when the model copies.
+* **Citation-constrained** (:class:`CitationConstraint`): each row's text stays one its
+  :class:`~toporag_core.retrieval.citations.CitationGrammar` allows.
+* :func:`score_choices`: a closed answer set scored, as lm-evaluation-harness scores multiple choice,
+  by ``score(c) = sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` - the log probability
+  of answering exactly ``c`` and stopping, the sequence training fits; no length normalisation.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..retrieval.citations import CitationGrammar
+from .batch import QABatch
+from .styles import get_style
+
+CONSTRAIN_TOP_K = 32  # candidates a constrained step tries, most likely first (none allowed: greedy, unconstrained)
+
+
+def lookup_draft(source, generated: Sequence[int], k: int, max_ngram: int = 3) -> list[int]:
+    """Prompt-lookup draft: the (up to) ``k`` tokens that follow the first occurrence in ``source``
+    (token ids, ``(S,)``) of the longest suffix of ``generated`` of ``max_ngram`` .. 1 tokens; ``[]``
+    when no suffix occurs (or ``k <= 0``). The first occurrence: in a compact context a node's line
+    (``cup [5]: white, glass``) comes before the relation lines that name it. Vectorised over
+    ``source`` with one window comparison per n-gram length."""
+    src = np.asarray(source, dtype=np.int64)
+    if k <= 0 or not len(generated) or src.size < 2:
+        return []
+    for n in range(min(max_ngram, len(generated), src.size - 1), 0, -1):
+        tail = np.asarray(generated[-n:], dtype=np.int64)
+        win = np.lib.stride_tricks.sliding_window_view(src[:-1], n)  # windows followed by >= 1 token
+        hits = np.flatnonzero((win == tail).all(axis=1))
+        if hits.size:
+            start = int(hits[0]) + n
+            return src[start:start + k].tolist()
+    return []
+
+
+class StopTokens:
+    """What ends a generated row, per vocabulary id, built once per model: the stop ids (the layout's
+    EOS and the LLM's generation EOS), and whether each id decodes to text holding a newline / to
+    non-space text; as tensors (batched steps) and Python containers (per-token tests)."""
+
+    def __init__(self, llm, tokenizer, eos: list[int], device: torch.device) -> None:
+        stop = set(eos)
+        gen_eos = getattr(getattr(llm, "generation_config", None), "eos_token_id", None)
+        stop |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])
+        self.ids = torch.tensor(sorted(stop) or [-1], device=device)
+        vocab = int(llm.get_output_embeddings().weight.shape[0])
+        texts = tokenizer.batch_decode([[i] for i in range(vocab)])
+        self.newline = torch.tensor(["\n" in t for t in texts], device=device)
+        self.nonspace = torch.tensor([bool(t.strip()) for t in texts], device=device)
+        self.id_set = frozenset(self.ids.tolist())
+        self.newline_list: list[bool] = self.newline.tolist()
+        self.nonspace_list: list[bool] = self.nonspace.tolist()
+
+    def ends(self, t: int, has_text: bool, stop_at_newline: bool) -> bool:
+        """Whether token ``t`` ends a row: EOS, or a newline once the row has text."""
+        return t in self.id_set or (stop_at_newline and self.newline_list[t] and (has_text or self.nonspace_list[t]))
+
+    def text(self, tokenizer, ids: list[int], stop_at_newline: bool) -> str:
+        """A row's generated ids as text, stop ids dropped, cut at the first newline when ``stop_at_newline``."""
+        text = tokenizer.decode([t for t in ids if t not in self.id_set], skip_special_tokens=True).strip()
+        return text.split("\n")[0].strip() if stop_at_newline else text
+
+
+class CitationConstraint:
+    """Citation-constrained choices for the rows of one generation: at a step whose arg-max a row's
+    grammar refuses, the most likely allowed token of the top :data:`CONSTRAIN_TOP_K` is taken (a
+    stopping token only where the text may stop); a row with none loses its grammar and runs on
+    unconstrained. A row where greedy cites real lines is unchanged."""
+
+    def __init__(self, grammars: list[CitationGrammar | None], tokenizer, stops: StopTokens,
+                 stop_at_newline: bool) -> None:
+        self.grammars, self.tokenizer, self.stops, self.stop_at_newline = grammars, tokenizer, stops, stop_at_newline
+
+    def _ok(self, grammar: CitationGrammar, ids: list[int], t: int, has_text: bool) -> bool:
+        if self.stops.ends(t, has_text, self.stop_at_newline):
+            return grammar.may_stop(self.tokenizer.decode(ids, skip_special_tokens=True).split("\n")[0])
+        return grammar.allows(self.tokenizer.decode(ids + [t], skip_special_tokens=True))
+
+    def choose_row(self, r: int, logits: Tensor, t: int, ids: list[int], has_text: bool) -> int:
+        """Row ``r``'s token after ``ids``: ``t`` (its arg-max) unless its grammar refuses it."""
+        grammar = self.grammars[r]
+        if grammar is None or self._ok(grammar, ids, t, has_text):
+            return t
+        top = torch.topk(logits.float(), min(CONSTRAIN_TOP_K, logits.shape[-1])).indices.tolist()
+        choice = next((c for c in top if self._ok(grammar, ids, c, has_text)), None)
+        if choice is None:
+            self.grammars[r] = None
+            return t
+        return choice
+
+    def choose(self, logits: Tensor, nxt: Tensor, so_far: list[list[int]], done: Tensor, has_text: Tensor) -> Tensor:
+        """``nxt`` (``(B,)`` arg-max tokens) with each live row's token replaced where its grammar refuses it."""
+        nxt = nxt.clone()
+        for r in range(len(self.grammars)):
+            if self.grammars[r] is not None and not bool(done[r]):
+                nxt[r] = self.choose_row(r, logits[r], int(nxt[r]), so_far[r], bool(has_text[r]))
+        return nxt
+
+
+def default_lookup(model) -> int:
+    """Prompt-lookup draft length when ``generate`` is given none: the model's ``lookup_tokens``
+    attribute when set (benchmarks switch it), else its answer style's (cited: on)."""
+    if model.lookup_tokens is not None:
+        return model.lookup_tokens
+    return get_style(model.config.answer_style).lookup_tokens
+
+
+@torch.no_grad()
+def generate(model, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
+             stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None,
+             constrain: bool | None = None) -> list[str]:
+    """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
+    ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
+    text; the returned text is cut at that newline and stripped. ``soft``: precomputed
+    ``graph_tokens`` (the pipeline times encoding and generation separately); ``prompt``: a
+    :meth:`~toporag_core.model.TopoRAGModel.prompt_pass` result to start from (its cache is extended
+    in place).
+
+    ``lookup``: draft tokens per step for prompt-lookup decoding (one row only; ``None``:
+    :func:`default_lookup`, 0 = off). ``constrain``: citation-constrained decoding (``None``: the
+    model's ``constrain_citations`` attribute, off by default). Off by default because it was measured
+    not to change accuracy (``benchmarks/bench_constrained.py``: 0.712 either way on the scene test's
+    354 open questions, 11 / 11 discordant) while it hides the best warning sign there is: greedy
+    answers citing a line the context does not have are right 0.47 of the time, against 0.84 for real
+    citations, and the error analysis and the Ask page flag them; constrained, those answers cite real
+    lines."""
+    max_new = model.config.max_new_tokens if max_new_tokens is None else max_new_tokens
+    lookup = default_lookup(model) if lookup is None else lookup
+    constrain = bool(model.constrain_citations) if constrain is None else constrain
+    stops = model.stops
+    constraint = CitationConstraint([CitationGrammar(c) for c in batch.contexts], model.tokenizer, stops,
+                                    stop_at_newline) if constrain else None
+    prompt = prompt if prompt is not None else model.prompt_pass(batch, soft)
+    if lookup > 0 and len(batch) == 1 and max_new > 0:
+        return [_generate_lookup(model, batch.contexts[0], prompt, max_new, stop_at_newline, lookup, constraint)]
+    return _generate_greedy(model, len(batch), prompt, max_new, stop_at_newline, constraint)
+
+
+def _generate_greedy(model, n: int, prompt: tuple, max_new: int, stop_at_newline: bool,
+                     constraint: CitationConstraint | None) -> list[str]:
+    """:func:`generate` for ``n`` rows at once, one token per row and step."""
+    stops = model.stops
+    past, mask, pos, logits = prompt
+    tokens = []
+    done = torch.zeros(n, dtype=torch.bool, device=model.device)
+    has_text = torch.zeros_like(done)
+    so_far: list[list[int]] = [[] for _ in range(n)]
+
+    def pick(last: Tensor) -> Tensor:
+        return last.argmax(-1) if constraint is None else constraint.choose(last, last.argmax(-1), so_far, done,
+                                                                          has_text)
+    nxt = pick(logits)
+    for _ in range(max_new):
+        tokens.append(torch.where(done, -1, nxt))
+        for r, t in enumerate(tokens[-1].tolist() if constraint is not None else ()):
+            if t >= 0:
+                so_far[r].append(t)
+        done |= torch.isin(nxt, stops.ids)
+        if stop_at_newline:
+            done |= stops.newline[nxt] & (has_text | stops.nonspace[nxt])
+        has_text |= stops.nonspace[nxt]
+        if bool(done.all()) or len(tokens) == max_new:
+            break
+        mask = torch.cat([mask, mask.new_ones(n, 1)], dim=1)
+        pos = pos + 1
+        out = model.llm(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=past,
+                        use_cache=True)
+        past = out.past_key_values
+        nxt = pick(out.logits[:, -1])
+    rows = torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(n)]
+    return [stops.text(model.tokenizer, [t for t in row if t >= 0], stop_at_newline) for row in rows]
+
+
+class _Row:
+    """The ids one prompt-lookup row has generated, and whether it has produced non-space text."""
+
+    def __init__(self, stops: StopTokens, stop_at_newline: bool, max_new: int) -> None:
+        self.stops, self.stop_at_newline, self.max_new = stops, stop_at_newline, max_new
+        self.ids: list[int] = []
+        self.has_text = False
+
+    def take(self, t: int) -> bool:
+        """Append one token; ``True`` when the row stops after it."""
+        self.ids.append(t)
+        end = self.stops.ends(t, self.has_text, self.stop_at_newline)
+        self.has_text = self.has_text or self.stops.nonspace_list[t]
+        return end or len(self.ids) >= self.max_new
+
+
+def _accepted(logits: Tensor, draft: list[int], row: _Row, choose) -> tuple[int, int]:
+    """``(accepted draft tokens, the token after them)``: the greedy (or constrained) token at each
+    position of one verification pass, while it equals the draft."""
+    ok, text_before = 0, row.has_text
+    while True:
+        c = choose(logits[ok], row.ids + draft[:ok], text_before)
+        if ok < len(draft) and draft[ok] == c:
+            text_before = text_before or row.stops.nonspace_list[c]
+            ok += 1
+            continue
+        return ok, c
+
+
+def _generate_lookup(model, context: str, prompt: tuple, max_new: int, stop_at_newline: bool, k: int,
+                     constraint: CitationConstraint | None) -> str:
+    """:func:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens; with ``constraint``,
+    the token each position keeps is the constrained choice."""
+    stops = model.stops
+    device = model.device
+
+    def choose(logits_i: Tensor, ids: list[int], text_before: bool) -> int:
+        t = int(logits_i.argmax(-1))
+        return t if constraint is None else constraint.choose_row(0, logits_i, t, ids, text_before)
+
+    source = np.asarray(model.tokenizer(context or "", add_special_tokens=False)["input_ids"], dtype=np.int64)
+    past, mask, pos, logits = prompt
+    row = _Row(stops, stop_at_newline, max_new)
+    nxt = choose(logits[0], [], False)
+    while not row.take(nxt):
+        draft = lookup_draft(source, row.ids, min(k, max_new - len(row.ids) - 1))
+        inp = [nxt, *draft]
+        n_past = past.get_seq_length()
+        mask = torch.cat([mask, mask.new_ones(1, len(inp))], dim=1)
+        out = model.llm(input_ids=torch.tensor([inp], device=device), attention_mask=mask,
+                        position_ids=pos + 1 + torch.arange(len(inp), device=device)[None],
+                        past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        ok, c = _accepted(out.logits[0], draft, row, choose)
+        if any(row.take(t) for t in draft[:ok]):
+            break
+        keep = n_past + 1 + ok  # the cache holds nxt and the accepted drafts
+        if past.get_seq_length() > keep:  # a negative crop removes that many (old and new transformers)
+            past.crop(keep - past.get_seq_length())
+        mask, pos, nxt = mask[:, :keep], pos + 1 + ok, c
+    return stops.text(model.tokenizer, row.ids, stop_at_newline)
+
+
+def _candidate_rows(choices, n: int) -> list[list[str]]:
+    """One candidate list per row: ``choices`` per row, or one list for every row; checked."""
+    per_row = bool(choices) and all(isinstance(c, (list, tuple)) for c in choices)
+    rows = [list(c) for c in choices] if per_row else [list(choices)] * n
+    if not rows or not rows[0]:
+        raise ValueError("score_choices: empty candidate list")
+    if len(rows) != n or len({len(r) for r in rows}) != 1:
+        raise ValueError(f"score_choices: needs {n} candidate lists of one length, got {[len(r) for r in rows]}")
+    return rows
+
+
+@torch.no_grad()
+def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, prompt: tuple | None = None,
+                  truncate: bool = True) -> Tensor:
+    """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:
+    ``sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` (no length normalisation).
+
+    ``choices``: one candidate list for every row, or one list per row (all of length ``C``;
+    the evidence path scores ``"<row's evidence>. Answer: <label>"``). The prompt runs once
+    (or comes in as ``prompt``, a ``prompt_pass`` result, whose cache is then used up);
+    its cache is repeated for the ``C`` candidates, which run as one batch of ``B x C``
+    rows. ``truncate``: cut candidates at ``max_new_tokens`` as training cuts answers.
+    """
+    rows = _candidate_rows(choices, len(batch))
+    cut = model.config.max_new_tokens if truncate else None
+    eos = model.prompter.pieces["eos"]
+    cands = [[model.prompter.ids(c)[:cut] + eos for c in r] for r in rows]  # B x C token lists
+    if any(len(c) == len(eos) for r in cands for c in r):
+        raise ValueError(f"score_choices: a candidate tokenises to nothing: {rows}")
+    past, mask, pos, logits = prompt if prompt is not None else model.prompt_pass(batch, soft)
+    dev = model.device
+    first = torch.log_softmax(logits, -1)  # (B, V)
+    n_b, n_c = len(batch), len(rows[0])
+    scores = first.gather(1, torch.tensor([[c[0] for c in r] for r in cands], device=dev)).clone()  # (B, C)
+    flat = [c for r in cands for c in r]  # B*C, row-major (row b's candidates together)
+    steps = max(len(c) for c in flat) - 1
+    if steps > 0:
+        past.batch_repeat_interleave(n_c)
+        pad = model.pad_id
+        ids = torch.tensor([c[:-1] + [pad] * (steps - len(c) + 1) for c in flat], device=dev)
+        real = torch.tensor([[1] * (len(c) - 1) + [0] * (steps - len(c) + 1) for c in flat], device=dev)
+        tgt = torch.tensor([c[1:] + [0] * (steps - len(c) + 1) for c in flat], device=dev)
+        m = torch.cat([mask.repeat_interleave(n_c, 0), real], dim=1)
+        p = pos.repeat_interleave(n_c, 0) + 1 + torch.arange(steps, device=dev)
+        out = model.llm(input_ids=ids, attention_mask=m, position_ids=p, past_key_values=past, use_cache=True)
+        lp = torch.log_softmax(out.logits.float(), -1).gather(-1, tgt[..., None])[..., 0]  # (B*C, steps)
+        scores = scores + (lp * real).sum(-1).view(n_b, n_c)
+    return scores
