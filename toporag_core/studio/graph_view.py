@@ -359,95 +359,34 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     focus_edges = np.asarray(list(focus_edges), dtype=np.int64)
     n = cx.num_nodes
     if seeds is None:
-        parts = []
-        if sub is not None:
-            order = np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")
-            parts.append(sub.nodes[order])
-        if node_marks and sub is None:
-            parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
-        parts += [cx.cell2_nodes(f) for f in focus_cells2]
-        if highlight:
-            parts.append(np.fromiter(highlight, dtype=np.int64))
-        if focus_edges.size:
-            parts.append(cx.edges[focus_edges].reshape(-1))
-        seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        if seeds.size == 0 and n:
-            seeds = np.array([int(np.argmax(np.diff(_adjacency(cx).indptr)))])
+        seeds = _default_seeds(cx, sub, node_marks, focus_cells2, highlight, focus_edges)
     shown = neighbourhood(cx, seeds, cap) if n else np.zeros(0, np.int64)
     in_view = np.zeros(n, dtype=bool)
     in_view[shown] = True
     eids = np.flatnonzero(in_view[cx.edges[:, 0]] & in_view[cx.edges[:, 1]]) if cx.num_edges else np.zeros(0, np.int64)
+    style = _Style.of(cx, sub, node_marks, focus_cells2, focus_edges, highlight)
 
-    node_role = sub.role_of(0) if sub is not None else {}
-    edge_role = sub.role_of(1) if sub is not None else {}
-    p0, p1, _ = sub.prizes if sub is not None else (None, None, None)
-    marks = dict(node_marks) if node_marks is not None and sub is None else None
-    focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 else set()
-    focus_edge_set = set(focus_edges.tolist())
-    if focus_cells2:
-        focus_edge_set |= set(np.concatenate([cx.cell2_edges(f) for f in focus_cells2]).tolist())
-
-    from pyvis.edge import Edge
-    from pyvis.network import Network
-
-    net = Network(height=f"{height_px}px", width="100%", directed=False, cdn_resources="in_line", bgcolor="#ffffff")
-    net.templateEnv = _template_env(net)
-    net.toggle_physics(False)
-    net.options.edges.smooth.enabled = False  # 1-cells are unique: straight lines never overlap
+    net = _network(height_px)
     local = np.full(n, -1, dtype=np.int64)
     local[shown] = np.arange(shown.size)
     xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
-    # nodes whose label is always painted, in priority order (terminals first)
-    important: list[int] = list(highlight)
-    if sub is not None:
-        important += [int(i) for i in sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()],
-                                                           kind="stable")].tolist()]
-    if marks is not None:
-        important += [int(i) for i in marks]
-    for f in focus_cells2:
-        important += cx.cell2_nodes(f).tolist()
-    important = [i for i in dict.fromkeys(important) if in_view[i]]
+    important = [i for i in _important_nodes(cx, sub, style.marks, focus_cells2, highlight) if in_view[i]]
     important_set = set(important)
     paint_all = shown.size <= PAINT_ALL_NODES
     painted = important + ([i for i in shown.tolist() if i not in important_set] if paint_all else [])
     for i in shown.tolist():
-        role = node_role.get(i)
-        extra = ""
-        mark = marks.get(i) if marks is not None else None
-        if sub is not None:
-            extra = f"role: {role or 'not retrieved'}; prize {p0[i]:g}"
-            colour = ROLE_COLOURS[role] if role else NODE_MUTED
-        elif marks is not None:
-            colour, extra = mark if mark else (NODE_MUTED, "")
-        else:
-            colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
-        if i in highlight:
-            colour = NODE_HIGHLIGHT
-            extra = "; ".join(x for x in (highlight[i], extra) if x)
-        # retrieved / picked cells stand out even when a big view is zoomed out to fit
-        size = (17 if role == "terminal" or i in focus_nodes or mark or i in highlight
-                else (13 if role else (9 if sub is not None or marks is not None else 11)))
+        colour, size, extra = style.node(i)
         x, y = xy[local[i]].tolist()
         # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
         label = " " if (i in important_set or paint_all) else "\n".join(wrap_label(cx.graph.node_text[i]))
         net.add_node(i, label=label, title=_safe_title(_node_title(cx, i, html.escape(extra))),
                      color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
+    from pyvis.edge import Edge
+
     for e in eids.tolist():
         a, b = cx.edges[e].tolist()
-        role = edge_role.get(e)
         tree = bool(cx.tree_mask[e])
-        extra = f"role: {role or 'not retrieved'}; prize {p1[e]:g}" if sub is not None else ""
-        if sub is not None:
-            colour = ROLE_COLOURS[role] if role else EDGE_MUTED
-            width = 4 if role else 0.8
-        elif marks is not None:  # edges between marked nodes keep their style, the rest fade
-            both = a in marks and b in marks
-            colour = (EDGE_TREE if tree else EDGE_CHORD) if both else EDGE_MUTED
-            width = 2.5 if both else 0.8
-        else:
-            hot = e in focus_edge_set
-            colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
-            width = 5 if e in set(focus_edges.tolist()) else (3.5 if hot else 1.5)
+        colour, width, extra = style.edge(e, a, b, tree)
         # Edge(...).options is what add_edge stores; add_edge itself scans all edges for
         # duplicates (quadratic), and 1-cells are unique already.
         net.edges.append(Edge(a, b, title=_safe_title(_edge_title(cx, e, html.escape(extra))), color=colour,
@@ -457,6 +396,136 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     sizes = {n["id"]: n["size"] for n in net.nodes}
     labels_payload = [{"id": i, "lines": wrap_label(cx.graph.node_text[i]), "r": sizes.get(i, 10),
                        "always": i in important_set} for i in painted]
+    payload, kept_f, kept_o, colours = _cells_payload(cx, sub, focus_cells2, shade_cells2, in_view)
+    page = _finish_html(net.generate_html(notebook=False), payload, labels_payload)
+    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
+                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
+                     cell_colours=colours)
+
+
+def _terminals_first(sub) -> np.ndarray:
+    """The subcomplex's nodes, its terminals first (otherwise in its order)."""
+    return sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")]
+
+
+def _default_seeds(cx: CellComplex, sub, node_marks, focus_cells2: list[int], highlight: dict[int, str],
+                   focus_edges: np.ndarray) -> np.ndarray:
+    """Where the neighbourhood grows from: the subcomplex (terminals first) or the marked nodes, the focus
+    2-cells' boundaries, the highlighted nodes, the focus edges' ends; else the highest-degree node."""
+    parts = []
+    if sub is not None:
+        parts.append(_terminals_first(sub))
+    if node_marks and sub is None:
+        parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
+    parts += [cx.cell2_nodes(f) for f in focus_cells2]
+    if highlight:
+        parts.append(np.fromiter(highlight, dtype=np.int64))
+    if focus_edges.size:
+        parts.append(cx.edges[focus_edges].reshape(-1))
+    seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if seeds.size == 0 and cx.num_nodes:
+        seeds = np.array([int(np.argmax(np.diff(_adjacency(cx).indptr)))])
+    return seeds
+
+
+def _important_nodes(cx: CellComplex, sub, marks, focus_cells2: list[int], highlight: dict[int, str]) -> list[int]:
+    """Nodes whose label is always painted, in priority order (highlighted, terminals, retrieved, marked,
+    focus 2-cells' boundaries), each once."""
+    important: list[int] = list(highlight)
+    if sub is not None:
+        important += [int(i) for i in _terminals_first(sub).tolist()]
+    if marks is not None:
+        important += [int(i) for i in marks]
+    for f in focus_cells2:
+        important += cx.cell2_nodes(f).tolist()
+    return list(dict.fromkeys(important))
+
+
+@dataclass
+class _Style:
+    """How nodes and edges are drawn: by retrieval role (with ``sub``), by mark (``node_marks``), else by
+    focus; highlighted nodes on top of any of these."""
+
+    sub: object
+    marks: dict | None
+    highlight: dict[int, str]
+    node_role: dict
+    edge_role: dict
+    focus_nodes: set
+    focus_edges: set  # the focus 1-cells (thickest)
+    hot_edges: set  # the focus 1-cells and the focus 2-cells' boundaries
+    p0: np.ndarray | None = None  # node and edge prizes (with ``sub``)
+    p1: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, cx: CellComplex, sub, node_marks, focus_cells2: list[int], focus_edges: np.ndarray,
+           highlight: dict[int, str]) -> "_Style":
+        focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 \
+            else set()
+        hot = set(focus_edges.tolist())
+        if focus_cells2:
+            hot |= set(np.concatenate([cx.cell2_edges(f) for f in focus_cells2]).tolist())
+        return cls(sub=sub, marks=dict(node_marks) if node_marks is not None and sub is None else None,
+                   highlight=highlight, node_role=sub.role_of(0) if sub is not None else {},
+                   edge_role=sub.role_of(1) if sub is not None else {}, focus_nodes=focus_nodes,
+                   focus_edges=set(focus_edges.tolist()), hot_edges=hot,
+                   p0=sub.prizes[0] if sub is not None else None, p1=sub.prizes[1] if sub is not None else None)
+
+    def _node_colour(self, i: int, role, mark) -> tuple[str, str]:
+        """Colour and tooltip note before highlighting."""
+        if self.sub is not None:
+            colour = ROLE_COLOURS[role] if role else NODE_MUTED
+            return colour, f"role: {role or 'not retrieved'}; prize {self.p0[i]:g}"
+        if self.marks is not None:
+            return mark if mark else (NODE_MUTED, "")
+        return (NODE_FOCUS if i in self.focus_nodes else NODE_DEFAULT), ""
+
+    def node(self, i: int) -> tuple[str, float, str]:
+        """``(colour, size, tooltip note)`` of node ``i``."""
+        role = self.node_role.get(i)
+        mark = self.marks.get(i) if self.marks is not None else None
+        colour, extra = self._node_colour(i, role, mark)
+        if i in self.highlight:
+            colour = NODE_HIGHLIGHT
+            extra = "; ".join(x for x in (self.highlight[i], extra) if x)
+        # retrieved / picked cells stand out even when a big view is zoomed out to fit
+        if role == "terminal" or i in self.focus_nodes or mark or i in self.highlight:
+            size = 17
+        elif role:
+            size = 13
+        else:
+            size = 9 if self.sub is not None or self.marks is not None else 11
+        return colour, size, extra
+
+    def edge(self, e: int, a: int, b: int, tree: bool) -> tuple[str, float, str]:
+        """``(colour, width, tooltip note)`` of the 1-cell ``e`` from ``a`` to ``b``."""
+        if self.sub is not None:
+            role = self.edge_role.get(e)
+            extra = f"role: {role or 'not retrieved'}; prize {self.p1[e]:g}"
+            return (ROLE_COLOURS[role] if role else EDGE_MUTED), (4 if role else 0.8), extra
+        if self.marks is not None:  # edges between marked nodes keep their style, the rest fade
+            both = a in self.marks and b in self.marks
+            return ((EDGE_TREE if tree else EDGE_CHORD) if both else EDGE_MUTED), (2.5 if both else 0.8), ""
+        hot = e in self.hot_edges
+        colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
+        return colour, (5 if e in self.focus_edges else (3.5 if hot else 1.5)), ""
+
+
+def _network(height_px: int):
+    """An empty pyvis network: fixed layout (no physics), straight edges, the shared template."""
+    from pyvis.network import Network
+
+    net = Network(height=f"{height_px}px", width="100%", directed=False, cdn_resources="in_line", bgcolor="#ffffff")
+    net.templateEnv = _template_env(net)
+    net.toggle_physics(False)
+    net.options.edges.smooth.enabled = False  # 1-cells are unique: straight lines never overlap
+    return net
+
+
+def _cells_payload(cx: CellComplex, sub, focus_cells2: list[int], shade_cells2: list[int],
+                   in_view: np.ndarray) -> tuple[list[dict], list[int], list[int], dict[int, str]]:
+    """The 2-cells to paint (filled: the focus and retrieved ones; shaded: the others asked for and the
+    candidates not chosen) whose every vertex is in view: ``(payload, filled, shaded, {filled: stroke})``."""
     filled = list(focus_cells2)
     shaded = list(shade_cells2)
     if sub is not None:
@@ -478,10 +547,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
             fill, stroke = f"rgba({rgb}, 0.28)", f"rgba({rgb}, 0.95)"
             colours[int(f)] = stroke
         payload.append({"nodes": ids.tolist(), "fill": fill, "stroke": stroke, "width": 2.5})
-    page = _finish_html(net.generate_html(notebook=False), payload, labels_payload)
-    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
-                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
-                     cell_colours=colours)
+    return payload, kept_f, kept_o, colours
 
 
 def legend_html(retrieval: bool) -> str:
