@@ -318,7 +318,7 @@ def load_recipe(name: str, known: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"recipe {path}: {e}") from None
     out = {}
     for key, value in data.items():
-        m = re.search(rf"^\s*{re.escape(key)}\s*=", text, re.M)
+        m = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=", text, re.M)
         where = f"recipe {path}, line {text[:m.start()].count(chr(10)) + 1 if m else '?'}, {key!r}"
         if key not in known:
             raise ValueError(f"{where}: not an option of this command (known: {', '.join(sorted(known))})")
