@@ -302,7 +302,7 @@ def _check_value(value: Any, kind: Any, where: str) -> Any:
         return tuple(value)
     if kind in (int, float, str, bool) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
-    want = "a list of strings" if kind is tuple else f"a {getattr(kind, '__name__', kind)}"
+    want = "a list of strings" if kind is tuple else getattr(kind, '__name__', str(kind))
     raise ValueError(f"{where}: expected {want}, got {value!r}")
 
 
