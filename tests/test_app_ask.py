@@ -516,7 +516,7 @@ def test_a_checkpoint_with_an_unknown_text_format_is_refused_before_the_llm_load
 
     monkeypatch.setattr(llm_mod, "load_llm", no_llm)
     with pytest.raises(ValueError, match=r"config\.json: retrieval\.text: unknown text format 'yaml'; "
-                                         r"registered: csv, compact, keyed, short-loops"):
+                                         r"registered: csv, compact"):
         TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder())
 
 

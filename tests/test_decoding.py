@@ -377,68 +377,6 @@ def test_encoder_lr_moves_the_graph_encoder_at_its_own_rate(examples, tmp_path):
         TrainConfig(encoder_lr=0.0)
 
 
-def test_graph_pretraining_fits_the_label_head_and_keeps_the_best_epoch(examples, tmp_path):
-    """Pretraining fits encoder + label head alone to the answer set (the tiny graphs are told apart by
-    their label after a few epochs), restores the epoch of best validation accuracy (what it reports is
-    what the model now scores), leaves LLM-side parameters alone, and is logged by ``train()``."""
-    from toporag_core.train import graph_head_accuracy, pretrain_graph
-
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
-                   graph_label_weight=1.0, seed=3)
-    proj = {n: p.detach().clone() for n, p in m.named_parameters() if n.startswith("projector.")}
-    start = graph_head_accuracy(m, examples)
-    cfg = TrainConfig(lr=1e-2, graph_pretrain_epochs=30, batch_size=2, seed=0)
-    got = pretrain_graph(m, examples, examples, cfg, batch_size=2)
-    assert got["graph_pretrain_val_accuracy"] == graph_head_accuracy(m, examples)  # the restored epoch
-    assert got["graph_pretrain_val_accuracy"] == 1.0 > start
-    assert 1 <= got["graph_pretrain_best_epoch"] <= 30
-    assert all(torch.equal(p, proj[n]) for n, p in m.named_parameters() if n.startswith("projector."))
-    with pytest.raises(ValueError, match="label head"):
-        pretrain_graph(tiny_model(in_dim=DIM, answer_set=("support", "counter")), examples, examples, cfg)
-    run = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, answer_set=("support", "counter"),
-                     graph_label_weight=1.0, seed=3)
-    summary = train(run, examples, examples[:2], dataclasses.replace(cfg, max_steps=1, show_progress=False),
-                    tmp_path / "run")
-    logged = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
-    assert [x["graph_pretrain_epoch"] for x in logged if "graph_pretrain_epoch" in x] == list(range(1, 31))
-    assert summary["graph_pretrain_best_epoch"] >= 1
-
-
-def test_freeze_graph_keeps_the_pretrained_encoder_through_joint_training(examples, tmp_path):
-    """``freeze_graph``: pretraining moves the encoder; the joint steps after it leave encoder and label
-    head bit-identical to the restored pretraining epoch (weight decay on: AdamW's decay is scaled by the
-    group's lr 0) while projector and adapters learn; the saved checkpoint holds the pretrained encoder."""
-    from safetensors.torch import load_file
-
-    from toporag_core.train import param_groups, pretrain_graph
-
-    m = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
-                   graph_label_weight=1.0, seed=3)
-    cfg = TrainConfig(lr=1e-2, encoder_lr=1e-2, weight_decay=0.1, batch_size=2, epochs=1, max_steps=3,
-                      graph_pretrain_epochs=5, freeze_graph=True, show_progress=False, grad_clip=0.0, seed=0)
-    params = {n: p for n, p in m.named_parameters() if p.requires_grad}
-    assert param_groups(params, cfg)[0]["lr_scale"] == 0.0
-    start = {n: p.detach().clone() for n, p in params.items()}
-    twin = tiny_model(in_dim=DIM, graph_position="suffix", tokens=2, mode="lora", answer_set=("support", "counter"),
-                      graph_label_weight=1.0, seed=3)
-    twin.load_state_dict(m.state_dict())
-    pretrain_graph(twin, examples, examples[:2], cfg)  # what pretraining alone leaves (same seed, same data)
-    pretrained = {n: p.detach().clone() for n, p in twin.named_parameters() if n.startswith("encoder.")}
-    assert any(not torch.equal(p, start[n]) for n, p in pretrained.items())
-    train(m, examples, examples[:2], cfg, tmp_path / "run")
-    for n, p in m.named_parameters():
-        if n.startswith("encoder."):
-            assert torch.equal(p.detach(), pretrained[n]), n
-    assert min(float((p.detach() - start[n]).abs().max()) for n, p in params.items() if n.startswith("projector.")) > 0
-    assert max(float((p.detach() - start[n]).abs().max()) for n, p in params.items() if "lora_B" in n) > 0
-    saved = load_file(str(tmp_path / "run" / "last" / "model.safetensors"))
-    enc = {n: p for n, p in m.named_parameters() if n.startswith("encoder.")}
-    assert set(enc) <= set(saved)
-    assert all(torch.equal(saved[n].to(p.dtype), p.detach()) for n, p in enc.items())
-    with pytest.raises(ValueError, match="freeze_graph"):  # nothing pretrained: a frozen random encoder
-        TrainConfig(freeze_graph=True)
-
-
 def test_question_first_reads_the_context_knowing_the_question(examples):
     """``question_first``: the frozen part is ``prefix, question, \\n, context, \\n`` (the question is
     still re-read after the graph tokens); the context budget shrinks by the extra question; the

@@ -19,8 +19,7 @@ def register(sub) -> None:
     from ..retrieval.textualize import DEFAULT_TEXT, TEXT_FORMATS
 
     p.add_argument("--text", default=DEFAULT_TEXT, choices=tuple(TEXT_FORMATS),
-                   help="text format of the context: csv (G-Retriever's), compact (names inline, boxes dropped), "
-                        "keyed (compact, relation lines key first) or short-loops (compact, 2-cells as node lists)")
+                   help="text format of the context: csv (G-Retriever's) or compact (names inline, boxes dropped)")
     p.set_defaults(func=run)
 
 
