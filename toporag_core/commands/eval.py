@@ -34,6 +34,9 @@ def register(subparsers) -> None:
                    help="closed answer set to score by likelihood, comma-separated (default: the checkpoint's "
                         "answer set; 'none' forces open generation)")
     p.set_defaults(func=run)
+    from .eval_merge import add_merge_dispatch
+
+    add_merge_dispatch(p)  # `toporag eval merge SHARDS... --out FILE`
 
 
 def run(args) -> int:
