@@ -92,7 +92,7 @@ def test_loading_a_file_shows_accuracy_failure_counts_and_bad_lines(tmp_path):
     assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("2", "1")
     warn = at.warning[0].value
     assert "2 bad line(s) skipped, 5 loaded" in warn
-    assert "line 4: not valid JSON" in warn and "line 7: missing field(s) prediction, label, correct" in warn
+    assert "line 4: not valid JSON" in warn and "a.jsonl, line 7: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in warn
     table = frame(at, "line")
     assert list(table["id"]) == ["1", "2", "3", "4", "5"]
     assert list(table["line"]) == [1, 2, 3, 5, 6]  # line numbers of the file, around the bad lines
@@ -221,7 +221,7 @@ def test_load_predictions_bad_bytes_and_missing_file(tmp_path):
 
 
 def test_verdicts_for_entity_and_non_entity_labels():
-    v = lambda r: errors.verdict(errors._check(r))[0]  # noqa: E731
+    v = lambda r: errors.verdict(errors.check_record(r))[0]  # noqa: E731
     assert [v(r) for r in A_RECORDS] == [errors.CORRECT, errors.REASONING, errors.RETRIEVAL, errors.RETRIEVAL,
                                          errors.CORRECT]
     web = dict(question="Where is the Eiffel Tower?", dataset="webqsp")
@@ -239,7 +239,7 @@ def test_verdicts_for_entity_and_non_entity_labels():
     assert v({**rec("s2", "red", "blue", False, ["name: mug"], **scene), "support_covered": True}) == errors.REASONING
     assert v({**red_elsewhere, "support_covered": False, "correct": True}) == errors.CORRECT
     with pytest.raises(ValueError, match="field 'support_covered' must be true/false"):
-        errors._check({**red_elsewhere, "support_covered": "no"})
+        errors.check_record({**red_elsewhere, "support_covered": "no"})
     assert not errors.label_is_entity("Support") and not errors.label_is_entity("12")
     assert errors.label_is_entity(["no", "Paris"])
 
@@ -270,7 +270,7 @@ def test_compare_only_counts_shared_ids():
 
 
 def test_exports_are_valid_json_graphml_and_csv():
-    r = errors._check(A_RECORDS[0])
+    r = errors.check_record(A_RECORDS[0])
     d = json.loads(errors.subcomplex_json(r))
     assert d["nodes"] == ["guns", "harm", "death"] and d["edges"] == [list(t) for t in TRI]
     assert d["verdict"] == errors.CORRECT
@@ -324,7 +324,7 @@ def test_fully_invalid_file_keeps_the_previous_predictions(tmp_path):
     assert not at.exception
     err = at.error[0].value
     assert "bad.jsonl: no valid prediction in 2 line(s)" in err
-    assert "line 1: missing field(s) label, correct" in err and "line 2: not valid JSON" in err
+    assert "line 1: missing field(s) label (or gold, answers, target)" in err and "line 2: not valid JSON" in err
     assert "Still using the previously loaded predictions: a.jsonl." in [i.value for i in at.info]
     m = metrics(at)
     assert (m["Examples"], m["Accuracy"]) == ("5", "40.0%")
@@ -346,7 +346,7 @@ def test_fully_invalid_first_file_loads_nothing(tmp_path):
     bad.write_text('{"id": "1"}\n')
     at = load(page().run(), bad)
     assert not at.exception
-    assert "line 1: missing field(s) prediction, label, correct" in at.error[0].value
+    assert "line 1: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in at.error[0].value
     assert not any("Still using" in i.value for i in at.info) and not at.metric
 
 
@@ -387,7 +387,7 @@ def test_drill_down_highlights_the_gold_answer_nodes(tmp_path):
         return {n["id"]: n for n in json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page_html).group(1))}
 
     at = load(page().run(), write_jsonl(tmp_path / "w.jsonl", web_records()))
-    graph = errors.subcomplex_graph(errors._check(web_records()[0]))
+    graph = errors.subcomplex_graph(errors.check_record(web_records()[0]))
     paris = graph.node_text.index("Paris")
     nodes = drawn(iframes(at)[0])
     assert nodes[paris]["color"] == graph_view.NODE_HIGHLIGHT
