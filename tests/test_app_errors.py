@@ -512,3 +512,48 @@ def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path)
     at.selectbox(key="err_pick").set_value("s3").run()
     shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
     assert "Evidence:   The cup is white\n" in shown and "Citations:" not in shown
+
+
+# ====================================================================== uploads with other field names
+def test_page_names_the_fields_before_upload_and_accepts_an_answer_gold_upload():
+    """A newcomer's JSONL with ``answer`` / ``gold`` (no ``prediction`` / ``label``, no ``correct``)
+    loads through the uploader: correctness comes from the dataset's metric, and a bad line is one
+    message naming the file, the line and the field while the rest loads."""
+    at = page().run()
+    captions = [c.value for c in at.caption]
+    assert any("prediction (or answer, pred)" in c and "label (or gold, answers, target)" in c for c in captions)
+    lines = [json.dumps({"id": "q1", "question": "Where is the Eiffel Tower?", "answer": "Paris", "gold": "Paris",
+                         "dataset": "webqsp"}),
+             json.dumps({"id": "q2", "question": "Capital of Germany?", "answer": "Bonn", "gold": ["Berlin"],
+                         "dataset": "webqsp"}),
+             json.dumps({"id": "q3", "answer": "x"}),
+             json.dumps({"id": "q4", "question": "Is the sky blue?", "pred": "yes", "target": "yes",
+                         "correct": True})]
+    at.file_uploader(key="err_upload").set_value(("mine.jsonl", "\n".join(lines).encode(), "application/json"))
+    at.run()
+    at.button(key="err_load_upload").click()
+    at.run()
+    assert not at.exception and not at.error
+    m = metrics(at)
+    assert (m["Examples"], m["Correct"], m["Retrieval failures"]) == ("3", "2", "1")
+    table = frame(at, "line")
+    assert list(table["id"]) == ["q1", "q2", "q4"] and list(table["prediction"]) == ["Paris", "Bonn", "yes"]
+    assert list(table["label"]) == ["Paris", "Berlin", "yes"]
+    warn = at.warning[0].value
+    assert "1 bad line(s) skipped, 3 loaded" in warn
+    assert "mine.jsonl, line 3: missing field(s) label (or gold, answers, target)" in warn
+
+
+def test_file_text_shown_as_markdown_is_escaped(tmp_path):
+    """An id, a node text or a label in the file cannot become a link, an image or markup on the page."""
+    evil = "[click](http://example.invalid) <b>x</b> ![i](http://example.invalid/i.png)"
+    r = rec("e1", evil, "no", False, [evil], question=f"what about {evil}?", dataset="webqsp")
+    at = load(page().run(), write_jsonl(tmp_path / "e.jsonl", [r, {"id": evil}]))
+    assert not at.exception
+    shown = [md.value for md in at.markdown] + [w.value for w in at.warning]
+    assert any("Verdict:" in s for s in shown) and any("Gold answer" in s for s in shown)
+    import re
+
+    for s in shown:  # every bracket and angle bracket of the file text arrives backslash-escaped
+        assert not re.search(r"(?<!\\)\]\(|(?<!\\)<b>", s), s
+    assert errors.escape_markdown(evil).startswith(r"\[click\](http://example.invalid) \<b\>x\</b\>")
