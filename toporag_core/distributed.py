@@ -38,13 +38,16 @@ a short last batch.
 
 **Evaluation** shards the test set by stride, ``shard(items, i, n) = items[i::n]`` (``--shard i/n``,
 or the rank and world of a ``torchrun`` job), each shard writes its own JSONL, and
-:func:`merge_jsonl` joins them (one line per id, in the original order when given).
+``toporag eval merge`` (:func:`toporag_core.predictions.merge`) joins them (one line per id, in the
+original order when given). ``python -m toporag_core.distributed merge OUT PART...`` is the same
+merge under its older spelling.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -53,6 +56,7 @@ import torch
 import torch.distributed as dist
 
 from .model import TopoRAGModel
+from .predictions import merge, read_ids
 from .tasks.prep import Example
 from .train import ProcessEnv
 
@@ -168,38 +172,10 @@ def evaluate_shard(model: TopoRAGModel, examples: list[Example], dataset: str, o
     return evaluate(model, shard(examples, i, n), dataset, out=shard_path(out, i, n), **kwargs)
 
 
-def merge_jsonl(parts: Sequence[str | os.PathLike], out: str | os.PathLike,
-                order: Sequence[str] | None = None) -> dict[str, Any]:
-    """Join shard files into ``out``: one line per ``id`` (the same id twice with different content
-    is an error naming both files), in ``order`` (ids) when given, else shard by shard. Returns
-    ``{"n", "correct", "accuracy", "missing"}`` (``missing``: ids of ``order`` in no shard)."""
-    rows: dict[str, tuple[str, dict]] = {}
-    for part in parts:
-        for ln, line in enumerate(Path(part).read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                key = str(rec["id"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise ValueError(f"{part}, line {ln}: not a prediction record ({e})") from None
-            if key in rows and rows[key][1] != rec:
-                raise ValueError(f"{part}, line {ln}, field 'id': {key!r} also in {rows[key][0]} with other content")
-            rows.setdefault(key, (str(part), rec))
-    keys = [str(k) for k in order if str(k) in rows] if order is not None else list(rows)
-    missing = [str(k) for k in order if str(k) not in rows] if order is not None else []
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(rows[k][1]) + "\n" for k in keys))
-    os.replace(tmp, out)
-    correct = sum(bool(rows[k][1].get("correct")) for k in keys)
-    return {"n": len(keys), "correct": correct, "accuracy": correct / max(len(keys), 1), "missing": missing}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m toporag_core.distributed merge OUT PART [PART ...] [--order-from FILE]``: join
-    evaluation shards (``toporag eval --shard i/n`` outputs) into one JSONL; prints the summary."""
+    evaluation shards (``toporag eval --shard i/n`` outputs) into one JSONL; prints the summary.
+    The older spelling of ``toporag eval merge PART... --out OUT``."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m toporag_core.distributed", description=main.__doc__)
@@ -209,14 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("parts", nargs="+")
     m.add_argument("--order-from", default=None, help="a JSONL (or one id per line) giving the order of the ids")
     args = ap.parse_args(argv)
-    order = None
-    if args.order_from:
-        order = []
-        for line in Path(args.order_from).read_text().splitlines():
-            line = line.strip()
-            if line:
-                order.append(str(json.loads(line)["id"]) if line.startswith("{") else line)
-    print(json.dumps(merge_jsonl(args.parts, args.out, order=order)))
+    try:
+        order = read_ids(args.order_from) if args.order_from else None
+        print(json.dumps(merge(args.parts, args.out, order=order)))
+    except ValueError as e:  # one line naming the file, line and field
+        print(f"{ap.prog}: bad input: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -48,6 +48,9 @@ def register(subparsers) -> None:
     add_data_args(p, defaults=False)
     add_config_args(p, config_options(EvalOptions))
     p.set_defaults(func=run)
+    from .eval_merge import add_merge_dispatch
+
+    add_merge_dispatch(p)  # `toporag eval merge SHARDS... --out FILE`
 
 
 def checkpoint_meta(args) -> tuple[dict, dict]:
