@@ -39,15 +39,12 @@ a short last batch.
 **Evaluation** shards the test set by stride, ``shard(items, i, n) = items[i::n]`` (``--shard i/n``,
 or the rank and world of a ``torchrun`` job), each shard writes its own JSONL, and
 ``toporag eval merge`` (:func:`toporag_core.predictions.merge`) joins them (one line per id, in the
-original order when given). ``python -m toporag_core.distributed merge OUT PART...`` is the same
-merge under its older spelling.
+original order when given).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -56,7 +53,6 @@ import torch
 import torch.distributed as dist
 
 from .model import TopoRAGModel
-from .predictions import merge, read_ids
 from .tasks.prep import Example
 from .train import ProcessEnv
 
@@ -170,29 +166,3 @@ def evaluate_shard(model: TopoRAGModel, examples: list[Example], dataset: str, o
     from .evaluate import evaluate
 
     return evaluate(model, shard(examples, i, n), dataset, out=shard_path(out, i, n), **kwargs)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m toporag_core.distributed merge OUT PART [PART ...] [--order-from FILE]``: join
-    evaluation shards (``toporag eval --shard i/n`` outputs) into one JSONL; prints the summary.
-    The older spelling of ``toporag eval merge PART... --out OUT``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m toporag_core.distributed", description=main.__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("merge", help="merge evaluation shard JSONL files")
-    m.add_argument("out")
-    m.add_argument("parts", nargs="+")
-    m.add_argument("--order-from", default=None, help="a JSONL (or one id per line) giving the order of the ids")
-    args = ap.parse_args(argv)
-    try:
-        order = read_ids(args.order_from) if args.order_from else None
-        print(json.dumps(merge(args.parts, args.out, order=order)))
-    except ValueError as e:  # one line naming the file, line and field
-        print(f"{ap.prog}: bad input: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -36,7 +36,7 @@ class EvalOptions:
     out: str | None = _opt(None, "predictions JSONL (written as results arrive)")
     resume: bool = _opt(False, "skip ids already in --out")
     shard: str | None = _opt(None, "evaluate shard I of N (examples I, I+N, ...) into OUT.shard-I-of-N.jsonl; join "
-                                   "the shards with `python -m toporag_core.distributed merge OUT OUT.shard-*`")
+                                   "the shards with `toporag eval merge OUT.shard-* --out OUT`")
     choices: str | None = _opt(None, "closed answer set to score by likelihood, comma-separated (default: the "
                                      "checkpoint's answer set; 'none' forces open generation)")
 
