@@ -652,7 +652,8 @@ def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monke
     at.run()
     assert not at.exception and not at.error
     zero = ask.load_pipeline(ask.NO_CHECKPOINT, str(checkpoint / "llm"), encoder=HashingEncoder())
-    want = ask.ask(zero, EmbeddedComplex.from_graph(kg, HashingEncoder()), CURIE_QUESTION, [RetrievalSetting()])
+    want = ask.ask(zero, EmbeddedComplex.from_graph(kg, HashingEncoder()), CURIE_QUESTION, [RetrievalSetting()],
+                   max_new_tokens=at.sidebar.slider(key="ask_max_new").value)
     assert answer_codes(at) == [want["toporag"].answer]
     assert any(m.value.startswith("Answering model: **the zero-shot LLM**") for m in at.markdown)
     assert not any("Label probabilities" in m.value for m in at.markdown)

@@ -40,7 +40,7 @@ from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, checkpoint_info, graph_task,  # noqa: F401
-                    own_question, route)
+                    label_question, own_question, route)
 
 COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
 NO_CHECKPOINT = ZERO_SHOT
@@ -190,7 +190,7 @@ def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
     question of another kind: it would answer it with one of its labels whatever was asked
     (:func:`~toporag_core.studio.route.route` picks another model for such a question)."""
     labels = tuple(pipe.model.config.answer_set or ())
-    if labels and not (own_question(graph, question) or asks_for_labels(question, labels)):
+    if labels and not label_question(graph, question, labels):
         raise ValueError(f"this checkpoint answers only {' / '.join(labels)} and this question asks for neither: "
                          "ask it with another model")
 

@@ -98,6 +98,16 @@ def own_question(graph, question: str) -> bool:
     return bool(own) and own == " ".join(str(question).split())
 
 
+def label_question(graph, question: str, labels: tuple[str, ...]) -> bool:
+    """Whether ``question`` may be answered with the label set ``labels``: it names every label, or it
+    is the own question of an example whose task answers with the same labels (an ExplaGraphs row)."""
+    if asks_for_labels(question, labels):
+        return True
+    task = graph_task(graph)
+    same = task in TASKS and set(TASKS[task].answer_set or ()) == set(labels)
+    return bool(labels) and same and own_question(graph, question)
+
+
 @dataclass(frozen=True)
 class Route:
     """The model that answers: ``checkpoint`` (a folder, or ``ZERO_SHOT``), its ``model`` name and the
@@ -122,7 +132,7 @@ def _misfit(info: CheckpointInfo, task: str | None, graph, question: str) -> str
         what = f"a **{task}** example" if task else "a graph of no trained task"
         only = f" (it answers only {labels})" if labels else ""
         return f"{info.name} was trained on **{info.dataset}**{only}, but the loaded graph is {what}"
-    if info.answer_set and not (own_question(graph, question) or asks_for_labels(question, info.answer_set)):
+    if info.answer_set and not label_question(graph, question, info.answer_set):
         return f"{info.name} answers only {labels}, and this question asks for neither"
     return None
 
