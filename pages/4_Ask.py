@@ -99,6 +99,8 @@ inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), 
 if st.button("Ask", key="ask_go", type="primary"):
     try:
         answers = {}
+        # a first embedding draws its progress bar here, in view (not inside the collapsed status)
+        ecx = get_embedded(key, tree, seed, graph) if remote is None else None
         with st.status("Answering ...", expanded=False) as status:
             if remote is not None:  # the core lifts/embeds on its side; subcomplexes come back on our complex
                 cx = get_complex(key, tree, seed, graph)
@@ -109,7 +111,6 @@ if st.button("Ask", key="ask_go", type="primary"):
                     status.update(label=f"Loading {decision.model} (once per server) ...")
                 answerer = pipe if decision.checkpoint == checkpoint else \
                     ask.get_pipeline(decision.checkpoint, llm, encoder_choice())
-                ecx = get_embedded(key, tree, seed, graph)
                 for m in methods:
                     status.update(label=f"Retrieving with {method_label(m)} and generating ...")
                     answers.update(ask.ask(answerer, ecx, question, [settings[m]], max_new_tokens=max_new,

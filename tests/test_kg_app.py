@@ -169,7 +169,7 @@ def test_an_uploaded_store_is_named_by_its_file_name_with_duplicates_numbered(kg
     data = src.read_bytes()
     p1 = kg_source.store_from_upload(data, "my triples.csv")
     assert kg_source.store_label(p1) == "my triples.csv" and p1.stem not in kg_source.store_label(p1)
-    other = data + f"\n{entity_name(1)},knows,{entity_name(2)}\n".encode()
+    other = data.rstrip(b"\n") + f"\n{entity_name(1)},knows,{entity_name(2)}\n".encode()
     p2 = kg_source.store_from_upload(other, "dir/my triples.csv")
     assert p2 != p1 and kg_source.store_label(p2) == "my triples.csv (2)"
     assert kg_source.store_label(kg_source.store_from_upload(data, "again.csv")) == "my triples.csv"

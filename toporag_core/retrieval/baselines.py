@@ -140,7 +140,7 @@ def _triple_vectors(ecx: EmbeddedComplex) -> np.ndarray:
     its head's and tail's 0-cell embeddings and its 1-cell's embedding (the relation texts of the
     edge's 1-cell), all already computed with the complex - so the first use of ``topk-triples``
     encodes nothing (encoding ``"head relation tail"`` for every edge took minutes on a WebQSP
-    graph). Self-loops (no 1-cell) use their node twice and their own relation text. Cached."""
+    graph). A self-loop (a node fact, no 1-cell) is its node's embedding. Cached."""
     cache = ecx.cache
     if "triples" not in cache:
         cx, emb = ecx.complex, ecx.emb
@@ -154,9 +154,6 @@ def _triple_vectors(ecx: EmbeddedComplex) -> np.ndarray:
         cell = cx.edge_of_orig
         rel = np.zeros((g.num_edges, emb.dim), np.float32)
         rel[cell >= 0] = emb.x1[cell[cell >= 0]]
-        loops = np.flatnonzero(cell < 0)
-        if loops.size:  # a self-loop is a node fact, not a 1-cell: its relation text alone
-            rel[loops] = _relation_vectors(ecx)[loops] if ecx.encoder is not None else 0.0
         tv = (emb.x0[s] + rel + emb.x0[t]) / 3.0
         norm = np.linalg.norm(tv, axis=1, keepdims=True)
         cache["triples"] = np.divide(tv, norm, out=np.zeros_like(tv), where=norm > 0).astype(np.float32)
