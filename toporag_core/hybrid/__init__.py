@@ -6,8 +6,8 @@ Data flow, one module per step::
     units --index--> CALI cell index (+ reduction) --search--> route A + route B -> fusion (-> rerank)
     --answer--> frozen LLM;  generate: fact store -> documents + questions;  evaluate: nDCG/Recall vs baselines
 """
-from .documents import (DocumentError, ParsedDocument, Unit, decode_document, load_folder, parse_document, read_document,
-                        read_upload)
+from .documents import (DocumentError, ParsedDocument, Unit, decode_document, load_folder, parse_document,
+                        read_document, read_upload)
 from .generate import GeneratorConfig, HybridDataset, generate, generate_width_corpus, load_dataset, write_dataset
 from .index import CellIndex, ReductionConfig, cell_text, query_terms
 from .router import Block, RouterConfig, Routing, route_lines, route_text
