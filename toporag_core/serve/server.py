@@ -20,7 +20,14 @@ from .protocol import Limits
 
 @dataclass
 class ServeConfig:
-    """Where to listen and what to allow (validated; errors name the field)."""
+    """Where to listen and what to allow (validated; errors name the field).
+
+    Deadlines: a connection must send its request line and headers within ``header_timeout_s`` (of
+    opening, or of its previous response) and its body within ``body_timeout_s`` (408), else it is
+    closed; an idle keep-alive connection is closed after ``keep_alive_s``. ``max_header_bytes``
+    bounds the headers (h11), ``max_connections`` the open connections (503 beyond).
+    Uploads: ``upload_chunk`` texts per encoder call (a question waits at most one chunk),
+    ``max_pending_uploads`` embedding jobs queued or running (503 beyond)."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -30,6 +37,13 @@ class ServeConfig:
     max_graphs: int = 64
     max_cached_nodes: int = 500_000
     request_timeout_s: float = 120.0
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    keep_alive_s: float = 5.0
+    max_header_bytes: int = 16_384
+    max_connections: int = 1024
+    upload_chunk: int = 256
+    max_pending_uploads: int = 16
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
@@ -39,8 +53,14 @@ class ServeConfig:
             raise ValueError("ServeConfig.token must be a string of at least 8 characters")
         if self.max_graphs < 1 or self.max_cached_nodes < 1:
             raise ValueError("ServeConfig.max_graphs and max_cached_nodes must be >= 1")
-        if not self.request_timeout_s > 0:
-            raise ValueError(f"ServeConfig.request_timeout_s must be > 0, got {self.request_timeout_s!r}")
+        for name in ("request_timeout_s", "header_timeout_s", "body_timeout_s", "keep_alive_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"ServeConfig.{name} must be a number of seconds > 0, got {value!r}")
+        for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"ServeConfig.{name} must be a whole number >= 1, got {value!r}")
 
 
 def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None = None, device: str = "auto",
@@ -50,7 +70,8 @@ def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None
         from ..pipeline import TopoRAGPipeline
 
         pipe = TopoRAGPipeline.load(checkpoint, llm=llm, device=device, encoder=encoder, dtype=dtype)
-    return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes)
+    return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes,
+                      upload_chunk=cfg.upload_chunk, max_pending_uploads=cfg.max_pending_uploads)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -67,9 +88,12 @@ def make_server(engine: CoreEngine, cfg: ServeConfig):
     import uvicorn
 
     from .app import create_app
+    from .guard import timed_protocol
 
-    app = create_app(engine, cfg.limits, cfg.token, cfg.request_timeout_s)
-    return uvicorn.Server(uvicorn.Config(app, log_level=cfg.log_level, timeout_keep_alive=30,
+    app = create_app(engine, cfg.limits, cfg.token, cfg.request_timeout_s, cfg.body_timeout_s)
+    return uvicorn.Server(uvicorn.Config(app, log_level=cfg.log_level, http=timed_protocol(cfg.header_timeout_s),
+                                         timeout_keep_alive=cfg.keep_alive_s, limit_concurrency=cfg.max_connections,
+                                         h11_max_incomplete_event_size=cfg.max_header_bytes,
                                          access_log=cfg.log_level in ("info", "debug")))
 
 
