@@ -12,10 +12,13 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .batching import BatchConfig
-from .engine import CoreEngine
 from .protocol import Limits
+
+if TYPE_CHECKING:  # the engine imports the pipeline (torch); the CLI reads ServeConfig's defaults without it
+    from .engine import CoreEngine
 
 
 @dataclass
@@ -27,7 +30,11 @@ class ServeConfig:
     closed; an idle keep-alive connection is closed after ``keep_alive_s``. ``max_header_bytes``
     bounds the headers (h11), ``max_connections`` the open connections (503 beyond).
     Uploads: ``upload_chunk`` texts per encoder call (a question waits at most one chunk),
-    ``max_pending_uploads`` embedding jobs queued or running (503 beyond)."""
+    ``max_pending_uploads`` embedding jobs queued or running (503 beyond).
+    ``torch_threads``: torch's intra-op threads on a CPU core (``None``: half the cores, at least one;
+    on CUDA left as it is). torch's default, every core, made batched answers no faster than single
+    ones on a busy 2-core machine: the OpenMP workers of one forward pass fought the request threads
+    (and other processes) for the cores, a batch of 8 took 10.1 s instead of 0.28 s on one thread."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -44,6 +51,7 @@ class ServeConfig:
     max_connections: int = 1024
     upload_chunk: int = 256
     max_pending_uploads: int = 16
+    torch_threads: int | None = None
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
@@ -57,6 +65,9 @@ class ServeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"ServeConfig.{name} must be a number of seconds > 0, got {value!r}")
+        if self.torch_threads is not None and (isinstance(self.torch_threads, bool) or
+                                               not isinstance(self.torch_threads, int) or self.torch_threads < 1):
+            raise ValueError(f"ServeConfig.torch_threads must be a whole number >= 1, got {self.torch_threads!r}")
         for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -66,12 +77,26 @@ class ServeConfig:
 def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None = None, device: str = "auto",
                 dtype: str | None = "auto", encoder=None, pipe=None) -> CoreEngine:
     """Load the pipeline once (or take ``pipe``) and wrap it in a :class:`CoreEngine`."""
+    from .engine import CoreEngine
+
     if pipe is None:
         from ..pipeline import TopoRAGPipeline
 
         pipe = TopoRAGPipeline.load(checkpoint, llm=llm, device=device, encoder=encoder, dtype=dtype)
+    set_torch_threads(cfg, pipe.describe()["device"])
     return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes,
                       upload_chunk=cfg.upload_chunk, max_pending_uploads=cfg.max_pending_uploads)
+
+
+def set_torch_threads(cfg: ServeConfig, device: str) -> int | None:
+    """Apply :attr:`ServeConfig.torch_threads` for a CPU core (see there); returns the count set."""
+    if not str(device).startswith("cpu"):
+        return None
+    import torch
+
+    n = cfg.torch_threads or max(1, (os.cpu_count() or 1) // 2)
+    torch.set_num_threads(n)
+    return n
 
 
 def bind(host: str, port: int) -> socket.socket:
