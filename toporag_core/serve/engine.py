@@ -1,6 +1,8 @@
 """The core behind the service: one pipeline, a bounded cache of embedded graphs, batched answers.
 
-* **Graphs** are lifted and embedded once (:meth:`CoreEngine.add_graph`) and kept in an LRU
+* **Graphs** are lifted and embedded once, as an embedding job off the request path
+  (:meth:`CoreEngine.start_upload`, :mod:`.jobs`; an inline graph waits for its job,
+  :meth:`CoreEngine.add_graph`), and kept in an LRU
   cache keyed by ``(graph_id, tree, seed)`` (:class:`GraphCache`, at most ``max_graphs``
   entries and ``max_cached_nodes`` nodes in all); later requests name the graph by its
   content hash (:func:`~.protocol.graph_id`).
