@@ -87,12 +87,38 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 
 
 def load_from_args(args: argparse.Namespace):
+    """The graph of ``PATH``; a ``--record`` on a file without records, or out of range, is refused
+    (by the rule :func:`~toporag_core.io.validate.check_record` the service shares)."""
     from ..io import load_graph
 
     record: Any = args.record
     if isinstance(record, str) and record.isdigit():
         record = int(record)
+    if record is not None:
+        check_record_arg(args.path, args.format, record)
     return load_graph(args.path, format=args.format, record=record)
+
+
+def check_record_arg(path: str, fmt: str, record: int | str) -> None:
+    """``--record``: the file must hold records, and an index must be one of them."""
+    from pathlib import Path
+
+    from ..io import list_records
+    from ..io.validate import check_record
+
+    p = Path(path)
+    labels = list_records(p.read_bytes(), p.name, fmt)[1] if p.is_file() else []
+    check_record(record, labels)
+
+
+def check_question_args(args: argparse.Namespace, *names: str) -> None:
+    """``--question`` / ``--query`` when given: non-empty text (not only spaces), the service's rule."""
+    from ..io.validate import check_text
+
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None:
+            check_text(value, f"--{name}")
 
 
 def _param_type(param):

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, emit, encoder_option, load_from_args, setting_from_args, warn
+from ._common import add_graph_args, add_method_args, check_question_args, emit, encoder_option, load_from_args, \
+    setting_from_args, warn
 
 
 def register(sub) -> None:
@@ -24,6 +25,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_question_args(args, "question")
     from ..embed import get_encoder
     from ..retrieval import EmbeddedComplex, retrieve, textualize
 
