@@ -53,7 +53,9 @@ def test_shipped_checkpoint_matches_its_readme(folder):
             i = argv.index(flag)
             layout[flag[2:].replace("-", "_")] = argv[i + 1]
             del argv[i:i + 2]
-    args = build_parser().parse_args(["train", *argv])  # the command as the CLI reads it, defaults included
+    args = build_parser().parse_args(["train", *argv])  # the command as the CLI reads it, recipe and defaults included
+    for key in ("mode", "graph_position"):  # a --recipe command carries them in the recipe
+        layout.setdefault(key, getattr(args, key, None))
     assert args.dataset == meta["dataset"]
     assert (layout["graph_position"], args.question_first, args.max_input_tokens, layout["mode"]) == \
         (cfg.graph_position, cfg.question_first, cfg.max_input_tokens, cfg.mode)
