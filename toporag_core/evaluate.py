@@ -13,6 +13,8 @@ field and holds every reader and writer of these files). The summary counts uncl
 repeated questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph
 tokens across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
 the norm of the mean token; near 0 means the soft prompt is the same for every example).
+``graph_tokens`` picks an ablation arm of :mod:`toporag_core.arms` (``zero``, ``permute``, ``mean``,
+``only``); every line records it, so ``toporag compare`` pairs the arms question by question.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from .tasks.prep import Example
 from .metrics import is_correct
 from .model import TopoRAGModel
 from .train import make_batch
+from .arms import GraphTokenArm, check_arm
 from .predictions import eval_record, read_predictions, read_records, record_line, write_predictions
 
 
@@ -46,7 +49,8 @@ def _resume(path: Path) -> tuple[set[str], int, int]:
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
              batch_size: int = 8, method: str = "toporag", resume: bool = False,
-             show_progress: bool = True, choices=None) -> dict[str, Any]:
+             show_progress: bool = True, choices=None, graph_tokens: str = "normal",
+             arm_seed: int = 0) -> dict[str, Any]:
     """Answer every example, score it, stream predictions to ``out`` (JSONL).
 
     ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: per question, the model's
@@ -55,7 +59,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     acc}, "graph_token_rel_std", "by_coverage"}`` over all examples in the file (earlier lines included
     when resuming). ``by_coverage``: where the data names each question's answer-bearing objects
     (SceneGraphs), ``{"answer objects retrieved" | "answer objects missed": {"n", "accuracy"}}``, which
-    separates retrieval misses from reading mistakes; empty otherwise.
+    separates retrieval misses from reading mistakes; empty otherwise. ``graph_tokens``/``arm_seed``:
+    the ablation arm (:class:`~toporag_core.arms.GraphTokenArm`) and its derangement seed.
     """
     import torch
     from tqdm.auto import tqdm
@@ -66,6 +71,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
         path.parent.mkdir(parents=True, exist_ok=True)
         if not resume and path.exists():
             path.unlink()
+    arm = GraphTokenArm(check_arm(graph_tokens, model.config.use_graph), examples, seed=arm_seed,
+                        batch_size=batch_size)
     todo = [e for e in examples if str(e.id) not in done]
     by_type: dict[str, list[int]] = {}
     by_cov: dict[bool, list[int]] = {}
@@ -78,11 +85,13 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     bar = tqdm(total=len(todo), disable=not show_progress, desc="eval")
     try:
         for i in range(0, len(todo), batch_size):
-            chunk = todo[i:i + batch_size]
+            chunk = arm.inputs(todo[i:i + batch_size])
             tb = time.perf_counter()
             batch = make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device)
             with torch.no_grad():
-                soft = model.graph_tokens(batch.cells) if model.config.use_graph else None
+                soft = arm.tokens(model, batch, chunk)
+                if soft is None and model.config.use_graph:
+                    soft = model.graph_tokens(batch.cells)
                 preds = model.answer(batch, choices=choices, soft=soft)
             secs_each = (time.perf_counter() - tb) / len(chunk)
             if soft is not None:
@@ -107,7 +116,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                         id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
                         probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
                         raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
-                        cells=ex.cells, context=ex.context, method=method, dataset=dataset)))
+                        cells=ex.cells, context=ex.context, method=method, dataset=dataset,
+                        graph_tokens=graph_tokens)))
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")

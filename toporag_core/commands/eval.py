@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..arms import ARMS
 from .train import add_data_args, prep_config_from_args
 
 
@@ -39,6 +40,10 @@ class EvalOptions:
                                    "the shards with `toporag eval merge OUT.shard-* --out OUT`")
     choices: str | None = _opt(None, "closed answer set to score by likelihood, comma-separated (default: the "
                                      "checkpoint's answer set; 'none' forces open generation)")
+    graph_tokens: str = _opt("normal", "graph-token ablation: normal | zero (zeroed) | permute (another question's, "
+                                       "a fixed seeded derangement) | mean (the run's mean token) | only (graph "
+                                       "tokens + question, no textualized context); pair arms with toporag compare",
+                             choices=ARMS)
 
 
 def register(subparsers) -> None:
@@ -114,14 +119,14 @@ def score(args, model, examples: list, method: str, choices) -> dict:
 
     if not args.shard:
         return evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
-                        resume=args.resume, choices=choices)
+                        resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
     from ..distributed import evaluate_shard, parse_shard
 
     if not args.out:
         raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
     i, n = parse_shard(args.shard)
     return evaluate_shard(model, examples, args.dataset, args.out, i, n, batch_size=args.batch_size,
-                          method=method, resume=args.resume, choices=choices)
+                          method=method, resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
 
 
 def run(args) -> int:

@@ -13,7 +13,8 @@ from typing import Any
 # Every key `toporag eval` writes, in the order it writes them (`evidence` and `support_covered`
 # only where the model / the data has them).
 FIELDS = ("id", "qtype", "question", "gold", "answer", "probability", "correct", "clean", "seconds", "prediction",
-          "label", "raw", "evidence", "support_covered", "cells", "context", "method", "dataset")
+          "label", "raw", "evidence", "support_covered", "cells", "context", "method", "dataset",
+          "graph_tokens")
 OPTIONAL_FIELDS = ("evidence", "support_covered")
 
 # The lenient reader's canonical fields and, for each, the keys it accepts, first found wins.
@@ -28,15 +29,18 @@ REQUIRED = ("id", "prediction", "label")
 
 def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, probability: Any, correct: bool,
                 clean: bool, seconds: float, raw: Any, cells: Any, context: str, method: str, dataset: str,
-                evidence: str | None = None, support_covered: bool | None = None) -> dict[str, Any]:
+                evidence: str | None = None, support_covered: bool | None = None,
+                graph_tokens: str = "normal") -> dict[str, Any]:
     """One ``toporag eval`` record, keys in :data:`FIELDS` order (``prediction`` repeats ``answer``,
-    ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``)."""
+    ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``;
+    ``graph_tokens``: the ablation arm of :mod:`toporag_core.arms` the answer was given under)."""
     return {"id": id, "qtype": qtype, "question": question, "gold": gold, "answer": answer,
             "probability": probability, "correct": correct, "clean": clean, "seconds": seconds,
             "prediction": answer, "label": gold, "raw": raw,
             **({"evidence": evidence} if evidence is not None else {}),
             **({"support_covered": support_covered} if support_covered is not None else {}),
-            "cells": cells, "context": context, "method": method, "dataset": dataset}
+            "cells": cells, "context": context, "method": method, "dataset": dataset,
+            "graph_tokens": graph_tokens}
 
 
 def record_line(record: dict[str, Any]) -> str:
