@@ -68,8 +68,22 @@ def home() -> None:
     st.title("TopoRAG Studio")
     st.caption("Retrieval over textual graphs lifted to cell complexes: load a graph here, then explore its 2-cells, "
                "tune retrieval in the lab, or learn how it works.")
+    lifting_sidebar(ss)
 
-    # ---------------------------------------------------------------- sidebar: lifting settings
+    # ---------------------------------------------------------------- loading
+    st.subheader("Load a graph")
+    tab_samples, tab_bench, tab_upload, tab_paste, tab_kg = st.tabs(
+        ["Built-in samples", "Benchmark data", "Upload", "Paste", "Knowledge graph"])
+    for tab, source in ((tab_samples, sample_source), (tab_bench, benchmark_source), (tab_upload, upload_source),
+                        (tab_paste, paste_source), (tab_kg, knowledge_graph_source)):
+        with tab:
+            source(ss)
+    load_outcome(ss)
+    graph_summary(ss)
+
+
+def lifting_sidebar(ss) -> None:
+    """Sidebar: the spanning-tree method (and seed) of the lifting."""
     with st.sidebar:
         st.header("Lifting")
         tree_now, seed_now = state.tree_settings(ss)
@@ -80,78 +94,92 @@ def home() -> None:
         ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now,
                                              disabled=ss[state.TREE] != "random"))
 
-    # ---------------------------------------------------------------- loading
-    st.subheader("Load a graph")
-    tab_samples, tab_bench, tab_upload, tab_paste, tab_kg = st.tabs(
-        ["Built-in samples", "Benchmark data", "Upload", "Paste", "Knowledge graph"])
-    with tab_samples:
-        key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title,
-                           key="sample_pick")
-        st.caption(samples.sample(key).description)
-        if st.button("Load sample", key="load_sample", type="primary"):
-            state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
 
-    with tab_bench:
-        if samples.shared_data_dir() is None:
-            st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and "
-                    "uploads work.")
-        else:
-            rows = explagraphs_rows()
-            if rows:
-                i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0,
-                                        key="expla_row"))
-                st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
-                if st.button("Load ExplaGraphs row", key="load_expla"):
-                    state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
-            recs = webqsp_records()
-            if recs:
-                j = st.selectbox("WebQSP question", range(len(recs)), key="webqsp_pick",
-                                 format_func=lambda j: f"{recs[j].get('id', j)}: {recs[j].get('question', '')}")
-                if st.button("Load WebQSP graph", key="load_webqsp"):
-                    state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
+def sample_source(ss) -> None:
+    """A built-in sample graph."""
+    key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title,
+                       key="sample_pick")
+    st.caption(samples.sample(key).description)
+    if st.button("Load sample", key="load_sample", type="primary"):
+        state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
 
-    with tab_upload:
-        st.caption("One file in any registered format: " + "; ".join(FORMATS[n].label for n in format_names()) +
-                   ". Multi-record files (a WebQSP list, an ExplaGraphs TSV, GQA scene graphs) offer a record "
-                   "picker. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + edges.csv (src,edge_attr,dst).")
-        up = st.file_uploader("Graph file", type=upload_extensions(), key="upload_one")
-        up_format = st.selectbox("Format", ["auto", *format_names()], key="upload_format")
-        records = uploads.upload_records(up.getvalue(), up.name, up_format) if up is not None else []
-        record = None
-        if len(records) > 1:
-            record = st.selectbox(f"Record ({len(records)} in this file)", range(len(records)),
-                                  format_func=records.__getitem__, key="upload_record")
-        up_q = st.file_uploader("questions.csv for GQA scene graphs (optional)", type=["csv"], key="upload_questions")
-        qs = (up_q.getvalue(), up_q.name) if up_q is not None else None
-        q_pick = None
-        q_options = uploads.upload_questions(up.getvalue(), up.name, up_format, record, qs) if up is not None else []
-        if q_options:
-            q_pick = st.selectbox(f"Question ({len(q_options)} for this image)", range(len(q_options)),
-                                  format_func=q_options.__getitem__, key="upload_question")
-        elif qs is not None and up is not None:
-            st.caption("No question of questions.csv is about this image.")
-        if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
-            state.try_load(ss, lambda: uploads.load_upload(up.getvalue(), up.name, up_format, record, qs, q_pick),
-                           up.name if record is None else f"{up.name} [{records[record]}]")
-        c1, c2 = st.columns(2)
-        up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
-        up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
-        if st.button("Load CSV pair", key="load_pair", disabled=up_nodes is None or up_edges is None) \
-                and up_nodes is not None and up_edges is not None:
-            state.try_load(ss, lambda: load_csv_pair_from_bytes(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
-                                                                up_edges.name), f"{up_nodes.name} + {up_edges.name}")
 
-    with tab_paste:
-        fmt = st.selectbox("Format", ["auto", *format_names()], key="paste_format",
-                           help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
-        text = st.text_area("Triples", key="paste_text", height=160,
-                            placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
-        if st.button("Load pasted graph", key="load_paste"):
-            state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
+def benchmark_source(ss) -> None:
+    """An ExplaGraphs row or a WebQSP question's graph from ../shared/data."""
+    if samples.shared_data_dir() is None:
+        st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and "
+                "uploads work.")
+        return
+    rows = explagraphs_rows()
+    if rows:
+        i = int(st.number_input(f"ExplaGraphs row (0 to {len(rows) - 1})", 0, len(rows) - 1, 0,
+                                key="expla_row"))
+        st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
+        if st.button("Load ExplaGraphs row", key="load_expla"):
+            state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
+    recs = webqsp_records()
+    if recs:
+        j = st.selectbox("WebQSP question", range(len(recs)), key="webqsp_pick",
+                         format_func=lambda j: f"{recs[j].get('id', j)}: {recs[j].get('question', '')}")
+        if st.button("Load WebQSP graph", key="load_webqsp"):
+            state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
 
-    with tab_kg:
-        knowledge_graph_source(ss)
 
+def upload_source(ss) -> None:
+    """One uploaded file (with a record and a question picker where it has several), or a CSV pair."""
+    st.caption("One file in any registered format: " + "; ".join(FORMATS[n].label for n in format_names()) +
+               ". Multi-record files (a WebQSP list, an ExplaGraphs TSV, GQA scene graphs) offer a record "
+               "picker. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + edges.csv (src,edge_attr,dst).")
+    up = st.file_uploader("Graph file", type=upload_extensions(), key="upload_one")
+    up_format = st.selectbox("Format", ["auto", *format_names()], key="upload_format")
+    records = uploads.upload_records(up.getvalue(), up.name, up_format) if up is not None else []
+    record = None
+    if len(records) > 1:
+        record = st.selectbox(f"Record ({len(records)} in this file)", range(len(records)),
+                              format_func=records.__getitem__, key="upload_record")
+    up_q = st.file_uploader("questions.csv for GQA scene graphs (optional)", type=["csv"], key="upload_questions")
+    qs = (up_q.getvalue(), up_q.name) if up_q is not None else None
+    q_pick = upload_question_pick(up, up_format, record, qs)
+    if st.button("Load file", key="load_upload", disabled=up is None) and up is not None:
+        state.try_load(ss, lambda: uploads.load_upload(up.getvalue(), up.name, up_format, record, qs, q_pick),
+                       up.name if record is None else f"{up.name} [{records[record]}]")
+    csv_pair_source(ss)
+
+
+def upload_question_pick(up, up_format: str, record, qs) -> int | None:
+    """The picked question of an uploaded questions.csv that has some for the uploaded image, else ``None``."""
+    q_options = uploads.upload_questions(up.getvalue(), up.name, up_format, record, qs) if up is not None else []
+    if q_options:
+        return st.selectbox(f"Question ({len(q_options)} for this image)", range(len(q_options)),
+                            format_func=q_options.__getitem__, key="upload_question")
+    if qs is not None and up is not None:
+        st.caption("No question of questions.csv is about this image.")
+    return None
+
+
+def csv_pair_source(ss) -> None:
+    """G-Retriever's nodes.csv + edges.csv pair."""
+    c1, c2 = st.columns(2)
+    up_nodes = c1.file_uploader("nodes.csv", type=["csv"], key="upload_nodes")
+    up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
+    if st.button("Load CSV pair", key="load_pair", disabled=up_nodes is None or up_edges is None) \
+            and up_nodes is not None and up_edges is not None:
+        state.try_load(ss, lambda: load_csv_pair_from_bytes(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
+                                                            up_edges.name), f"{up_nodes.name} + {up_edges.name}")
+
+
+def paste_source(ss) -> None:
+    """Triples pasted as text."""
+    fmt = st.selectbox("Format", ["auto", *format_names()], key="paste_format",
+                       help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
+    text = st.text_area("Triples", key="paste_text", height=160,
+                        placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
+    if st.button("Load pasted graph", key="load_paste"):
+        state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
+
+
+def load_outcome(ss) -> None:
+    """The last load's error (and that the previous graph is still in use) or its success message."""
     if ss.get(state.ERROR):
         st.error(f"Could not load that graph: {ss[state.ERROR]}")
         if ss.get(state.GRAPH) is not None:
@@ -159,7 +187,9 @@ def home() -> None:
     elif ss.get(state.MESSAGE):
         st.success(ss[state.MESSAGE])
 
-    # ---------------------------------------------------------------- summary
+
+def graph_summary(ss) -> None:
+    """The current graph's numbers (nodes, 1-cells, b0, b1, 2-cells), its question, and where to go next."""
     graph = resources.current_graph(ss)
     if ss.get(state.RESET):
         st.info(ss[state.RESET], icon=":material/restart_alt:")
@@ -175,13 +205,8 @@ def home() -> None:
     cols[3].metric("components b0", summary["components"])
     cols[4].metric("b1", summary["betti1"], help="Independent cycles of the graph: 1-cells - nodes + b0.")
     cols[5].metric("2-cells", summary["cells2"], help="One per non-tree edge of the spanning forest.")
-    notes = []
-    if summary["self_loops"]:
-        notes.append(f"{summary['self_loops']} self-loop(s) kept as node facts")
-    if summary["original_edges"] - summary["self_loops"] > summary["edges"]:
-        notes.append(f"{summary['original_edges'] - summary['self_loops'] - summary['edges']} parallel edge(s) merged")
     st.caption(f"Spanning tree: {tree}" + (f" (seed {seed})" if tree == "random" else "") +
-               f"; B1 @ B2 = 0: {cx.boundary_ok()}" + ("; " + "; ".join(notes) if notes else ""))
+               f"; B1 @ B2 = 0: {cx.boundary_ok()}" + "".join("; " + note for note in lifting_notes(summary)))
     question = graph.meta.get("question") or ""
     if question:
         st.markdown("**Question that comes with this graph**")
@@ -196,6 +221,16 @@ def home() -> None:
         st.page_link("pages/4_Ask.py", label="Ask: answer a question with a trained model")
         st.page_link("pages/5_Error_analysis.py", label="Error analysis: where predictions fail, and why")
         st.page_link("pages/6_Topology_vs_text.py", label="Topology vs text: do neighbours share meaning?")
+
+
+def lifting_notes(summary: dict) -> list[str]:
+    """What the lifting did to the input edges: self-loops kept as node facts, parallel edges merged."""
+    notes = []
+    if summary["self_loops"]:
+        notes.append(f"{summary['self_loops']} self-loop(s) kept as node facts")
+    if summary["original_edges"] - summary["self_loops"] > summary["edges"]:
+        notes.append(f"{summary['original_edges'] - summary['self_loops'] - summary['edges']} parallel edge(s) merged")
+    return notes
 
 
 def page_list() -> list:

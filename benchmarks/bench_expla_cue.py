@@ -19,13 +19,12 @@ Seconds (the test split's retrieval is cached after the first prepare).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections import Counter
-from pathlib import Path
 
 from _common import require_shared
 from toporag_core.metrics import mcnemar_exact
+from toporag_core.predictions import read_records
 
 NEGATION = re.compile(r"\bnot\b|\bantonym", re.IGNORECASE)
 
@@ -69,14 +68,10 @@ def main() -> None:
           f"({len(cue_wrong)}) | only model / only cue right | McNemar p |")
     print("|---|---|---|---|---|---|---|")
     for path in args.preds:
-        recs, n = {}, 0
         try:
-            for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-                rec = json.loads(line)
-                recs[str(rec["id"])] = rec
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-            where = f"line {n}" if n else "file"
-            print(f"| {path} | skipped: {where}: {type(e).__name__}: {e} | | | | | |")
+            recs = {str(r["id"]): r for r in read_records(path, ("id", "correct"))}
+        except ValueError as e:  # names the file, the line and the field
+            print(f"| {path} | skipped: {e} | | | | | |")
             continue
         missing = [i for i in ids if i not in recs]
         if missing:

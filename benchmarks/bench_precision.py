@@ -18,7 +18,6 @@ against fp32 (only this precision right / only fp32 right).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -33,6 +32,7 @@ def main() -> None:
     from toporag_core.llm import checkpoint_llm_dtype, cpu_native_bf16, load_llm
     from toporag_core.metrics import mcnemar_exact
     from toporag_core.model import TopoRAGModel
+    from toporag_core.predictions import read_records
     from toporag_core.retrieval.report import format_table
     from _common import checkpoint_split
 
@@ -61,7 +61,7 @@ def main() -> None:
         out = Path(args.out or "runs/bench_precision") / f"{dataset}_{name}.jsonl"
         evaluate(model, examples[:2], dataset, out=None, batch_size=1, show_progress=False)  # warm-up
         evaluate(model, examples, dataset, out=out, batch_size=1, show_progress=False)
-        recs = [json.loads(line) for line in out.read_text().splitlines()]
+        recs = read_records(out, ("id", "correct"))
         runs[name] = ([bool(r["correct"]) for r in recs], np.array([r["seconds"] for r in recs]))
     ref = next(iter(runs))
     ok0, s0 = runs[ref]

@@ -1,24 +1,37 @@
-"""Load test of the core service (``toporag serve``) on 127.0.0.1: throughput and latency with
-dynamic batching on and off, against the in-process pipeline as the reference, in one run.
+"""Load-and-abuse benchmark of the core service (``toporag serve``), on 127.0.0.1 only.
 
-* **in-process (reference)**: ``TopoRAGPipeline.answer`` called back to back in this process on
-  the same requests (one at a time: what one Streamlit session gets without a core);
-* **serve, batching off / on**: a ``toporag serve`` subprocess (its own interpreter, as in
-  production), ``--clients`` client threads each sending answer requests back to back for
-  ``--seconds`` seconds (graphs uploaded once before, then named by hash), then the server is
-  stopped. Every request has a deadline (``--timeout``); errors are counted, never waited on.
+Two ``toporag serve`` subprocesses (their own interpreters, as in production), each with a token:
 
-Columns: requests/s, p50/p95 latency (ms, per request, as a client sees it), errors, mean batch
-size the core used, and ratios against the in-process reference (throughput x, p50 x).
-Model: the committed ExplaGraphs checkpoint on the packaged SmolLM2-135M (``--checkpoint``,
-``--device auto`` = CUDA + bf16 when present), or ``--tiny`` (the random 2-layer test Llama).
+* **abuse server**: the tiny test checkpoint and the hashing encoder (``TOPORAG_ENCODER=hashing``,
+  so a 20k-node / 100k-edge upload embeds in seconds instead of ~100 s with all-MiniLM-L6-v2 on a
+  CPU: what is measured is whether a query waits for an upload, not the encoder's speed), short
+  read deadlines (``--header-timeout``, ``--body-timeout``). Tables:
 
-    .venv/bin/python benchmarks/bench_serve.py [--clients 8] [--seconds 30] [--max-new-tokens 16] [--tiny]
+  1. the bad-input battery (the issue's cases) plus ``--fuzz`` random bodies: status counts, 5xx must be 0;
+  2. ``--big-bodies`` unauthenticated 15 MB bodies at once: 401s, seconds, server RSS before/after;
+  3. ``--slow`` half-sent requests (headers or body never finished): how many the server dropped
+     within its deadline (+ 2 s slack);
+  4. a retrieve on a small cached graph, idle and while a 20k-node / 100k-edge upload embeds
+     (p50 ratio).
+
+* **answer server**: the committed ExplaGraphs checkpoint (``--checkpoint``; ``--tiny``: the test
+  Llama) with its encoder: answer throughput at concurrency 1 / 4 / 16 / 64 (req/s, p50/p95/p99,
+  errors, mean batch, server RSS), and the ratio c16 / c1. Every level is bounded by
+  ``--seconds`` and ``--max-requests``; every request by ``--timeout``.
+
+Finally an in-process **decode profile**: ``TopoRAGPipeline.decode`` on 1, 4 and 8 jobs at once,
+seconds per call and per row, which says whether a batch is cheaper per row than single requests.
+
+    .venv/bin/python benchmarks/bench_serve.py [--tiny] [--seconds 15] [--fuzz 300]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
+import select
+import socket
 import subprocess
 import sys
 import tempfile
@@ -30,27 +43,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 ROOT = Path(__file__).resolve().parents[1]
-
-QUESTIONS = {"scene": ["What is the red cup made of?", "What is next to the plate?", "Where is the knife?",
-                       "What is on the table?"],
-             "kg": ["Which element did Marie Curie discover?", "Who was Pierre Curie married to?",
-                    "Which prize did Marie Curie win?"],
+HOST = "127.0.0.1"  # never any other address
+TOKEN = "bench-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+QUESTIONS = {"scene": ["What is the red cup made of?", "What is next to the plate?", "Where is the knife?"],
+             "kg": ["Which element did Marie Curie discover?", "Who was Pierre Curie married to?"],
              "argument": ["Do argument 1 and argument 2 support or counter each other?"]}
 
 
-def workload():
-    from toporag_core.studio import samples
-
-    graphs = {k: samples.load_sample(k) for k in QUESTIONS}
-    return [(graphs[k], q) for k in QUESTIONS for q in QUESTIONS[k]]
-
-
-def start_server(args, checkpoint: str, batching: bool, env: dict) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "toporag_core.cli", "serve", "--port", "0", "--device", args.device,
-           "--checkpoint", checkpoint, "--max-batch", str(args.max_batch), "--batch-wait-ms", str(args.wait_ms)]
-    if not batching:
-        cmd.append("--no-batching")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+# ----------------------------------------------------------------------------- servers
+def start_server(checkpoint: str, env: dict, extra: list[str]) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "toporag_core.cli", "serve", "--host", HOST, "--port", "0", "--device", "cpu",
+           "--checkpoint", checkpoint, *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**env, "TOPORAG_CORE_TOKEN": TOKEN}, cwd=ROOT)
     t0, lines = time.time(), []
     while time.time() - t0 < 300:
         line = proc.stdout.readline()
@@ -58,33 +64,211 @@ def start_server(args, checkpoint: str, batching: bool, env: dict) -> tuple[subp
             break
         lines.append(line)
         if line.startswith("toporag serve: listening on "):
-            threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep draining its output
-            return proc, line.split()[-1]
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            url = line.split()[-1]
+            assert url.startswith(f"http://{HOST}:"), url
+            return proc, url
     proc.kill()
     raise RuntimeError("the server did not start:\n" + "".join(lines[-20:]))
 
 
-def load_test(url: str, jobs, setting, args) -> dict:
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def port_of(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def percentiles(lat: list[float]) -> tuple[float, float, float]:
+    if not lat:
+        return (float("nan"),) * 3
+    p = np.percentile(np.asarray(lat) * 1000, [50, 95, 99])
+    return float(p[0]), float(p[1]), float(p[2])
+
+
+# ----------------------------------------------------------------------------- 1. bad inputs + fuzz
+def battery() -> list[tuple[str, str, bytes]]:
+    g = {"nodes": ["owl", "mouse", "seed"], "edges": [[0, 1, "hunts"], [1, 2, "eats"]]}
+
+    def j(path: str, body) -> tuple[str, str, bytes]:
+        return path, json.dumps(body)[:60], json.dumps(body).encode()
+    return [
+        j("/v1/retrieve", {"graph": {"nodes": ["a", "b"]}, "question": "a"}),  # no edges (was KeyError: 500)
+        ("/v1/retrieve", "lone surrogate in a node", b'{"graph": {"nodes": ["a\\ud800"], "edges": []}, "question": "a"}'),
+        j("/v1/retrieve", {"graph": g, "question": "owl", "tree": "random", "seed": -1}),  # was ValueError: 500
+        j("/v1/retrieve", {"graph": {"nodes": ["a", ""], "edges": []}, "question": "a"}),
+        j("/v1/retrieve", {"graph": g, "question": "owl", "k": True}),
+        j("/v1/retrieve", {"graph": g, "question": "owl", "k": "3"}),
+        j("/v1/retrieve", {"graph": g, "question": "owl", "k": 10 ** 30}),
+        j("/v1/retrieve", {"graph": g, "question": "   "}),
+        j("/v1/retrieve", {"graph": g, "question": "owl", "tree": "../../etc/passwd"}),
+        j("/v1/answer", {"graph": g, "question": "owl", "max_new_tokens": 1e9}),
+        j("/v1/answer", {"graph": g, "question": "owl", "params": {"k0": float("nan")}}),
+        j("/v1/graphs", {"graph": {"nodes": ["a"], "edges": [[0, 9, "r"]]}}),
+        j("/v1/graphs", {"graph": [1, 2]}),
+        j("/v1/retrieve", {"graph_id": "\\ud800" * 3, "question": "q"}),
+        ("/v1/answer", "malformed JSON", b"{not json"),
+    ]
+
+
+def fuzz_value(rng: random.Random, depth: int = 0):
+    kinds = ["none", "bool", "int", "bigint", "float", "str", "weird"] + (["list", "dict"] if depth < 2 else [])
+    k = rng.choice(kinds)
+    simple = {"none": None, "bool": rng.random() < 0.5, "int": rng.randint(-5, 50), "bigint": rng.randint(-2**70, 2**70),
+              "float": rng.choice([0.5, -1.0, 1e308, 3.0]), "str": rng.choice(["", " ", "owl", "bfs", "rings", "x" * 50]),
+              "weird": rng.choice(["\u0000", "\u202e", "0" * 64, "toporag", "\U0001f600"])}
+    if k in simple:
+        return simple[k]
+    if k == "list":
+        return [fuzz_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(["nodes", "edges", "k0", "x", "name"]): fuzz_value(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def fuzz_body(rng: random.Random) -> dict:
+    fields = ["graph_id", "graph", "tree", "seed", "question", "query", "method", "params", "k", "max_new_tokens"]
+    body = {f: fuzz_value(rng) for f in rng.sample(fields, rng.randint(0, len(fields)))}
+    if rng.random() < 0.5:
+        body["graph"] = {"nodes": [fuzz_value(rng) if rng.random() < 0.2 else f"n{i}" for i in range(3)],
+                         "edges": [[rng.choice([0, 1, 2, -1, 7, True, "1"]), 1, rng.choice(["r", "", 3])]]}
+    return body
+
+
+def bad_inputs(url: str, n_fuzz: int) -> dict:
+    import httpx
+
+    counts: dict[int, int] = {}
+    worst = []
+    rng = random.Random(0)
+    cases = battery() + [(rng.choice(["/v1/retrieve", "/v1/answer", "/v1/graphs"]), "fuzz",
+                          json.dumps(fuzz_body(rng)).encode()) for _ in range(n_fuzz)]
+    with httpx.Client(headers={**AUTH, "content-type": "application/json"}, timeout=60, trust_env=False) as c:
+        for path, label, body in cases:
+            r = c.post(url + path, content=body)
+            counts[r.status_code] = counts.get(r.status_code, 0) + 1
+            if r.status_code >= 500:
+                worst.append((path, label, r.status_code, r.text[:200]))
+    return {"cases": len(cases), "battery": len(battery()), "counts": dict(sorted(counts.items())),
+            "5xx": sum(v for k, v in counts.items() if k >= 500), "examples": worst[:3]}
+
+
+# ----------------------------------------------------------------------------- 2. unauthenticated big bodies
+def big_bodies(url: str, pid: int, n: int, mb: int) -> dict:
+    before = rss_mb(pid)
+    statuses: list[int] = []
+    lock = threading.Lock()
+    payload = b"x" * (mb * 2 ** 20)
+
+    def one() -> None:
+        with socket.create_connection((HOST, port_of(url)), timeout=30) as s:
+            s.sendall(b"POST /v1/graphs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(payload))
+            try:
+                s.sendall(payload)
+            except OSError:  # the server answered and closed before the body was all sent
+                pass
+            try:
+                reply = s.recv(4096)
+            except OSError:
+                reply = b""
+        with lock:
+            statuses.append(int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else 0)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    [t.start() for t in threads]
+    [t.join(60) for t in threads]
+    return {"n": n, "mb": mb, "401": statuses.count(401), "other": [s for s in statuses if s != 401],
+            "seconds": time.perf_counter() - t0, "rss_before": before, "rss_after": rss_mb(pid)}
+
+
+# ----------------------------------------------------------------------------- 3. slow clients
+def slow_clients(url: str, n: int, deadline_s: float) -> dict:
+    socks = []
+    for i in range(n):
+        s = socket.create_connection((HOST, port_of(url)), timeout=10)
+        if i % 2:  # headers never finished
+            s.sendall(b"POST /v1/graphs HTTP/1.1\r\nHost: x\r\n")
+        else:  # half a body
+            s.sendall(b"POST /v1/graphs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+                      b"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"graph\": ")
+        socks.append(s)
+    t0 = time.perf_counter()
+    dropped: dict[int, float] = {}
+    while len(dropped) < n and time.perf_counter() - t0 < deadline_s + 2:
+        ready, _, _ = select.select([s for i, s in enumerate(socks) if i not in dropped], [], [], 0.2)
+        for s in ready:
+            i = socks.index(s)
+            try:
+                while s.recv(65536):
+                    pass
+            except OSError:
+                pass
+            dropped[i] = time.perf_counter() - t0
+    for s in socks:
+        s.close()
+    times = list(dropped.values())
+    return {"n": n, "dropped": len(dropped), "max_s": max(times) if times else float("nan"),
+            "window_s": deadline_s + 2}
+
+
+# ----------------------------------------------------------------------------- 4. retrieve during an upload
+def big_graph(nodes: int, edges: int) -> dict:
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    rel = [f"relation {i % 50}" for i in range(edges)]
+    return {"nodes": [f"entity {i} of the big graph" for i in range(nodes)],
+            "edges": [[int(a), int(b), r] for a, b, r in zip(src, dst, rel)]}
+
+
+def retrieve_during_upload(url: str, n_idle: int, nodes: int, edges: int) -> dict:
+    from toporag_core.serve.client import CoreClient
+    from toporag_core.studio import samples
+
+    small = samples.load_sample("kg")
+    with CoreClient(url, token=TOKEN, timeout=300) as c:
+        c.upload(small)
+
+        def timed(i: int) -> float:
+            t = time.perf_counter()
+            c.retrieve(small, f"Which element did Marie Curie discover? ({i})")  # a new question: encoded
+            return time.perf_counter() - t
+        idle = [timed(i) for i in range(n_idle)]
+        graph = big_graph(nodes, edges)
+        t0 = time.perf_counter()
+        job = c.request("POST", "/v1/graphs", {"graph": graph})
+        post_s = time.perf_counter() - t0
+        busy, i = [], 0
+        while c.job(job["job_id"])["status"] in ("queued", "running") and i < 500:
+            busy.append(timed(10_000 + i))
+            i += 1
+        done = c.wait_job(c.job(job["job_id"]))
+        upload_s = time.perf_counter() - t0
+    return {"idle": percentiles(idle), "busy": percentiles(busy), "n_busy": len(busy), "post_s": post_s,
+            "upload_s": upload_s, "cells2": done["cells2"], "nodes": nodes, "edges": edges}
+
+
+# ----------------------------------------------------------------------------- 5. answer throughput
+def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_requests: int, timeout: float) -> dict:
     from toporag_core.serve.client import CoreClient, CoreError
 
-    with CoreClient(url, timeout=args.timeout) as c:  # upload every graph once, warm up
-        for g, q in jobs:
-            c.answer(g, q, setting, max_new_tokens=args.max_new_tokens)
-    lat: list[float] = []
-    batch: list[int] = []
-    errors: list[str] = []
+    lat, batch, errors = [], [], []
     lock = threading.Lock()
-    deadline = time.perf_counter() + args.seconds
+    deadline = time.perf_counter() + seconds
+    count = iter(range(max_requests))
 
     def client(i: int) -> None:
-        with CoreClient(url, timeout=args.timeout) as c:
+        with CoreClient(url, token=TOKEN, timeout=timeout) as c:
             k = i
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and next(count, None) is not None:
                 g, q = jobs[k % len(jobs)]
                 k += 1
                 t = time.perf_counter()
                 try:
-                    r = c.answer(g, q, setting, max_new_tokens=args.max_new_tokens)
+                    r = c.answer(g, q, max_new_tokens=16)
                 except CoreError as e:
                     with lock:
                         errors.append(str(e))
@@ -94,84 +278,149 @@ def load_test(url: str, jobs, setting, args) -> dict:
                     batch.append(int(r["batch_size"]))
 
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     [t.start() for t in threads]
-    [t.join(args.seconds + args.timeout + 30) for t in threads]
+    [t.join(seconds + timeout + 30) for t in threads]
     wall = time.perf_counter() - t0
-    return {"requests": len(lat), "rps": len(lat) / wall, "p50": np.percentile(lat, 50) * 1000 if lat else float("nan"),
-            "p95": np.percentile(lat, 95) * 1000 if lat else float("nan"), "errors": len(errors),
-            "batch": float(np.mean(batch)) if batch else float("nan"), "wall": wall, "first_error": errors[:1]}
+    return {"clients": clients, "requests": len(lat), "rps": len(lat) / wall, "p": percentiles(lat),
+            "errors": len(errors), "batch": float(np.mean(batch)) if batch else float("nan"), "rss": rss_mb(pid),
+            "first_error": errors[:1]}
+
+
+def workload():
+    from toporag_core.studio import samples
+
+    graphs = {k: samples.load_sample(k) for k in QUESTIONS}
+    return [(graphs[k], q) for k in QUESTIONS for q in QUESTIONS[k]]
+
+
+def decode_profile(checkpoint: str, jobs, sizes=(1, 4, 8), repeats: int = 2) -> list[tuple[int, int, float]]:
+    """``(torch threads, B, seconds)`` of one ``TopoRAGPipeline.decode`` call on ``B`` jobs (best of
+    ``repeats``), with every core (torch's default) and with the service's default (half of them)."""
+    import torch
+
+    from toporag_core.pipeline import DecodeJob, TopoRAGPipeline
+    from toporag_core.retrieval import EmbeddedComplex, retrieve
+
+    pipe = TopoRAGPipeline.load(checkpoint, device="cpu")
+    setting = pipe.default_setting()
+    djobs = []
+    for g, q in jobs:
+        ecx = EmbeddedComplex.from_graph(g, pipe.encoder)
+        sub = retrieve(ecx, q, setting=setting)
+        question = pipe.prompt_for(q)
+        djobs.append(DecodeJob(sub, ecx, question, pipe.fit_context(sub, question).text, pipe.choices_for(question)))
+    out = []
+    for threads in sorted({os.cpu_count() or 1, max(1, (os.cpu_count() or 1) // 2)}, reverse=True):
+        torch.set_num_threads(threads)
+        for b in sizes:
+            batch = [djobs[i % len(djobs)] for i in range(b)]
+            best = float("inf")
+            for _ in range(repeats):
+                t = time.perf_counter()
+                pipe.decode(batch, max_new_tokens=16)
+                best = min(best, time.perf_counter() - t)
+            out.append((threads, b, best))
+    return out
+
+
+# ----------------------------------------------------------------------------- report
+def report(bad, big, slow, upl, levels, profile, args, desc) -> None:
+    print("\n### 1. Bad-input battery and fuzz\n")
+    print("| cases (battery + fuzz) | status counts | 5xx |\n|---|---|---|")
+    print(f"| {bad['cases']} ({bad['battery']} + {bad['cases'] - bad['battery']}) | "
+          f"{', '.join(f'{k}: {v}' for k, v in bad['counts'].items())} | {bad['5xx']} |")
+    for e in bad["examples"]:
+        print(f"5xx example: {e}")
+    print(f"\n### 2. Unauthenticated {big['mb']} MB bodies, {big['n']} at once\n")
+    print("| requests | 401 | other | seconds | server RSS before MB | after MB |\n|---|---|---|---|---|---|")
+    print(f"| {big['n']} | {big['401']} | {big['other'] or '-'} | {big['seconds']:.2f} | {big['rss_before']:.0f} | "
+          f"{big['rss_after']:.0f} |")
+    print(f"\n### 3. Half-sent requests (header and body deadlines {args.deadline:g} s)\n")
+    print("| connections | dropped by the server | last dropped after s | window s |\n|---|---|---|---|")
+    print(f"| {slow['n']} | {slow['dropped']} | {slow['max_s']:.2f} | {slow['window_s']:.0f} |")
+    print(f"\n### 4. Retrieve on a cached graph during a {upl['nodes']:,}-node / {upl['edges']:,}-edge upload "
+          "(hashing encoder)\n")
+    print("| when | retrieves | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|")
+    print(f"| idle | {args.idle} | {upl['idle'][0]:.1f} | {upl['idle'][1]:.1f} | {upl['idle'][2]:.1f} |")
+    print(f"| during the upload | {upl['n_busy']} | {upl['busy'][0]:.1f} | {upl['busy'][1]:.1f} | {upl['busy'][2]:.1f} |")
+    print(f"\nupload POST answered in {upl['post_s'] * 1000:.0f} ms (202, job id); embedded in {upl['upload_s']:.1f} s; "
+          f"p50 ratio during/idle = {upl['busy'][0] / upl['idle'][0]:.2f}")
+    print(f"\n### 5. Answer throughput ({desc})\n")
+    print("| concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | errors | mean batch | server RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in levels:
+        print(f"| {r['clients']} | {r['requests']} | {r['rps']:.2f} | {r['p'][0]:.0f} | {r['p'][1]:.0f} | "
+              f"{r['p'][2]:.0f} | {r['errors']} | {r['batch']:.2f} | {r['rss']:.0f} |")
+    by = {r["clients"]: r["rps"] for r in levels}
+    if 1 in by and 16 in by:
+        print(f"\nreq/s c16 / c1 = {by[16] / by[1]:.2f}")
+    for r in levels:
+        if r["first_error"]:
+            print(f"first error (c{r['clients']}): {r['first_error'][0]}")
+    print("\n### 6. Decode profile (in-process TopoRAGPipeline.decode, max_new_tokens 16)\n")
+    print("| torch threads | jobs per call | seconds per call | seconds per row |\n|---|---|---|---|")
+    for th, b, s in profile:
+        print(f"| {th} | {b} | {s:.3f} | {s / b:.3f} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--max-new-tokens", type=int, default=16)
-    ap.add_argument("--max-batch", type=int, default=8)
-    ap.add_argument("--wait-ms", type=float, default=5.0)
-    ap.add_argument("--timeout", type=float, default=60.0, help="deadline of one request (s)")
-    ap.add_argument("--device", default="auto")
+    ap.add_argument("--tiny", action="store_true", help="answers with the random 2-layer test Llama + hashing")
     ap.add_argument("--checkpoint", default=str(ROOT / "assets" / "checkpoints" / "expla_graphs"))
-    ap.add_argument("--tiny", action="store_true", help="the random 2-layer test Llama and the hashing encoder")
-    ap.add_argument("--reference-requests", type=int, default=24)
+    ap.add_argument("--fuzz", type=int, default=300)
+    ap.add_argument("--big-bodies", type=int, default=8)
+    ap.add_argument("--big-mb", type=int, default=15)
+    ap.add_argument("--slow", type=int, default=300)
+    ap.add_argument("--deadline", type=float, default=3.0, help="header and body deadline of the abuse server (s)")
+    ap.add_argument("--idle", type=int, default=20, help="idle retrieves (the reference latency)")
+    ap.add_argument("--upload-nodes", type=int, default=20_000)
+    ap.add_argument("--upload-edges", type=int, default=100_000)
+    ap.add_argument("--levels", default="1,4,16,64")
+    ap.add_argument("--seconds", type=float, default=15.0, help="time bound of one concurrency level")
+    ap.add_argument("--max-requests", type=int, default=400, help="request bound of one concurrency level")
+    ap.add_argument("--timeout", type=float, default=120.0)
     args = ap.parse_args()
 
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.retrieval import EmbeddedComplex
+    from toporag_core.testing import build_tiny_checkpoint
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    tmp = tempfile.mkdtemp(prefix="bench-serve-")
-    checkpoint = args.checkpoint
+    tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    tiny = str(build_tiny_checkpoint(tmp / "tiny"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOPORAG_CACHE": str(tmp / "cache")}
+    hashing_env = {**env, "TOPORAG_ENCODER": "hashing"}
+    proc, url = start_server(tiny, hashing_env, ["--header-timeout", str(args.deadline), "--body-timeout",
+                                                 str(args.deadline), "--max-nodes", str(args.upload_nodes),
+                                                 "--max-edges", str(args.upload_edges)])
+    try:
+        bad = bad_inputs(url, args.fuzz)
+        big = big_bodies(url, proc.pid, args.big_bodies, args.big_mb)
+        slow = slow_clients(url, args.slow, args.deadline)
+        upl = retrieve_during_upload(url, args.idle, args.upload_nodes, args.upload_edges)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+    checkpoint = tiny if args.tiny else args.checkpoint
+    answer_env = hashing_env if args.tiny else {k: v for k, v in env.items() if k != "TOPORAG_CACHE"}
     if args.tiny:
-        from toporag_core.testing import build_tiny_checkpoint
-
-        checkpoint = str(build_tiny_checkpoint(Path(tmp) / "tiny"))
-        env["TOPORAG_ENCODER"] = os.environ["TOPORAG_ENCODER"] = "hashing"
+        os.environ["TOPORAG_ENCODER"] = "hashing"
     jobs = workload()
+    proc, url = start_server(checkpoint, answer_env, [])
+    try:
+        from toporag_core.serve.client import CoreClient
 
-    # -- reference: the in-process pipeline, one request at a time
-    pipe = TopoRAGPipeline.load(checkpoint, device=args.device)
-    setting = pipe.default_setting()
-    ecxs = {id(g): EmbeddedComplex.from_graph(g, pipe.encoder) for g, _ in jobs}
-    for g, q in jobs:  # warm-up
-        pipe.answer(ecxs[id(g)], q, setting, max_new_tokens=args.max_new_tokens)
-    ref_lat = []
-    t0 = time.perf_counter()
-    for i in range(args.reference_requests):
-        g, q = jobs[i % len(jobs)]
-        t = time.perf_counter()
-        pipe.answer(ecxs[id(g)], q, setting, max_new_tokens=args.max_new_tokens)
-        ref_lat.append(time.perf_counter() - t)
-    ref = {"requests": len(ref_lat), "rps": len(ref_lat) / (time.perf_counter() - t0),
-           "p50": np.percentile(ref_lat, 50) * 1000, "p95": np.percentile(ref_lat, 95) * 1000, "errors": 0,
-           "batch": 1.0}
-    desc = pipe.describe()
-    del pipe, ecxs
-
-    rows = [("in-process, 1 client (reference)", ref)]
-    for batching in (False, True):
-        proc, url = start_server(args, checkpoint, batching, env)
-        try:
-            rows.append((f"serve, batching {'on' if batching else 'off'}, {args.clients} clients",
-                         load_test(url, jobs, setting, args)))
-        finally:
-            proc.terminate()
-            proc.wait(30)
-
-    print(f"\nModel: {desc['checkpoint']} (LLM {desc['llm']}) on {desc['device']} ({desc['dtype']}); "
-          f"{len(jobs)} (graph, question) pairs round-robin; max_new_tokens {args.max_new_tokens}; "
-          f"{args.clients} clients x {args.seconds:g} s per serve row; batching: max {args.max_batch}, "
-          f"wait {args.wait_ms:g} ms; {os.cpu_count()} CPU cores.\n")
-    print("| mode | requests | req/s | p50 ms | p95 ms | errors | mean batch | req/s vs in-process (x) "
-          "| p50 vs in-process (x) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, r in rows:
-        print(f"| {name} | {r['requests']} | {r['rps']:.2f} | {r['p50']:.1f} | {r['p95']:.1f} | {r['errors']} | "
-              f"{r['batch']:.2f} | {r['rps'] / ref['rps']:.2f} | {r['p50'] / ref['p50']:.2f} |")
-    for name, r in rows:
-        if r.get("first_error"):
-            print(f"first error ({name}): {r['first_error'][0]}")
+        with CoreClient(url, token=TOKEN, timeout=args.timeout) as c:  # upload + warm up
+            for g, q in jobs:
+                c.answer(g, q, max_new_tokens=16)
+            desc = f"{c.info()['checkpoint']} on {c.info()['device']} ({c.info()['dtype']})"
+        levels = [answer_level(url, proc.pid, jobs, int(n), args.seconds, args.max_requests, args.timeout)
+                  for n in args.levels.split(",")]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    profile = decode_profile(checkpoint, jobs)
+    print(f"\n{os.cpu_count()} CPU cores; every address 127.0.0.1.")
+    report(bad, big, slow, upl, levels, profile, args, desc)
 
 
 if __name__ == "__main__":

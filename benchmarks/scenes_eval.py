@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from toporag_core.predictions import read_records
 from toporag_core.tasks import load_raw
 from toporag_core.tasks.prep import PrepConfig, prepare_dataset
 from toporag_core.retrieval.report import format_table
@@ -75,7 +76,7 @@ def table(runs: list[Path]) -> str:
         row = {"run": run.name, "n": acc["all"]["n"], "all": acc["all"]["accuracy"]}
         for t in QUESTION_TYPES:
             row[t] = acc.get(t, {}).get("accuracy", float("nan"))
-        recs = [json.loads(ln) for ln in pred.read_text().splitlines() if ln.strip()]
+        recs = read_records(pred)
         # yes/no vs open answers: separates "learned the answer format" from "found the answer"
         for name, keep in (("yes/no", lambda r: r["label"] in ("yes", "no")),
                            ("open", lambda r: r["label"] not in ("yes", "no"))):
@@ -94,8 +95,7 @@ def paired(base: Path, runs: list[Path]) -> str:
     from scipy.stats import binomtest
 
     def load(run: Path) -> dict[str, dict]:
-        return {r["id"]: r for r in (json.loads(ln) for ln in (run / "test_subset.jsonl").read_text().splitlines()
-                                     if ln.strip())}
+        return {r["id"]: r for r in read_records(run / "test_subset.jsonl")}
 
     a = load(base)
     rows = []

@@ -145,10 +145,7 @@ if subs:
 with tabs["Context for the LLM"]:
     text_fmt = st.radio("Text format", tuple(TEXT_FORMATS), horizontal=True, key="lab_text",
                         help="csv: G-Retriever's nodes/edges tables (the paper's); compact: 'cup [0]: red', "
-                             "relations name both ends, letter-free fields such as boxes dropped; keyed: compact "
-                             "with relation lines key first ('behind oven [7]: picture [9]'); short-loops: compact "
-                             "with each 2-cell as its nodes ('c15: cabinet [5] - plant [2] - man [8] - cabinet [5]'; "
-                             "the relations are in the relations section). A checkpoint "
+                             "relations name both ends, letter-free fields such as boxes dropped. A checkpoint "
                              "reads the format it was trained with.")
     for col, (m, res) in zip(st.columns(len(results)), results.items()):
         if is_node(m):

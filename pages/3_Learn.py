@@ -23,9 +23,10 @@ with st.sidebar:
         st.caption(f"The loaded graph has {current.num_nodes} nodes; the tables here need at most "
                    f"{learn.MAX_TEACHING_NODES}, so pick a small one.")
     st.header("Retrieval walk-through")
-    k = st.slider("k", 0, 6, 2, key="learn_k")
-    c2 = st.slider("C2", 0.0, 3.0, 0.5, 0.05, key="learn_c2")
-    edge_cost = st.slider("Edge cost", 0.0, 2.0, 0.5, 0.05, key="learn_edge_cost")
+    start = learn.walk_defaults()  # the library's retrieval defaults, as in the Retrieval lab
+    k = st.slider("k", 0, 6, start["k"], key="learn_k")
+    c2 = st.slider("C2", 0.0, 3.0, start["c2"], 0.05, key="learn_c2")
+    edge_cost = st.slider("Edge cost", 0.0, 2.0, start["edge_cost"], 0.05, key="learn_edge_cost")
 
 graph = current if pick == "current" else samples.load_sample(pick)
 gkey = state.graph_fingerprint(graph)

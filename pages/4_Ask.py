@@ -58,7 +58,7 @@ except core.CoreError as e:  # the remote core is down, slow or refused: say so,
 except Exception as e:  # noqa: BLE001 - a bad folder / LLM id / URL must leave the page usable
     st.error(f"Could not load the model: {type(e).__name__}: {e}")
     st.stop()
-mismatch = ask.task_warning(dataset, graph)
+mismatch = ask.task_warning(dataset, graph) if remote is not None else None  # a remote core answers with its own
 if mismatch:
     st.warning(mismatch)
 # trained: the checkpoint's training setting; the controls start from it
@@ -92,22 +92,31 @@ if questions:
                "is judged against its gold answer.")
 task = ask.task_of_graph(graph)
 gold = ask.gold_for(graph, question)
+decision = ask.route(checkpoint, graph, question, options) if remote is None else None
+if decision is not None and question.strip():
+    (st.warning if decision.rerouted else st.caption)(decision.line())
 inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
 if st.button("Ask", key="ask_go", type="primary"):
     try:
         answers = {}
+        # a first embedding draws its progress bar here, in view (not inside the collapsed status)
+        ecx = get_embedded(key, tree, seed, graph) if remote is None else None
         with st.status("Answering ...", expanded=False) as status:
             if remote is not None:  # the core lifts/embeds on its side; subcomplexes come back on our complex
                 cx = get_complex(key, tree, seed, graph)
                 answers = core.ask_via_core(remote, graph, cx, question, [settings[m] for m in methods], tree=tree,
                                             seed=seed, max_new_tokens=max_new, query=query)
             else:
-                ecx = get_embedded(key, tree, seed, graph)
+                if decision.checkpoint != checkpoint:
+                    status.update(label=f"Loading {decision.model} (once per server) ...")
+                answerer = pipe if decision.checkpoint == checkpoint else \
+                    ask.get_pipeline(decision.checkpoint, llm, encoder_choice())
                 for m in methods:
                     status.update(label=f"Retrieving with {method_label(m)} and generating ...")
-                    answers.update(ask.ask(pipe, ecx, question, [settings[m]], max_new_tokens=max_new, query=query))
+                    answers.update(ask.ask(answerer, ecx, question, [settings[m]], max_new_tokens=max_new,
+                                           query=query))
             status.update(label="Answered", state="complete")
-        ss["ask_last"] = {"inputs": inputs, "answers": answers}
+        ss["ask_last"] = {"inputs": inputs, "answers": answers, "route": decision}
     except core.CoreError as e:
         st.error(f"The core could not answer: {e}")
     except ValueError as e:
@@ -120,6 +129,8 @@ if not last or last["inputs"][:3] != inputs[:3]:
 if last["inputs"] != inputs:
     st.info("The question or the controls changed since this answer: press **Ask** to answer again.")
 answers = last["answers"]
+if last.get("route") is not None:
+    st.markdown(last["route"].line())
 
 asked = last["inputs"][5]
 gold = ask.gold_for(graph, asked)
@@ -136,14 +147,12 @@ for col, (m, a) in zip(cols, answers.items()):
                 f"{'Correct' if right else 'Wrong'} ({task or 'containment'} metric). Gold answer: "
                 f"{ask.gold_text(gold)}", icon=":material/check:" if right else ":material/close:")
         else:
-            st.caption("No gold answer for this question (it is not the example's own question).")
-        if a.answer.strip():
-            st.caption("The answer text **occurs** in the retrieved context." if ask.answer_in_context(a.answer,
-                       a.context) else "The answer text does **not** occur in the retrieved context.")
+            st.caption(ask.gold_note(graph, asked))
+        occurs = ask.occurrence_note(a)
+        if occurs:
+            st.caption(occurs)
         if a.evidence is not None:
-            st.markdown("**Context lines the model cited before its answer** (cited nodes are highlighted in "
-                        "the picture)" if errors.is_citation(a.evidence)
-                        else "**Evidence the model wrote first** (it then scored yes / no after it)")
+            st.markdown(ask.evidence_heading(a, errors.is_citation(a.evidence)))
             with st.container(key=f"ask_evidence_{m}"):
                 st.code(a.evidence or "(no evidence written)", language=None, wrap_lines=True)
             note = errors.citation_note({"evidence": a.evidence, "context": a.context})

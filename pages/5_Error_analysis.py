@@ -44,7 +44,9 @@ def load_into(slot: str, loader) -> None:
 
 
 def source_picker(slot: str, prefix: str) -> None:
-    """Upload or path inputs that load a predictions JSONL into ``ss[slot]``."""
+    """Upload or path inputs that load a predictions JSONL into ``ss[slot]``; the fields it needs
+    (and the other names read for them) are said before anything is uploaded."""
+    st.caption(errors.ACCEPTED_FIELDS)
     up_col, path_col = st.columns(2)
     up = up_col.file_uploader("Upload a predictions JSONL", type=["jsonl", "json", "txt"], key=f"{prefix}_upload")
     if up_col.button("Load upload", key=f"{prefix}_load_upload", disabled=up is None) and up is not None:
@@ -53,23 +55,23 @@ def source_picker(slot: str, prefix: str) -> None:
     if path_col.button("Load path", key=f"{prefix}_load_path", disabled=not path.strip()):
         load_into(slot, lambda: errors.load_predictions(path.strip()))
     if ss.get(f"{slot}_error"):
-        st.error(f"Could not load that file: {ss[f'{slot}_error']}")
+        st.error(f"Could not load that file: {errors.escape_markdown(ss[f'{slot}_error'])}")
         if ss.get(slot) is not None:
-            st.info(f"Still using the previously loaded {SLOT_NAMES[slot]}: {ss[slot].name}.")
+            st.info(f"Still using the previously loaded {SLOT_NAMES[slot]}: {errors.escape_markdown(ss[slot].name)}.")
 
 
 def show_line_errors(preds: errors.Predictions) -> None:
+    """One message per bad line (file, line, field), the first 20 of them."""
     if preds.errors:
-        shown = "\n".join(f"- {e}" for e in preds.errors[:20])
+        shown = "\n".join(f"- {errors.escape_markdown(m)}" for m in preds.messages()[:20])
         more = f"\n- ... and {len(preds.errors) - 20} more" if len(preds.errors) > 20 else ""
-        st.warning(f"{preds.name}: {len(preds.errors)} bad line(s) skipped, {len(preds.records)} loaded:"
-                   f"\n{shown}{more}")
+        st.warning(f"{errors.escape_markdown(preds.name)}: {len(preds.errors)} bad line(s) skipped, "
+                   f"{len(preds.records)} loaded:\n{shown}{more}")
 
 
 def drill(rec: dict, key: str) -> None:
     """One example: texts, verdict, the retrieved subcomplex drawn, context, exports."""
-    v, why = errors.verdict(rec)
-    st.markdown(f"**Verdict: {v}** \u2014 {why}")
+    st.markdown(errors.verdict_markdown(rec))
     st.text(f"Question:   {errors.user_question(rec['question'])}\n"
             f"Label:      {'|'.join(errors.gold_answers(rec['label']))}\n"
             f"Prediction: {rec['prediction']}\n"
@@ -87,7 +89,7 @@ def drill(rec: dict, key: str) -> None:
         st.caption(f"The retrieved subcomplex, rebuilt from the cell texts stored in the file "
                    f"({graph.num_nodes} nodes, {graph.num_edges} edges, {len(rec['cells']['cells2'])} 2-cells, "
                    "filled). Roles and prizes are not stored in prediction files.")
-        st.markdown(errors.gold_note(graph.node_text, rec["label"], gold))
+        st.markdown(errors.escape_markdown(errors.gold_note(graph.node_text, rec["label"], gold)))
         show_view(view)
     with st.expander("Textualized context (what the LLM read)"):
         st.code(rec.get("context") or "(not stored)", language=None)
@@ -101,7 +103,7 @@ def drill(rec: dict, key: str) -> None:
 st.title("Error analysis")
 tab_file, tab_run = st.tabs(["Load predictions", "Run an evaluation"])
 with tab_file:
-    st.caption("A JSONL written by `toporag eval --out ...` (one prediction per line).")
+    st.caption("A JSONL written by `toporag eval --out ...`, or your own file with the fields below.")
     source_picker("err_preds", "err")
 
 with tab_run:
@@ -155,7 +157,7 @@ if preds is None:
 show_line_errors(preds)
 df = errors.predictions_frame(preds)
 if df.empty:
-    st.warning(f"{preds.name} has no valid predictions.")
+    st.warning(f"{errors.escape_markdown(preds.name)} has no valid predictions.")
     st.stop()
 
 # ---------------------------------------------------------------- sidebar: filters
@@ -178,7 +180,7 @@ cols[1].metric("Accuracy", f"{df['correct'].mean():.1%}")
 cols[2].metric("Correct", counts[errors.CORRECT])
 cols[3].metric("Retrieval failures", counts[errors.RETRIEVAL])
 cols[4].metric("Reasoning/generation failures", counts[errors.REASONING])
-st.caption(f"{preds.name}. {errors.VERDICT_RULE}")
+st.caption(f"{errors.escape_markdown(preds.name)}. {errors.VERDICT_RULE}")
 
 left, right = st.columns([3, 2])
 left.plotly_chart(errors.accuracy_chart(errors.accuracy_by_type(view_df)), key="err_acc_chart")
@@ -222,8 +224,8 @@ if other is not None:
                          format_func=lambda i: f"{i}: {diff.set_index('id').loc[i, 'right']}")
         a, b = st.columns(2)
         with a:
-            st.markdown(f"**{preds.name}**")
+            st.markdown(f"**{errors.escape_markdown(preds.name)}**")
             drill(preds.by_id()[i], "err_cmp_a")
         with b:
-            st.markdown(f"**{other.name}**")
+            st.markdown(f"**{errors.escape_markdown(other.name)}**")
             drill(other.by_id()[i], "err_cmp_b")

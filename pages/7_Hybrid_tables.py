@@ -8,9 +8,9 @@ from toporag_core.hybrid import (
     HybridIndex,
     RouterConfig,
     SearchConfig,
-    decode_document,
     generate,
     parse_document,
+    read_upload,
     view,
 )
 from toporag_core.studio.resources import encoder_choice, get_encoder
@@ -43,12 +43,13 @@ texts = dict(ds.docs)
 picked = None
 if upload is not None:
     try:
-        texts[upload.name] = decode_document(upload.getvalue(), upload.name)
+        texts[upload.name] = read_upload(upload.getvalue(), upload.name)
         picked = upload.name
     except DocumentError as e:
         st.error(f"Upload not used: {e}. The sample corpus is still searchable.")
 mixed = [d for d in ds.docs if d.startswith("mixed")]
 choices = ([picked] if picked else []) + mixed + [d for d in ds.docs if d not in mixed]
+view.follow_top(ss, "hy_doc", choices)  # a new upload is the document shown
 doc_id = st.sidebar.selectbox("Show document", choices, key="hy_doc")
 
 st.title("Hybrid tables")
@@ -92,6 +93,7 @@ st.caption(f"Query terms: {', '.join(res['terms'])}. Retrieval took {res['timing
 
 if res["table"]:
     opts = [h["uid"] for h in res["table"]]
+    view.follow_top(ss, "hy_table", opts)  # a new ranking shows its top-ranked table
     pick = st.selectbox("Table to inspect", opts, key="hy_table")
     unit = res["table"][opts.index(pick)]["unit"]
     ex = idx.explain_table(res, unit)

@@ -633,3 +633,15 @@ def test_views_fit_their_frames_and_label_what_matters_on_big_graphs():
     assert set(sub.nodes.tolist()) & shown <= always and always  # every retrieved node in view is labelled
     assert wrap_label("a scene label that is long but not huge") == ["a scene label that is long", "but not huge"]
     assert all("\u2026" not in "".join(lab["lines"]) for lab in labels)
+
+
+def test_learn_and_the_retrieval_lab_start_from_the_same_library_defaults():
+    """One default for k, C2 and the edge cost: TopoRAG's RetrievalSetting, read by both pages."""
+    p = RetrievalSetting("toporag").params
+    assert learn.walk_defaults() == {"k": p["k0"], "c2": p["c2"], "edge_cost": p["edge_cost"]}
+    learn_page = app("pages/3_Learn.py").run()
+    lab = app("pages/2_Retrieval_lab.py").run()
+    assert not learn_page.exception and not lab.exception
+    assert learn_page.slider(key="learn_k").value == lab.sidebar.slider(key="lab_k").value == p["k0"]
+    assert learn_page.slider(key="learn_c2").value == p["c2"]
+    assert learn_page.slider(key="learn_edge_cost").value == p["edge_cost"]

@@ -248,14 +248,20 @@ def test_ask_shows_gold_verdict_and_whether_the_answer_is_in_the_context(pipe):
     box = (at.success if right else at.error)
     assert any(f"Gold answer: {g.meta['label']}" in b.value and ("Correct" if right else "Wrong") in b.value
                for b in box)
-    occurs = ask.answer_in_context(want["answer"], want["context"])
-    assert any(("**occurs**" if occurs else "does **not** occur") in c.value for c in at.caption)
+    # a label picked from a fixed set: whether its text occurs in the context says nothing, so it is not shown
+    assert not any("in the retrieved context" in c.value for c in at.caption)
     # another question has no gold answer: no verdict
     at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("Who runs libraries?")
     at.button(key="ask_go").click()
     at.run()
     assert not any("Gold answer" in b.value for b in [*at.success, *at.error])
-    assert any("No gold answer" in c.value for c in at.caption)
+    assert any("No gold answer for this question (it is not the example's own question)" in c.value
+               for c in at.caption)
+    # an open answer: the page says whether its text occurs in the retrieved context
+    a = at.session_state["ask_last"]["answers"]["toporag"]
+    assert a.choices is None and not a.closed
+    occurs = ask.answer_in_context(a.answer, a.context)
+    assert any(("**occurs**" if occurs else "does **not** occur") in c.value for c in at.caption)
 
 
 def test_gold_judge_and_occurrence_rules():
@@ -306,7 +312,8 @@ def test_ask_shows_the_evidence_an_evidence_first_checkpoint_wrote(monkeypatch):
     monkeypatch.setattr(TopoRAGPipeline, "answer", with_evidence)
     at = ask_question(ask_page(), QUESTION)
     assert not at.exception
-    assert any("Evidence the model wrote first" in m.value for m in at.markdown)
+    assert any("Evidence the model wrote first" in m.value and "the model's cited evidence (not checked)" in m.value
+               for m in at.markdown)
     assert any(c.value == "The <b>metal</b> cup is orange" for c in at.code)
 
 
@@ -514,7 +521,7 @@ def test_a_checkpoint_with_an_unknown_text_format_is_refused_before_the_llm_load
 
     monkeypatch.setattr(llm_mod, "load_llm", no_llm)
     with pytest.raises(ValueError, match=r"config\.json: retrieval\.text: unknown text format 'yaml'; "
-                                         r"registered: csv, compact, keyed, short-loops"):
+                                         r"registered: csv, compact"):
         TopoRAGPipeline.load(folder, device="cpu", encoder=HashingEncoder())
 
 
@@ -547,3 +554,106 @@ def test_ask_highlights_the_nodes_a_cited_answer_names(monkeypatch):
     lit = {i for i, n in nodes.items() if n["color"] == graph_view.NODE_HIGHLIGHT}
     sub_nodes = seen["out"]["subcomplex"].nodes.tolist()
     assert lit == {sub_nodes[0], sub_nodes[1]} and all("cited by the model as [" in nodes[i]["title"] for i in lit)
+
+
+# ====================================================================== which model answers
+CURIE_QUESTION = "Which element named after Poland did Marie Curie discover?"
+
+
+def shipped(name: str) -> str:
+    folder = ROOT / "assets" / "checkpoints" / name
+    if not (folder / "config.json").is_file():
+        pytest.skip(f"{name} checkpoint not shipped in this checkout")
+    return str(folder)
+
+
+def label_checkpoint(folder: Path, dataset: str = "expla_graphs") -> Path:
+    """A tiny checkpoint with ExplaGraphs' label set in its config (as the shipped one has)."""
+    build_tiny_checkpoint(folder, dataset=dataset)
+    meta = json.loads((folder / "config.json").read_text())
+    meta["config"]["answer_set"] = ["counter", "support"]
+    (folder / "config.json").write_text(json.dumps(meta))
+    return folder
+
+
+def test_route_picks_the_model_per_graph_and_question(tmp_path):
+    from toporag_core.studio import route
+
+    expla, scene = shipped("expla_graphs"), shipped("scene_graphs")
+    options = {expla: "ExplaGraphs (committed)", scene: "SceneGraphs (committed)", ask.NO_CHECKPOINT: "none"}
+    empty = tmp_path / "no_general"
+    empty.mkdir()
+    arg, kg, sc = (samples.load_sample(k) for k in ("argument", "kg", "scene"))
+    # ExplaGraphs graph + its argument question -> the ExplaGraphs checkpoint, selected or not
+    r = route.route(expla, arg, arg.meta["question"], options, root=empty)
+    assert (r.checkpoint, r.rerouted) == (expla, False) and "expla_graphs" in r.reason
+    r = route.route(scene, arg, arg.meta["question"], options, root=empty)
+    assert (r.checkpoint, r.rerouted, r.model) == (expla, True, "the ExplaGraphs checkpoint")
+    # the Curie KG + an open question -> not the label-set checkpoint: the zero-shot LLM (no general one ships)
+    r = route.route(expla, kg, CURIE_QUESTION, options, root=empty)
+    assert (r.checkpoint, r.rerouted, r.model) == (ask.NO_CHECKPOINT, True, "the zero-shot LLM")
+    assert "counter / support" in r.reason and "no graph tokens" in r.reason
+    assert r.line().startswith("Answering model: **the zero-shot LLM** - the ExplaGraphs checkpoint was trained on")
+    # ExplaGraphs graph + a question of another kind -> not the label set either
+    r = route.route(expla, arg, "Who runs libraries?", options, root=empty)
+    assert r.checkpoint == ask.NO_CHECKPOINT and "asks for neither" in r.reason
+    # the scene sample + an open question -> the SceneGraphs checkpoint, selected or not
+    q = "What is on the table next to the cup?"
+    assert route.route(scene, sc, q, options, root=empty) == route.Route(
+        scene, "the SceneGraphs checkpoint", "trained on **scene_graphs**, the loaded graph's task.")
+    assert route.route(expla, sc, q, options, root=empty).checkpoint == scene
+    # the zero-shot LLM chosen in the sidebar answers as chosen
+    assert route.route(ask.NO_CHECKPOINT, kg, CURIE_QUESTION, options, root=empty).rerouted is False
+    # a general checkpoint (open answers, "dataset": "general") under the root is preferred to the zero-shot LLM
+    general = build_tiny_checkpoint(tmp_path / "ckpts" / "general_qa", dataset="general")
+    label_checkpoint(tmp_path / "ckpts" / "a_labels", dataset="general")  # a label set is never general
+    r = route.route(expla, kg, CURIE_QUESTION, options, root=tmp_path / "ckpts")
+    assert (r.checkpoint, r.model) == (str(general), "the general checkpoint general_qa")
+    assert route.general_checkpoint(empty) is None
+
+
+def test_a_label_set_checkpoint_never_answers_another_kind_of_question(tmp_path, checkpoint):
+    """The tiny label-set checkpoint scores support / counter for its own kind of question, refuses the
+    Curie question; the zero-shot LLM the route picks answers it openly (no label set, no probabilities)."""
+    labels = ask.load_pipeline(str(label_checkpoint(tmp_path / "expla")), "", encoder=HashingEncoder())
+    arg, kg = samples.load_sample("argument"), samples.load_sample("kg")
+    own = ask.ask(labels, EmbeddedComplex.from_graph(arg, HashingEncoder()), arg.meta["question"],
+                  [RetrievalSetting()])["toporag"]
+    assert own.answer in ("counter", "support") and own.closed
+    kg_ecx = EmbeddedComplex.from_graph(kg, HashingEncoder())
+    with pytest.raises(ValueError, match="answers only counter / support and this question asks for neither"):
+        ask.ask(labels, kg_ecx, CURIE_QUESTION, [RetrievalSetting()])
+    r = ask.route(str(tmp_path / "expla"), kg, CURIE_QUESTION, {str(tmp_path / "expla"): "E"}, root=tmp_path)
+    assert r.checkpoint == ask.NO_CHECKPOINT
+    zero = ask.load_pipeline(r.checkpoint, str(checkpoint / "llm"), encoder=HashingEncoder())
+    a = ask.ask(zero, kg_ecx, CURIE_QUESTION, [RetrievalSetting()])["toporag"]
+    assert a.choices is None and a.label_probs is None and a.prompt.get("graph_tokens", 0) == 0
+    assert a.answer.strip().lower() not in ("counter", "support")
+
+
+def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monkeypatch, checkpoint):
+    """A label-set checkpoint selected, the Curie KG loaded: the page says before and after asking that
+    the zero-shot LLM answers and why, shows its answer (no label probabilities), and does not call the
+    Home example's own question "not the example's own question"."""
+    expla = label_checkpoint(tmp_path / "expla")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(expla))
+    monkeypatch.setenv("TOPORAG_LLM", str(checkpoint / "llm"))
+    kg = samples.load_sample("kg")
+    at = ask_page()
+    at.session_state[state.GRAPH] = kg
+    at.session_state[state.GRAPH_KEY] = state.graph_fingerprint(kg)
+    at.run()
+    assert not at.exception
+    assert any(w.value.startswith("Answering model: **the zero-shot LLM**") and "counter / support" in w.value
+               for w in at.warning)
+    at.button(key="ask_go").click()
+    at.run()
+    assert not at.exception and not at.error
+    zero = ask.load_pipeline(ask.NO_CHECKPOINT, str(checkpoint / "llm"), encoder=HashingEncoder())
+    want = ask.ask(zero, EmbeddedComplex.from_graph(kg, HashingEncoder()), CURIE_QUESTION, [RetrievalSetting()],
+                   max_new_tokens=at.sidebar.slider(key="ask_max_new").value)
+    assert answer_codes(at) == [want["toporag"].answer]
+    assert any(m.value.startswith("Answering model: **the zero-shot LLM**") for m in at.markdown)
+    assert not any("Label probabilities" in m.value for m in at.markdown)
+    assert any("this example's question comes without one" in c.value for c in at.caption)
+    assert not any("not the example's own question" in c.value for c in at.caption)

@@ -92,7 +92,7 @@ def test_loading_a_file_shows_accuracy_failure_counts_and_bad_lines(tmp_path):
     assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("2", "1")
     warn = at.warning[0].value
     assert "2 bad line(s) skipped, 5 loaded" in warn
-    assert "line 4: not valid JSON" in warn and "line 7: missing field(s) prediction, label, correct" in warn
+    assert "line 4: not valid JSON" in warn and "a.jsonl, line 7: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in warn
     table = frame(at, "line")
     assert list(table["id"]) == ["1", "2", "3", "4", "5"]
     assert list(table["line"]) == [1, 2, 3, 5, 6]  # line numbers of the file, around the bad lines
@@ -221,7 +221,7 @@ def test_load_predictions_bad_bytes_and_missing_file(tmp_path):
 
 
 def test_verdicts_for_entity_and_non_entity_labels():
-    v = lambda r: errors.verdict(errors._check(r))[0]  # noqa: E731
+    v = lambda r: errors.verdict(errors.check_record(r))[0]  # noqa: E731
     assert [v(r) for r in A_RECORDS] == [errors.CORRECT, errors.REASONING, errors.RETRIEVAL, errors.RETRIEVAL,
                                          errors.CORRECT]
     web = dict(question="Where is the Eiffel Tower?", dataset="webqsp")
@@ -239,7 +239,7 @@ def test_verdicts_for_entity_and_non_entity_labels():
     assert v({**rec("s2", "red", "blue", False, ["name: mug"], **scene), "support_covered": True}) == errors.REASONING
     assert v({**red_elsewhere, "support_covered": False, "correct": True}) == errors.CORRECT
     with pytest.raises(ValueError, match="field 'support_covered' must be true/false"):
-        errors._check({**red_elsewhere, "support_covered": "no"})
+        errors.check_record({**red_elsewhere, "support_covered": "no"})
     assert not errors.label_is_entity("Support") and not errors.label_is_entity("12")
     assert errors.label_is_entity(["no", "Paris"])
 
@@ -270,7 +270,7 @@ def test_compare_only_counts_shared_ids():
 
 
 def test_exports_are_valid_json_graphml_and_csv():
-    r = errors._check(A_RECORDS[0])
+    r = errors.check_record(A_RECORDS[0])
     d = json.loads(errors.subcomplex_json(r))
     assert d["nodes"] == ["guns", "harm", "death"] and d["edges"] == [list(t) for t in TRI]
     assert d["verdict"] == errors.CORRECT
@@ -324,7 +324,7 @@ def test_fully_invalid_file_keeps_the_previous_predictions(tmp_path):
     assert not at.exception
     err = at.error[0].value
     assert "bad.jsonl: no valid prediction in 2 line(s)" in err
-    assert "line 1: missing field(s) label, correct" in err and "line 2: not valid JSON" in err
+    assert "line 1: missing field(s) label (or gold, answers, target)" in err and "line 2: not valid JSON" in err
     assert "Still using the previously loaded predictions: a.jsonl." in [i.value for i in at.info]
     m = metrics(at)
     assert (m["Examples"], m["Accuracy"]) == ("5", "40.0%")
@@ -346,7 +346,7 @@ def test_fully_invalid_first_file_loads_nothing(tmp_path):
     bad.write_text('{"id": "1"}\n')
     at = load(page().run(), bad)
     assert not at.exception
-    assert "line 1: missing field(s) prediction, label, correct" in at.error[0].value
+    assert "line 1: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in at.error[0].value
     assert not any("Still using" in i.value for i in at.info) and not at.metric
 
 
@@ -387,7 +387,7 @@ def test_drill_down_highlights_the_gold_answer_nodes(tmp_path):
         return {n["id"]: n for n in json.loads(re.search(r"nodes = new vis\.DataSet\((.*?)\);", page_html).group(1))}
 
     at = load(page().run(), write_jsonl(tmp_path / "w.jsonl", web_records()))
-    graph = errors.subcomplex_graph(errors._check(web_records()[0]))
+    graph = errors.subcomplex_graph(errors.check_record(web_records()[0]))
     paris = graph.node_text.index("Paris")
     nodes = drawn(iframes(at)[0])
     assert nodes[paris]["color"] == graph_view.NODE_HIGHLIGHT
@@ -512,3 +512,48 @@ def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path)
     at.selectbox(key="err_pick").set_value("s3").run()
     shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
     assert "Evidence:   The cup is white\n" in shown and "Citations:" not in shown
+
+
+# ====================================================================== uploads with other field names
+def test_page_names_the_fields_before_upload_and_accepts_an_answer_gold_upload():
+    """A newcomer's JSONL with ``answer`` / ``gold`` (no ``prediction`` / ``label``, no ``correct``)
+    loads through the uploader: correctness comes from the dataset's metric, and a bad line is one
+    message naming the file, the line and the field while the rest loads."""
+    at = page().run()
+    captions = [c.value for c in at.caption]
+    assert any("prediction (or answer, pred)" in c and "label (or gold, answers, target)" in c for c in captions)
+    lines = [json.dumps({"id": "q1", "question": "Where is the Eiffel Tower?", "answer": "Paris", "gold": "Paris",
+                         "dataset": "webqsp"}),
+             json.dumps({"id": "q2", "question": "Capital of Germany?", "answer": "Bonn", "gold": ["Berlin"],
+                         "dataset": "webqsp"}),
+             json.dumps({"id": "q3", "answer": "x"}),
+             json.dumps({"id": "q4", "question": "Is the sky blue?", "pred": "yes", "target": "yes",
+                         "correct": True})]
+    at.file_uploader(key="err_upload").set_value(("mine.jsonl", "\n".join(lines).encode(), "application/json"))
+    at.run()
+    at.button(key="err_load_upload").click()
+    at.run()
+    assert not at.exception and not at.error
+    m = metrics(at)
+    assert (m["Examples"], m["Correct"], m["Retrieval failures"]) == ("3", "2", "1")
+    table = frame(at, "line")
+    assert list(table["id"]) == ["q1", "q2", "q4"] and list(table["prediction"]) == ["Paris", "Bonn", "yes"]
+    assert list(table["label"]) == ["Paris", "Berlin", "yes"]
+    warn = at.warning[0].value
+    assert "1 bad line(s) skipped, 3 loaded" in warn
+    assert "mine.jsonl, line 3: missing field(s) label (or gold, answers, target)" in warn
+
+
+def test_file_text_shown_as_markdown_is_escaped(tmp_path):
+    """An id, a node text or a label in the file cannot become a link, an image or markup on the page."""
+    evil = "[click](http://example.invalid) <b>x</b> ![i](http://example.invalid/i.png)"
+    r = rec("e1", evil, "no", False, [evil], question=f"what about {evil}?", dataset="webqsp")
+    at = load(page().run(), write_jsonl(tmp_path / "e.jsonl", [r, {"id": evil}]))
+    assert not at.exception
+    shown = [md.value for md in at.markdown] + [w.value for w in at.warning]
+    assert any("Verdict:" in s for s in shown) and any("Gold answer" in s for s in shown)
+    import re
+
+    for s in shown:  # every bracket and angle bracket of the file text arrives backslash-escaped
+        assert not re.search(r"(?<!\\)\]\(|(?<!\\)<b>", s), s
+    assert errors.escape_markdown(evil).startswith(r"\[click\](http://example.invalid) \<b\>x\</b\>")

@@ -123,3 +123,47 @@ def test_ask_on_a_remote_core_in_the_browser(llm_folder, tmp_path_factory, tmp_p
                     browser.close()
     finally:
         core.stop()
+
+
+def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tmp_path_factory, tmp_path):
+    """With a support / counter checkpoint selected and the Curie knowledge graph loaded on Home, the Ask
+    page says in one line that the zero-shot LLM answers and why, before and after asking, and the answer
+    is an open one (no label probabilities, neither label). A tiny trained-format checkpoint and its tiny
+    LLM stand in for the shipped ones (deterministic greedy answers)."""
+    import json
+
+    from toporag_core.testing import build_tiny_checkpoint
+
+    folder = build_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "expla", dataset="expla_graphs")
+    meta = json.loads((folder / "config.json").read_text())
+    meta["config"]["answer_set"] = ["counter", "support"]
+    (folder / "config.json").write_text(json.dumps(meta))
+    log = tmp_path_factory.mktemp("server_route") / "streamlit.log"
+    env = {"TOPORAG_ENCODER": "hashing", "TOPORAG_CHECKPOINT": str(folder), "TOPORAG_LLM": str(folder / "llm"),
+           "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_route"))}
+    with streamlit_server(log, env) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+            pg.set_default_timeout(120_000)
+            pg.goto(url)
+            pg.get_by_text("Current graph:").wait_for()
+            pg.get_by_test_id("stSelectbox").filter(has_text="Sample").click()
+            pg.get_by_role("option", name="Knowledge graph: the Curies").click()
+            pg.get_by_role("button", name="Load sample").click()
+            pg.get_by_text("Loaded Knowledge graph: the Curies").wait_for()
+            pg.get_by_role("link", name="Ask").first.click()
+            before = pg.get_by_test_id("stAlertContentWarning").filter(has_text="Answering model:")
+            before.wait_for()
+            assert "the zero-shot LLM" in before.inner_text() and "counter / support" in before.inner_text()
+            settle(pg)
+            pg.get_by_role("button", name="Ask", exact=True).click()
+            answer = pg.locator(".st-key-ask_answer_toporag code")
+            answer.wait_for()
+            assert answer.inner_text().strip().lower() not in ("counter", "support")
+            pg.get_by_text("this example's question comes without one").wait_for()
+            assert pg.get_by_text("Label probabilities").count() == 0
+            assert pg.get_by_text("not the example's own question").count() == 0
+            pg.screenshot(path=str(tmp_path / "ask_route.png"))
+        finally:
+            browser.close()

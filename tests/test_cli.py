@@ -105,12 +105,90 @@ def test_argparse_errors_are_one_line(capsys):
     assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "the following arguments are required" in err
 
 
-@pytest.mark.parametrize("flags, needs", [(["--graph-pretrain-epochs", "3"], "--graph-label-weight"),
-                                          (["--freeze-graph"], "--graph-pretrain-epochs")])
-def test_train_refuses_inconsistent_graph_flags_before_loading_anything(capsys, tmp_path, flags, needs):
-    """Pretraining needs the label head, freezing needs pretraining: refused in one line, exit 2,
-    before the data are prepared or the LLM loaded (nothing is written to --out)."""
-    code, out, err = run(capsys, "train", "--dataset", "expla_graphs", "--data-dir", tmp_path / "absent",
-                         "--out", tmp_path / "run", *flags)
-    assert code == 2 and needs in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "run").exists()
+def help_options(text: str) -> list[str]:
+    """The option strings an argparse help lists (``-h, --help``: two)."""
+    import re
+
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^  (-\S.*?)(?:  |$)", line)
+        if m:
+            out += [part.split()[0] for part in m.group(1).split(", ") if part.startswith("-")]
+    return out
+
+
+def test_train_help_lists_at_most_45_options_and_help_all_lists_the_rest(capsys):
+    """The main `toporag train --help` shows what a user needs (<= 45 option strings); `--help-all`
+    shows every option, the advanced ones too; an advanced option still parses."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    main_help = capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["train", "--help-all"])
+    full = capsys.readouterr().out
+    shown, every = help_options(main_help), help_options(full)
+    assert "--recipe" in shown and "--tree" in shown and len(set(shown)) == len(shown)
+    assert len(shown) <= 45 and set(every) > set(shown)
+    assert "--lr " in main_help and "--bucket" not in main_help and "--bucket" in full and "--weight-decay" in full
+    assert build_parser_args("--bucket", "1").bucket == 1
+
+
+def build_parser_args(*argv):
+    from toporag_core.cli import build_parser
+
+    return build_parser().parse_args(["train", *argv])
+
+
+def test_train_option_defaults_are_the_config_dataclass_defaults(capsys):
+    """Each option made from a config field has that field's default (the dataclass is the one source),
+    and no option exposes a retired experiment."""
+    import dataclasses
+
+    from toporag_core.commands.train import DataOptions, RunOptions
+    from toporag_core.model import TopoRAGConfig
+    from toporag_core.nn import CWNConfig
+    from toporag_core.train import TrainConfig
+
+    args = build_parser_args()
+    checked = 0
+    for cls in (TrainConfig, TopoRAGConfig, CWNConfig, DataOptions, RunOptions):
+        for f in dataclasses.fields(cls):
+            if hasattr(args, f.name) and not (cls is TopoRAGConfig and f.name == "answer_set"):
+                default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+                assert getattr(args, f.name) == default, (cls.__name__, f.name)
+                checked += 1
+    assert checked >= 35
+    for gone in ("graph_norm", "graph_label_weight", "mode", "num_virtual_tokens", "graph_position",
+                 "graph_pretrain_epochs", "freeze_graph"):
+        assert not hasattr(args, gone)
+    with pytest.raises(SystemExit):
+        main(["train", "--help-all"])
+    flags = set(help_options(capsys.readouterr().out))
+    assert not flags & {"--graph-norm", "--graph-label-weight", "--mode", "--graph-position",
+                        "--graph-pretrain-epochs", "--freeze-graph"}
+    for argv in (["--text", "keyed"], ["--text", "short-loops"], ["--answer-style", "cited-loops"]):
+        with pytest.raises(SystemExit):
+            build_parser_args(*argv)
+
+
+def test_recipe_then_overrides(tmp_path, capsys):
+    """`--recipe NAME` sets a shipped checkpoint's setting; options after it override it; a path to a
+    .toml file works the same; an unknown key or a wrong type is one line naming the file, line and key."""
+    args = build_parser_args("--recipe", "scene_graphs", "--lr", "1e-3", "--epochs", "1")
+    assert (args.lr, args.epochs, args.encoder_lr, args.lora_r, args.text) == (1e-3, 1, 1e-4, 16, "compact")
+    assert args.graph_position == "before_question" and args.lora_targets[-1] == "down_proj"
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text('# a small recipe\nlr = 2e-4\nlora_r = 4\n')
+    args = build_parser_args("--recipe", str(recipe), "--lora-r", "2")
+    assert (args.lr, args.lora_r, args.epochs) == (2e-4, 2, 10)
+    for text, needle in (('lr = 2e-4\n\nlearning_rate = 1\n', "line 3, 'learning_rate': not an option"),
+                         ('lr = 2e-4\nepochs = "two"\n', "line 2, 'epochs': expected int, got 'two'"),
+                         ('lr = \n', "mine.toml"), ):
+        recipe.write_text(text)
+        with pytest.raises(SystemExit) as e:
+            main(["train", "--recipe", str(recipe)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and needle in err and str(recipe) in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["train", "--recipe", "no_such_recipe"])
+    assert "shipped recipes: expla_graphs, scene_graphs" in capsys.readouterr().err

@@ -7,7 +7,8 @@ from math import comb
 import pytest
 
 from toporag_core.cli import main
-from toporag_core.evaluate import paired_table, read_predictions
+from toporag_core.evaluate import paired_table
+from toporag_core.predictions import read_predictions
 from toporag_core.metrics import mcnemar_exact
 
 

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from toporag_core.distributed import merge_jsonl, parse_shard, shard, shard_path
+from toporag_core.distributed import parse_shard, shard, shard_path
+from toporag_core.predictions import merge
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "_ddp_worker.py"
@@ -138,28 +139,29 @@ def test_shards_cover_everything_once_and_merge(tmp_path):
         p.write_text("".join(json.dumps({"id": x, "correct": int(x[1:]) % 2 == 0}) + "\n" for x in part))
         paths.append(p)
     assert paths[1].name == "preds.shard-1-of-3.jsonl"
-    res = merge_jsonl(paths, out, order=items)
+    res = merge(paths, out, order=items)
     assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == items
     assert res["n"] == 11 and res["correct"] == 6 and res["missing"] == []
     paths[0].write_text(paths[0].read_text() + json.dumps({"id": "e1", "correct": True}) + "\n")
     with pytest.raises(ValueError, match="'e1' also in"):
-        merge_jsonl(paths, out)
+        merge(paths, out)
 
 
-def test_merge_command(tmp_path):
+def test_merge_command(tmp_path, capsys):
+    """`toporag eval merge SHARDS... --out FILE` joins shards in order and prints the merged summary."""
+    from toporag_core.cli import main
+
     a, b = tmp_path / "p.shard-0-of-2.jsonl", tmp_path / "p.shard-1-of-2.jsonl"
     a.write_text('{"id": "x", "correct": true}\n')
     b.write_text('{"id": "y", "correct": false}\n')
-    r = subprocess.run([sys.executable, "-m", "toporag_core.distributed", "merge", str(tmp_path / "p.jsonl"), str(a),
-                        str(b)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["accuracy"] == 0.5
-    assert [json.loads(x)["id"] for x in (tmp_path / "p.jsonl").read_text().splitlines()] == ["x", "y"]
+    assert main(["eval", "merge", str(a), str(b), "--out", str(tmp_path / "m.jsonl")]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == 0.5
+    assert [json.loads(x)["id"] for x in (tmp_path / "m.jsonl").read_text().splitlines()] == ["x", "y"]
 
 
 def test_torchrun_runs_toporag_train_with_two_processes_and_eval_shards_merge(tmp_path):
     """The commands README gives: `torchrun --nproc_per_node=2 -m toporag_core.cli train ...` writes one
-    checkpoint; `toporag eval --shard i/n` twice plus the merge equals one unsharded evaluation."""
+    checkpoint; `toporag eval --shard i/n` twice plus `toporag eval merge` equals one unsharded evaluation."""
     import json
     import os
     import subprocess
@@ -201,7 +203,7 @@ def test_torchrun_runs_toporag_train_with_two_processes_and_eval_shards_merge(tm
     merged = tmp_path / "merged.jsonl"
     parts = sorted(str(p) for p in tmp_path.glob("p.shard-*"))
     assert len(parts) == 2
-    assert subprocess.run([sys.executable, "-m", "toporag_core.distributed", "merge", str(merged), *parts],
+    assert subprocess.run([sys.executable, "-m", "toporag_core.cli", "eval", "merge", *parts, "--out", str(merged)],
                           env=env, capture_output=True, timeout=120).returncode == 0
     key = lambda r: (r["id"], r["answer"], r["correct"])  # noqa: E731
     want = sorted(key(json.loads(x)) for x in full.read_text().splitlines())

@@ -73,3 +73,46 @@ def test_figures_escape_document_text():
     hm = view.cell_heatmap(ex)
     assert hm.data[0].text[0][0] == "&lt;img src=x&gt;"
     assert "&lt;b&gt;" in hm.layout.xaxis.ticktext[0]
+
+
+def test_heatmap_and_term_table_number_rows_alike():
+    import numpy as np
+
+    ex = {"grid": np.array([[[0.1, 0.2], [0.3, 0.9]]]), "header": ["name", "score"],
+          "rows": [["a", "1"], ["b", "2"]],
+          "best": [{"row": 1, "col": 1, "sim": 0.9, "term": "t", "header": "score", "value": "2"}], "terms": ["t"]}
+    hm = view.cell_heatmap(ex)
+    shape = hm.layout.shapes[0]
+    assert list(hm.data[0].y) == [1, 2]  # data rows from 1
+    row = int(view.best_cell_frame(ex)["row"][0])
+    assert row == 2 and shape.y0 < row < shape.y1  # the outlined cell sits on the row the table names
+    assert hm.data[0].text[row - 1][1] == "2"
+
+
+def test_uploads_that_are_not_documents_are_refused_naming_file_and_line():
+    from toporag_core.hybrid import DocumentError, read_upload
+
+    with pytest.raises(DocumentError, match=r"^facts\.json: JSON data, not a document"):
+        read_upload(b'{"rows": [[1, 2]]}', "facts.json")
+    with pytest.raises(DocumentError, match=r"^scores\.csv, line 3: 2 field\(s\), but the header \(line 1\) has 3 "
+                                            r"columns: name, year, score$"):
+        read_upload(b"name,year,score\nada,1843,9\nbob,7\n", "scores.csv")
+    with pytest.raises(DocumentError, match=r"^t\.tsv, line 1: header column name 'x' is repeated"):
+        read_upload(b"x\tx\n1\t2\n", "t.tsv")
+    with pytest.raises(DocumentError, match=r"^e\.csv, line 1: header column 2 has no name"):
+        read_upload(b"a,,c\n1,2,3\n", "e.csv")
+    assert read_upload(b"name,year\nada,1843\n", "ok.csv").startswith("name,year")
+    assert read_upload(b"# notes\n\nplain text", "notes.md") == "# notes\n\nplain text"
+
+
+def test_follow_top_moves_the_selection_only_when_the_top_changes():
+    ss = {}
+    view.follow_top(ss, "k", ["a", "b"])
+    assert ss["k"] == "a"
+    ss["k"] = "b"  # the user's choice among the same options stays
+    view.follow_top(ss, "k", ["a", "b"])
+    assert ss["k"] == "b"
+    view.follow_top(ss, "k", ["upload.md", "a", "b"])  # a new top (an upload, a new ranking) is shown
+    assert ss["k"] == "upload.md"
+    view.follow_top(ss, "k", [])
+    assert ss["k"] == "upload.md"

@@ -160,3 +160,19 @@ def test_truncated_expansion_is_reported(kg):
     assert g.num_nodes == one and g.meta["kg"]["hops_done"] == 1
     assert "stopped after 1 of 3 hops" in g.meta["warnings"][0]
     assert kg_source.parse_entities(" a b ; c,d\n e ") == ["a b", "c,d", "e"]
+
+
+def test_an_uploaded_store_is_named_by_its_file_name_with_duplicates_numbered(kg):
+    """The import is kept under its content hash, but the user sees the file's name: a second upload of
+    other triples under the same name gets " (2)"; the same triples again keep their first name."""
+    db, src = kg
+    data = src.read_bytes()
+    p1 = kg_source.store_from_upload(data, "my triples.csv")
+    assert kg_source.store_label(p1) == "my triples.csv" and p1.stem not in kg_source.store_label(p1)
+    other = data.rstrip(b"\n") + f"\n{entity_name(1)},knows,{entity_name(2)}\n".encode()
+    p2 = kg_source.store_from_upload(other, "dir/my triples.csv")
+    assert p2 != p1 and kg_source.store_label(p2) == "my triples.csv (2)"
+    assert kg_source.store_label(kg_source.store_from_upload(data, "again.csv")) == "my triples.csv"
+    g = kg_source.load_kg_subgraph(p2, f"where is {entity_name(42)}", hops=1)
+    assert g.name.startswith("1-hop subgraph of my triples.csv (2): ") and p2.stem not in g.name
+    assert kg_source.store_label(db) == db.name  # a store on disk keeps its own file name

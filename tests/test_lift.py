@@ -234,7 +234,7 @@ def test_rings_on_known_graphs_and_refusals(monkeypatch):
 def test_rings_make_every_scene_loop_question_a_2cell(tmp_path):
     """Why rings exist: a generated closed-loop question's loop is always one of the ring 2-cells,
     and with a BFS tree only for some questions. The CLI accepts the lifting wherever it takes --tree."""
-    from toporag_core.commands._common import CLI_LIFTINGS
+    from toporag_core.cli import build_parser
     from toporag_core.lift import LIFTINGS
     from toporag_core.tasks import load_raw
     from toporag_core.tasks.prep import PrepConfig
@@ -250,6 +250,33 @@ def test_rings_make_every_scene_loop_question_a_2cell(tmp_path):
 
     assert all(is_cell(r, "rings") for r in loops)
     assert not all(is_cell(r, "bfs") for r in loops)
-    assert CLI_LIFTINGS == LIFTINGS and PrepConfig(tree="rings").tree == "rings"
+    for cmd in (["lift", "g.csv"], ["train"], ["eval"]):
+        assert build_parser().parse_args([*cmd, "--tree", "rings"]).tree == "rings"
+    assert "rings" in LIFTINGS and PrepConfig(tree="rings").tree == "rings"
     with pytest.raises(ValueError, match="tree must be one of"):
         PrepConfig(tree="ring")
+
+
+def test_liftings_registry_is_the_one_list_and_its_module_loads_no_scipy():
+    """Every lifting is one registry entry (name, label, spanning tree, 2-cell builder); ``lift`` and the
+    CLI's ``--tree`` choices read it, and the module imports scipy only where it computes (the package
+    itself may load it; the module's own import does not need it)."""
+    import ast
+    import importlib
+    import inspect
+
+    lift_mod = importlib.import_module("toporag_core.lift")
+    from toporag_core.cli import build_parser
+
+    assert lift_mod.lifting_names() == list(lift_mod.LIFTINGS) == ["bfs", "dfs", "random", "rings"]
+    assert all(s.name == n and s.label and s.spanning_tree in lift_mod.TREE_METHODS
+               for n, s in lift_mod.LIFTING_SPECS.items())
+    top = [n for n in ast.parse(inspect.getsource(lift_mod)).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [n for n in top if "scipy" in ast.dump(n)]
+    for cmd in (["lift", "g.csv"], ["train"], ["eval"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([*cmd, "--tree", "ring"])
+    g = TextualGraph.from_networkx(nx.complete_graph(4))
+    assert lift(g, tree="rings").num_cells2 == 4 + 3  # 4 triangles + 3 squares
+    with pytest.raises(ValueError, match="unknown lifting 'ring'; choose one of"):
+        lift(g, tree="ring")

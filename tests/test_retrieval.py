@@ -250,3 +250,39 @@ def test_chosen_2cells_are_the_ones_the_steiner_tree_reached():
     picked = {n for n, r in sub.role_of(0).items() if r != CLOSURE}
     for f in sub.cells2.tolist():
         assert picked & set(ecx.complex.cell2_nodes(f).tolist())
+
+
+def test_kaping_on_an_embedded_complex_encodes_no_triple():
+    """The triples are the embedded 1-cells and their 0-cells: the first ``topk-triples`` call on an
+    embedded complex sends only the question to the encoder (it once encoded every triple text)."""
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+
+    class Counting:
+        def __init__(self):
+            self.inner, self.calls = HashingEncoder(), []
+            self.dim, self.name = self.inner.dim, "counting"
+
+        def encode(self, texts, show_progress=False):
+            self.calls.append(list(texts))
+            return self.inner.encode(texts)
+
+    g = TextualGraph.from_triples([("marie curie", "discovered", "polonium"), ("polonium", "named after", "poland"),
+                                   ("marie curie", "born in", "warsaw"), ("warsaw", "capital of", "poland"),
+                                   ("marie curie", "discovered", "radium"), ("radium", "is", "radium")])
+    enc = Counting()
+    ecx = EmbeddedComplex.from_graph(g, enc)
+    enc.calls.clear()
+    question = "Which element named after Poland did Marie Curie discover?"
+    sub = retrieve(ecx, question, setting=RetrievalSetting.make("topk-triples", k=2))
+    assert enc.calls == [[question]]
+    assert sub.counts[1] == 2 and int(ecx.complex.edge_of_orig[1]) in sub.edges.tolist()  # polonium-named after-poland
+    # the triple vectors are unit means of the triple's cell embeddings
+    from toporag_core.retrieval.baselines import _triple_vectors
+
+    tv = _triple_vectors(ecx)
+    assert tv.shape == (g.num_edges, ecx.emb.dim) and np.allclose(np.linalg.norm(tv, axis=1), 1.0, atol=1e-5)
+    e = 1  # polonium - named after - poland
+    s, t = g.edge_index[:, e]
+    want = ecx.emb.x0[s] + ecx.emb.x1[ecx.complex.edge_of_orig[e]] + ecx.emb.x0[t]
+    assert np.allclose(tv[e], want / np.linalg.norm(want), atol=1e-5)

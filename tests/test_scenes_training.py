@@ -227,8 +227,10 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     llm = save_tiny_llm(tmp_path / "llm")
     common = ["--dataset", "scene_graphs", "--data-dir", str(mini), "--device", "cpu"]
-    code = main(["train", *common, "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32",
-                 "--graph-position", "before_question", "--answer-style", "evidence", "--batch-size", "4",
+    layout = tmp_path / "layout.toml"  # the layout is a recipe setting, not an option
+    layout.write_text('graph_position = "before_question"\n')
+    code = main(["train", "--recipe", str(layout), *common, "--llm", str(llm), "--hidden", "16",
+                 "--projector-hidden", "32", "--answer-style", "evidence", "--batch-size", "4",
                  "--max-steps", "2", "--eval-every", "2", "--out", str(tmp_path / "run")])
     out = capsys.readouterr().out
     assert code == 0 and "evidence-first targets:" in out
@@ -248,8 +250,10 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     assert longest > 32 and cfg["max_new_tokens"] >= longest
     from toporag_core.cli import build_parser
 
-    for style in ANSWER_STYLES:  # every style the model knows is a CLI choice
-        assert build_parser().parse_args(["train", "--answer-style", style]).answer_style == style
+    for style in set(ANSWER_STYLES) - {"cited-loops"}:  # every style the model knows is a CLI choice (but the
+        assert build_parser().parse_args(["train", "--answer-style", style]).answer_style == style  # retired one)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--answer-style", "cited-loops"])
     code = main(["eval", *common, "--split", "test", "--checkpoint", str(tmp_path / "run" / "best"),
                  "--out", str(tmp_path / "p.jsonl")])
     out_eval = capsys.readouterr().out
@@ -353,8 +357,10 @@ def test_train_cited_then_eval_writes_evidence_for_open_answers(mini, tmp_path, 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     llm = save_tiny_llm(tmp_path / "llm")
     common = ["--dataset", "scene_graphs", "--data-dir", str(mini), "--device", "cpu", "--text", "compact"]
-    code = main(["train", *common, "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32",
-                 "--graph-position", "before_question", "--answer-style", "cited", "--batch-size", "4",
+    layout = tmp_path / "layout.toml"  # the layout is a recipe setting, not an option
+    layout.write_text('graph_position = "before_question"\n')
+    code = main(["train", "--recipe", str(layout), *common, "--llm", str(llm), "--hidden", "16",
+                 "--projector-hidden", "32", "--answer-style", "cited", "--batch-size", "4",
                  "--max-steps", "2", "--eval-every", "2", "--out", str(tmp_path / "run")])
     out = capsys.readouterr().out
     assert code == 0

@@ -13,7 +13,7 @@ import pytest
 from safetensors import safe_open
 
 from toporag_core.cli import build_parser
-from toporag_core.commands.train import prep_config_from_args
+from toporag_core.commands.train import closed_answer_set, model_config, plan_from_args, prep_config_from_args
 from toporag_core.model import TopoRAGConfig
 from toporag_core.retrieval import TEXT_FORMATS
 from toporag_core.tasks.prep import PrepConfig
@@ -46,14 +46,23 @@ def test_shipped_checkpoint_matches_its_readme(folder):
     cmd = re.search(r"\n    (?:\S+=\S+ )*toporag train (.*?)\n\n", readme[rev.end():], re.S)
     assert cmd, "no training command under the first 'How it was trained' heading"
     argv = shlex.split(cmd.group(1).replace("\\\n", " "), comments=True)
-    args = build_parser().parse_args(["train", *argv])  # the command as the CLI reads it, defaults included
+    # the layout options of the time are recipe settings now: read them off the command, parse the rest
+    layout = {}
+    for flag in ("--mode", "--graph-position"):
+        if flag in argv:
+            i = argv.index(flag)
+            layout[flag[2:].replace("-", "_")] = argv[i + 1]
+            del argv[i:i + 2]
+    args = build_parser().parse_args(["train", *argv])  # the command as the CLI reads it, recipe and defaults included
+    for key in ("mode", "graph_position"):  # a --recipe command carries them in the recipe
+        layout.setdefault(key, getattr(args, key, None))
     assert args.dataset == meta["dataset"]
-    assert (args.graph_position, args.question_first, args.max_input_tokens, args.mode) == \
+    assert (layout["graph_position"], args.question_first, args.max_input_tokens, layout["mode"]) == \
         (cfg.graph_position, cfg.question_first, cfg.max_input_tokens, cfg.mode)
-    assert (args.graph_tokens, args.lora_r, args.lora_alpha) == (cfg.num_graph_tokens, cfg.lora_r, cfg.lora_alpha)
+    assert (args.num_graph_tokens, args.lora_r, args.lora_alpha) == (cfg.num_graph_tokens, cfg.lora_r, cfg.lora_alpha)
     assert args.answer_style == cfg.answer_style  # evidence-first targets are in the command when shipped so
     assert cfg.question_form == get_task(meta["dataset"]).prompt  # what training now stores: users' questions
-    assert tuple(args.lora_targets.split(",")) == cfg.lora_targets
+    assert args.lora_targets == cfg.lora_targets
     assert (args.text or DEFAULT_TEXT) == meta["retrieval"].get("text", DEFAULT_TEXT)
     assert args.no_cells2 == (not meta["retrieval"]["use_cells2"])
     # the whole retrieval setting (method, k0/k1/k2, C2, edge cost, tree, text) as the command builds it
@@ -104,3 +113,34 @@ def test_a_checkpoint_config_with_a_retired_option_is_refused_clearly(tmp_path, 
     (tmp_path / "config.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match=rf"config\.json: TopoRAGConfig\.{key}=.*was retired"):
         TopoRAGModel.load(tmp_path, llm=None)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_recipe_reproduces_its_checkpoint_config(folder):
+    """`toporag train --recipe NAME` builds exactly the saved config.json of checkpoint NAME, field by field:
+    the model config (given what the data decide: the embedding width, the answer length limit, and the
+    training answers for --answer-set auto), the train config (select auto resolved by the answer set),
+    the retrieval setting with tree and text format, the dataset, the data amounts and the LLM precision."""
+    from dataclasses import asdict
+
+    from toporag_core.llm import DTYPES, checkpoint_llm_dtype
+
+    meta = json.loads((folder / "config.json").read_text())
+    saved = TopoRAGConfig.from_dict(meta["config"])
+    args = build_parser().parse_args(["train", "--recipe", folder.name])
+    plan = plan_from_args(args)
+    built = model_config(plan, args.dataset, saved.cwn.in_dim, closed_answer_set(args.answer_set, list(saved.answer_set)),
+                         saved.max_new_tokens)
+    got, want = built.to_dict(), saved.to_dict()
+    assert got.keys() == want.keys()
+    for key in want:
+        assert got[key] == want[key], key
+    train = asdict(plan.train.resolved(built.answer_set))
+    retired = {"graph_pretrain_epochs": 0, "freeze_graph": False}  # saved by older code, at their neutral values
+    assert {k: v for k, v in meta["train"].items() if k in retired} == {k: v for k, v in retired.items()
+                                                                       if k in meta["train"]}
+    assert train == {k: v for k, v in meta["train"].items() if k not in retired}
+    assert plan.prep.to_dict() == PrepConfig.from_dict(meta["retrieval"]).to_dict()
+    assert args.dataset == meta["dataset"] and args.max_eval == meta["val_examples"]
+    assert args.max_train is None or meta["train_examples"] <= args.max_train
+    assert args.dtype == "auto" or DTYPES[args.dtype] == DTYPES[checkpoint_llm_dtype(meta)]

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "compare", "data", "topo", "hybrid", "kg", "serve", "docgraph")
+COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "compare", "data", "hybrid", "kg", "serve", "docgraph")
 
 
 def build_parser() -> argparse.ArgumentParser:

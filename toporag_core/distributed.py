@@ -37,12 +37,12 @@ a short last batch.
 
 **Evaluation** shards the test set by stride, ``shard(items, i, n) = items[i::n]`` (``--shard i/n``,
 or the rank and world of a ``torchrun`` job), each shard writes its own JSONL, and
-:func:`merge_jsonl` joins them (one line per id, in the original order when given).
+``toporag eval merge`` (:func:`toporag_core.predictions.merge`) joins them (one line per id, in the
+original order when given).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,59 +165,3 @@ def evaluate_shard(model: TopoRAGModel, examples: list[Example], dataset: str, o
     from .evaluate import evaluate
 
     return evaluate(model, shard(examples, i, n), dataset, out=shard_path(out, i, n), **kwargs)
-
-
-def merge_jsonl(parts: Sequence[str | os.PathLike], out: str | os.PathLike,
-                order: Sequence[str] | None = None) -> dict[str, Any]:
-    """Join shard files into ``out``: one line per ``id`` (the same id twice with different content
-    is an error naming both files), in ``order`` (ids) when given, else shard by shard. Returns
-    ``{"n", "correct", "accuracy", "missing"}`` (``missing``: ids of ``order`` in no shard)."""
-    rows: dict[str, tuple[str, dict]] = {}
-    for part in parts:
-        for ln, line in enumerate(Path(part).read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                key = str(rec["id"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise ValueError(f"{part}, line {ln}: not a prediction record ({e})") from None
-            if key in rows and rows[key][1] != rec:
-                raise ValueError(f"{part}, line {ln}, field 'id': {key!r} also in {rows[key][0]} with other content")
-            rows.setdefault(key, (str(part), rec))
-    keys = [str(k) for k in order if str(k) in rows] if order is not None else list(rows)
-    missing = [str(k) for k in order if str(k) not in rows] if order is not None else []
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(rows[k][1]) + "\n" for k in keys))
-    os.replace(tmp, out)
-    correct = sum(bool(rows[k][1].get("correct")) for k in keys)
-    return {"n": len(keys), "correct": correct, "accuracy": correct / max(len(keys), 1), "missing": missing}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m toporag_core.distributed merge OUT PART [PART ...] [--order-from FILE]``: join
-    evaluation shards (``toporag eval --shard i/n`` outputs) into one JSONL; prints the summary."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m toporag_core.distributed", description=main.__doc__)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("merge", help="merge evaluation shard JSONL files")
-    m.add_argument("out")
-    m.add_argument("parts", nargs="+")
-    m.add_argument("--order-from", default=None, help="a JSONL (or one id per line) giving the order of the ids")
-    args = ap.parse_args(argv)
-    order = None
-    if args.order_from:
-        order = []
-        for line in Path(args.order_from).read_text().splitlines():
-            line = line.strip()
-            if line:
-                order.append(str(json.loads(line)["id"]) if line.startswith("{") else line)
-    print(json.dumps(merge_jsonl(args.parts, args.out, order=order)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -324,10 +324,10 @@ class CachedEncoder:
     def encode(self, texts: Sequence[str], show_progress: bool = False,
                on_progress: ProgressCallback | None = None) -> np.ndarray:
         texts = [str(t) for t in texts]
+        self._fill(texts, show_progress, on_progress, self.chunk_size)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            self._fill(texts, show_progress, on_progress, self.chunk_size)
-            if not texts:
-                return np.zeros((0, self.dim), dtype=np.float32)
             return np.stack([self._mem[t] for t in texts])
 
     def prefetch(self, texts: Sequence[str], on_progress: ProgressCallback | None = None,
@@ -335,21 +335,24 @@ class CachedEncoder:
         """Encode and store the texts not cached yet, ``chunk_size`` (default :attr:`chunk_size`) per
         chunk, with ``on_progress(done, total, seconds_left)`` after each (``total``: the texts to
         encode; cached ones are neither encoded nor counted). Returns that ``total``; a later
-        :meth:`encode` of these texts only reads the cache (the app's first-embedding progress bar)."""
+        :meth:`encode` of these texts only reads the cache (the app's first-embedding progress bar,
+        the core service's upload jobs)."""
         if chunk_size is not None and chunk_size < 1:
             raise ValueError(f"CachedEncoder.prefetch: chunk_size must be >= 1, got {chunk_size}")
-        with self._lock:
-            return self._fill([str(t) for t in texts], False, on_progress, chunk_size or self.chunk_size)
+        return self._fill([str(t) for t in texts], False, on_progress, chunk_size or self.chunk_size)
 
     def _fill(self, texts: list[str], show_progress: bool, on_progress: ProgressCallback | None, chunk: int) -> int:
-        """Make every text of ``texts`` a key of the memory cache (caller holds the lock)."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._mem]
-        if missing:
-            try:
-                self._lookup(missing)
-            except sqlite3.DatabaseError as e:
-                self._heal(e)
-            missing = [t for t in missing if t not in self._mem]
+        """Make every text of ``texts`` a key of the memory cache. The lock is held for the lookups and
+        for storing each chunk, never across the model: a long job releases it between chunks, so a
+        short call (a question) waits at most one chunk of another thread's work."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._mem]
+            if missing:
+                try:
+                    self._lookup(missing)
+                except sqlite3.DatabaseError as e:
+                    self._heal(e)
+                missing = [t for t in missing if t not in self._mem]
         if missing:
             cb = on_progress or self.on_progress
             if cb is None and (show_progress or len(missing) > self.progress_threshold):
@@ -361,11 +364,12 @@ class CachedEncoder:
         t0, total = time.perf_counter(), len(missing)
         for i in range(0, total, chunk_size):
             chunk = missing[i:i + chunk_size]
-            vecs = np.asarray(self.encoder.encode(chunk), dtype=np.float32)
-            self.encoded_count += len(chunk)
-            self._store(chunk, vecs)
-            for t, v in zip(chunk, vecs):
-                self._mem[t] = v
+            vecs = np.asarray(self.encoder.encode(chunk), dtype=np.float32)  # outside the lock
+            with self._lock:
+                self.encoded_count += len(chunk)
+                self._store(chunk, vecs)
+                for t, v in zip(chunk, vecs):
+                    self._mem[t] = v
             if cb is not None:
                 done = i + len(chunk)
                 cb(done, total, (time.perf_counter() - t0) / done * (total - done))

@@ -8,14 +8,16 @@ the moment its batch is done (and flushed), so a killed run keeps what it had; `
 ids already in the file. Line fields: ``id, qtype, question, gold, answer, probability, correct,
 clean, seconds`` (per example: the batch's wall time divided by its size), plus ``prediction`` (=
 answer), ``label`` (= gold), ``cells {nodes, edges, cells2, counts}``, ``context``, ``method``,
-``dataset`` - what the error-analysis page reads. The summary counts unclean answers (context dumps,
+``dataset`` - what the error-analysis page reads (:mod:`toporag_core.predictions` documents each
+field and holds every reader and writer of these files). The summary counts unclean answers (context dumps,
 repeated questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph
 tokens across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
 the norm of the mean token; near 0 means the soft prompt is the same for every example).
+``graph_tokens`` picks an ablation arm of :mod:`toporag_core.arms` (``zero``, ``permute``, ``mean``,
+``only``); every line records it, so ``toporag compare`` pairs the arms question by question.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -26,6 +28,8 @@ from .tasks.prep import Example
 from .metrics import is_correct
 from .model import TopoRAGModel
 from .train import make_batch
+from .arms import GraphTokenArm, check_arm
+from .predictions import eval_record, read_predictions, read_records, record_line, write_predictions
 
 
 def score(dataset: str, prediction: str, label: Any) -> bool:
@@ -33,25 +37,20 @@ def score(dataset: str, prediction: str, label: Any) -> bool:
     return bool(is_correct(metric_of(dataset), prediction, label))
 
 
-def _done_ids(path: Path) -> tuple[set[str], int, int]:
-    """Ids, correct count and line count of a (possibly truncated) predictions file."""
-    ids, correct, n = set(), 0, 0
+def _resume(path: Path) -> tuple[set[str], int, int]:
+    """Ids, correct count and record count of a (possibly truncated) predictions file, which is
+    rewritten without its unparsable lines (a line cut by a kill: it is redone)."""
     if not path.is_file():
-        return ids, 0, 0
-    for line in path.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a kill: it is redone
-        ids.add(str(rec["id"]))
-        correct += bool(rec.get("correct"))
-        n += 1
-    return ids, correct, n
+        return set(), 0, 0
+    recs = read_records(path, ("id",), skip_cut=True)
+    write_predictions(path, recs)
+    return {str(r["id"]) for r in recs}, sum(bool(r.get("correct")) for r in recs), len(recs)
 
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
              batch_size: int = 8, method: str = "toporag", resume: bool = False,
-             show_progress: bool = True, choices=None) -> dict[str, Any]:
+             show_progress: bool = True, choices=None, graph_tokens: str = "normal",
+             arm_seed: int = 0) -> dict[str, Any]:
     """Answer every example, score it, stream predictions to ``out`` (JSONL).
 
     ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: per question, the model's
@@ -60,20 +59,20 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     acc}, "graph_token_rel_std", "by_coverage"}`` over all examples in the file (earlier lines included
     when resuming). ``by_coverage``: where the data names each question's answer-bearing objects
     (SceneGraphs), ``{"answer objects retrieved" | "answer objects missed": {"n", "accuracy"}}``, which
-    separates retrieval misses from reading mistakes; empty otherwise.
+    separates retrieval misses from reading mistakes; empty otherwise. ``graph_tokens``/``arm_seed``:
+    the ablation arm (:class:`~toporag_core.arms.GraphTokenArm`) and its derangement seed.
     """
     import torch
     from tqdm.auto import tqdm
 
     path = Path(out) if out is not None else None
-    done, correct, n = (_done_ids(path) if (path is not None and resume) else (set(), 0, 0))
+    done, correct, n = (_resume(path) if (path is not None and resume) else (set(), 0, 0))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not resume and path.exists():
             path.unlink()
-        if resume and path.is_file():  # drop a half-written last line before appending
-            lines = [ln for ln in path.read_text().splitlines() if _is_json(ln)]
-            path.write_text("".join(ln + "\n" for ln in lines))
+    arm = GraphTokenArm(check_arm(graph_tokens, model.config.use_graph), examples, seed=arm_seed,
+                        batch_size=batch_size)
     todo = [e for e in examples if str(e.id) not in done]
     by_type: dict[str, list[int]] = {}
     by_cov: dict[bool, list[int]] = {}
@@ -86,11 +85,13 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     bar = tqdm(total=len(todo), disable=not show_progress, desc="eval")
     try:
         for i in range(0, len(todo), batch_size):
-            chunk = todo[i:i + batch_size]
+            chunk = arm.inputs(todo[i:i + batch_size])
             tb = time.perf_counter()
             batch = make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device)
             with torch.no_grad():
-                soft = model.graph_tokens(batch.cells) if model.config.use_graph else None
+                soft = arm.tokens(model, batch, chunk)
+                if soft is None and model.config.use_graph:
+                    soft = model.graph_tokens(batch.cells)
                 preds = model.answer(batch, choices=choices, soft=soft)
             secs_each = (time.perf_counter() - tb) / len(chunk)
             if soft is not None:
@@ -111,16 +112,12 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                     by_cov[ex.covered][0] += ok
                     by_cov[ex.covered][1] += 1
                 if fh is not None:
-                    fh.write(json.dumps({"id": ex.id, "qtype": ex.qtype, "question": ex.question, "gold": ex.label,
-                                         "answer": pred["answer"], "probability": pred["probability"],
-                                         "correct": ok, "clean": pred["clean"], "seconds": secs_each,
-                                         "prediction": pred["answer"], "label": ex.label, "raw": pred["raw"],
-                                         **({"evidence": pred["evidence"]} if pred.get("evidence") is not None
-                                            else {}),
-                                         **({"support_covered": ex.covered} if ex.covered is not None
-                                            else {}),
-                                         "cells": ex.cells, "context": ex.context, "method": method,
-                                         "dataset": dataset}) + "\n")
+                    fh.write(record_line(eval_record(
+                        id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
+                        probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
+                        raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
+                        cells=ex.cells, context=ex.context, method=method, dataset=dataset,
+                        graph_tokens=graph_tokens)))
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")
@@ -132,8 +129,7 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     if path is not None:  # the file is the truth (it includes lines from before a resume)
         by_type, by_cov = {}, {}
         unclean = 0
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
+        for rec in read_records(path, ("id", "correct")):
             unclean += not rec.get("clean", True)
             if isinstance(rec.get("support_covered"), bool):
                 by_cov.setdefault(rec["support_covered"], [0, 0])
@@ -153,44 +149,6 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
             "by_type": {k: v[0] / v[1] for k, v in by_type.items()}, "graph_token_rel_std": spread,
             "by_coverage": {COVERAGE_GROUPS[k]: {"n": v[1], "accuracy": v[0] / v[1]}
                             for k, v in sorted(by_cov.items())}}
-
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-        return True
-    except json.JSONDecodeError:
-        return False
-
-
-def read_predictions(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """Per-example records of a predictions JSONL (``toporag eval --out``), keyed by ``id``.
-
-    Raises ``ValueError`` naming the file, line and field for a line that is not JSON or lacks
-    ``id`` / ``correct``, and for an id seen twice."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: no such predictions file")
-    out: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}, line {n}: not JSON ({e.msg})") from None
-            for key in ("id", "correct"):
-                if not isinstance(rec, dict) or key not in rec:
-                    raise ValueError(f"{path}, line {n}: field {key!r} is missing")
-            if not isinstance(rec["correct"], bool):
-                raise ValueError(f"{path}, line {n}: field 'correct' must be true or false")
-            if str(rec["id"]) in out:
-                raise ValueError(f"{path}, line {n}: field 'id' {rec['id']!r} repeats an earlier line")
-            out[str(rec["id"])] = rec
-    if not out:
-        raise ValueError(f"{path}: no predictions")
-    return out
 
 
 COVERAGE_GROUPS = {True: "answer objects retrieved", False: "answer objects missed"}

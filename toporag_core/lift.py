@@ -18,18 +18,26 @@ neighbours of ``m``): a triangle is a wedge closed by the edge ``a b`` (kept onc
 node ``m``); a 4-cycle is two wedges with the same ends and different middles (kept once, with its
 smallest node as an end). Work and memory are ``O(sum_v deg(v)^2)``; graphs past
 :data:`MAX_RING_WEDGES` wedges (or 4-cycles) are refused with a clear message rather than exhausting memory.
+
+The liftings are a registry, :data:`LIFTING_SPECS` (name -> :class:`Lifting`: a one-line label,
+the spanning tree it walks, and the builder of its 2-cells); :func:`lifting_names` lists them. This
+module imports scipy (and the cell complex) only inside the functions that compute, so the command
+line reads the names and labels for its ``--tree`` choices without loading scipy.
 """
 from __future__ import annotations
 
-import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
-from .complex import CellComplex
-from .graph import TextualGraph
+import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from .complex import CellComplex
+    from .graph import TextualGraph
 
 TREE_METHODS = ("bfs", "dfs", "random")
-LIFTINGS = (*TREE_METHODS, "rings")  # 2-cells: fundamental cycles of a spanning tree, or every 3-/4-cycle
 MAX_RING_WEDGES = 20_000_000
 
 
@@ -54,6 +62,8 @@ def _skeleton(graph: TextualGraph):
 
 def _upper_csr(n_rows: int, u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
     """CSR of edges ``(u, v)`` already sorted by ``u`` (then ``v``), built without a sort."""
+    import scipy.sparse as sp
+
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(u, minlength=n_rows), out=indptr[1:])
     return sp.csr_matrix((np.ones(u.size), v, indptr), shape=(n_rows, n_rows))
@@ -61,6 +71,9 @@ def _upper_csr(n_rows: int, u: np.ndarray, v: np.ndarray) -> sp.csr_matrix:
 
 def _spanning_forest(n: int, edges: np.ndarray, method: str, seed: int):
     """Parent array (roots point to themselves), depth, component labels."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
     m = edges.shape[0]
     u, v = edges[:, 0], edges[:, 1]  # sorted by (u, v): the skeleton comes from np.unique
     ncomp, comp = csgraph.connected_components(_upper_csr(n, u, v), directed=False)
@@ -251,7 +264,10 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
             ``num_skipped_cycles``); ``None`` keeps them all. For ``rings``: 3 keeps triangles only
             (below 3: no 2-cells).
     """
-    if tree not in LIFTINGS:
+    from .complex import CellComplex
+
+    spec = LIFTING_SPECS.get(tree)
+    if spec is None:
         raise ValueError(f"unknown lifting {tree!r}; choose one of {LIFTINGS}")
     n = graph.num_nodes
     edges, keys, mptr, midx, edge_of_orig = _skeleton(graph)
@@ -261,23 +277,15 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
         return CellComplex(graph, edges, mptr, midx, edge_of_orig, np.zeros(0, bool), np.zeros(1, np.int64),
                            empty, empty, empty, empty, empty, tree, max_cycle_len, 0)
     # rings keep the BFS forest for tree_mask (the pictures draw tree edges solid)
-    parent, depth, comp = _spanning_forest(n, edges, "bfs" if tree == "rings" else tree, seed)
+    parent, depth, comp = _spanning_forest(n, edges, spec.spanning_tree, seed)
     # skeleton id of every node's edge to its parent (-1 at roots), and the tree mask
     child = np.flatnonzero(parent != np.arange(n))
     parent_edge = np.full(n, -1, dtype=np.int64)
     parent_edge[child] = np.searchsorted(keys, np.minimum(child, parent[child]) * n + np.maximum(child, parent[child]))
     tree_mask = np.zeros(m, dtype=bool)
     tree_mask[parent_edge[child]] = True
-    if tree == "rings":
-        if max_cycle_len is not None and max_cycle_len < 3:  # no 2-cells, as for the tree liftings
-            cell_ptr, cell_nodes, cell_edges = np.zeros(1, np.int64), empty, empty
-        else:
-            longest = 4 if max_cycle_len is None else max_cycle_len
-            cell_ptr, cell_nodes, cell_edges = _ring_cells(n, edges, keys, longest)
-        chords, skipped = cell_edges[cell_ptr[1:] - 1], 0  # a ring's "chord": its closing 1-cell
-    else:
-        cell_ptr, cell_nodes, cell_edges, chords, skipped = _fundamental_cells(edges, parent, depth, parent_edge,
-                                                                              tree_mask, max_cycle_len)
+    forest = Forest(n, edges, keys, parent, depth, parent_edge, tree_mask)
+    cell_ptr, cell_nodes, cell_edges, chords, skipped = spec.cells(forest, max_cycle_len)
     # the walk direction of entry j: from cell_nodes[j] to the next node (the chord closes the cycle)
     nxt = np.empty_like(cell_nodes)
     if cell_nodes.size:
@@ -292,8 +300,10 @@ def lift(graph: TextualGraph, tree: str = "bfs", seed: int = 0,
     )
 
 
-def _fundamental_cells(edges, parent, depth, parent_edge, tree_mask, max_cycle_len):
+def _fundamental_cells(forest: Forest, max_cycle_len: int | None):
     """One 2-cell per fundamental cycle: ``(cell_ptr, cell_nodes, cell_edges, chords, skipped)``."""
+    edges, parent, depth, parent_edge, tree_mask = (forest.edges, forest.parent, forest.depth, forest.parent_edge,
+                                                    forest.tree_mask)
     chords = np.flatnonzero(~tree_mask)
     # ---- lowest common ancestors: both endpoints of every chord climb together; chords whose
     # endpoints met drop out (index compaction), so the work is O(sum of cycle lengths)
@@ -309,3 +319,59 @@ def _fundamental_cells(edges, parent, depth, parent_edge, tree_mask, max_cycle_l
     np.cumsum(cyc_len, out=cell_ptr[1:])
     cell_nodes, cell_edges = _cycle_arrays(u, v, len_l, len_r, cell_ptr, chords, parent, parent_edge)
     return cell_ptr, cell_nodes, cell_edges, chords, skipped
+
+
+def _rings(forest: Forest, max_cycle_len: int | None):
+    """One 2-cell per simple cycle of 3 or 4 edges (``max_cycle_len`` 3: triangles; below 3: none):
+    ``(cell_ptr, cell_nodes, cell_edges, chords, skipped)``; a ring's "chord" is its closing 1-cell."""
+    if max_cycle_len is not None and max_cycle_len < 3:  # no 2-cells, as for the tree liftings
+        empty = np.zeros(0, dtype=np.int64)
+        cell_ptr, cell_nodes, cell_edges = np.zeros(1, np.int64), empty, empty
+    else:
+        longest = 4 if max_cycle_len is None else max_cycle_len
+        cell_ptr, cell_nodes, cell_edges = _ring_cells(forest.n, forest.edges, forest.keys, longest)
+    return cell_ptr, cell_nodes, cell_edges, cell_edges[cell_ptr[1:] - 1], 0
+
+
+# ----------------------------------------------------------------------------- the registry
+@dataclass(frozen=True)
+class Forest:
+    """What a lifting's builder reads: the simple skeleton (``edges (M, 2)``, sorted ``keys``) and the
+    spanning forest (``parent``, ``depth``, each node's ``parent_edge``, the ``tree_mask`` of 1-cells)."""
+
+    n: int
+    edges: np.ndarray
+    keys: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    parent_edge: np.ndarray
+    tree_mask: np.ndarray
+
+
+@dataclass(frozen=True)
+class Lifting:
+    """One way to glue 2-cells: ``label`` (one line for help texts), ``spanning_tree`` (the forest it
+    computes: its fundamental cycles, or only the tree mask the pictures draw) and ``cells(forest,
+    max_cycle_len) -> (cell_ptr, cell_nodes, cell_edges, chords, skipped)``."""
+
+    name: str
+    label: str
+    spanning_tree: str
+    cells: Callable[[Forest, int | None], tuple]
+
+
+LIFTING_SPECS: dict[str, Lifting] = {
+    "bfs": Lifting("bfs", "fundamental cycles of a breadth-first spanning tree (the paper)", "bfs",
+                   _fundamental_cells),
+    "dfs": Lifting("dfs", "fundamental cycles of a depth-first spanning tree", "dfs", _fundamental_cells),
+    "random": Lifting("random", "fundamental cycles of a random (seeded) spanning tree", "random",
+                      _fundamental_cells),
+    "rings": Lifting("rings", "every cycle of 3 or 4 edges (beyond the paper: a question's closed loop is "
+                              "always a 2-cell)", "bfs", _rings),
+}
+LIFTINGS = tuple(LIFTING_SPECS)  # the names, in registry order
+
+
+def lifting_names() -> list[str]:
+    """The registered liftings' names (``--tree`` choices), in registry order."""
+    return list(LIFTING_SPECS)

@@ -26,6 +26,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -168,6 +169,21 @@ def _is_converted(folder: Path) -> bool:
         (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file())
 
 
+@contextlib.contextmanager
+def conversion_lock(target: Path):
+    """An exclusive ``fcntl`` lock on ``.<name>.lock`` next to the converted folder: one conversion per
+    cache across processes (two servers started on a fresh cache: the second waits, then reuses the
+    first one's result). The lock file stays (empty); the kernel releases the lock if a process dies."""
+    import fcntl
+
+    with open(target.parent / f".{target.name}.lock", "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def ensure_default_llm(cache_dir: str | os.PathLike | None = None, name: str = DEFAULT_LLM) -> Path:
     """Convert the packaged GGUF of ``name`` (:data:`PACKAGED_LLMS`) to a safetensors folder once;
     return that folder."""
@@ -176,8 +192,9 @@ def ensure_default_llm(cache_dir: str | os.PathLike | None = None, name: str = D
     target = default_llm_cache(cache_dir, name)
     if _is_converted(target):
         return target
-    with _CONVERT_LOCK:
-        if _is_converted(target):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _CONVERT_LOCK, conversion_lock(target):
+        if _is_converted(target):  # another thread or process converted it while we waited
             return target
         _offline()
         from transformers import AutoModelForCausalLM, AutoTokenizer

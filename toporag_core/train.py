@@ -40,7 +40,7 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -52,45 +52,52 @@ from .model import QABatch, TopoRAGModel, evidence_target
 from .nn import collate
 
 
+LR_SCHEDULES = ("constant", "cosine")
+SELECT_MODES = ("auto", "loss", "accuracy")  # auto: accuracy when the model has a closed answer set, else loss
+
+
+def _opt(default: Any, help: str, **cli: Any) -> Any:
+    """A config field whose ``metadata`` carries its command-line help (and, in ``cli``, the option's
+    name, its ``choices`` or ``advanced=True`` for options left out of the main ``--help``)."""
+    return field(default=default, metadata={"help": help, **cli})
+
+
 @dataclass
 class TrainConfig:
-    """Optimisation settings. Defaults: the paper's AdamW, lr 1e-5, batch 8, <= 10 epochs, patience 2;
-    weight decay 0.05 and gradient-norm clipping at 0.1 are G-Retriever's (its training code), not the paper's."""
+    """Optimisation settings, each with its help (field metadata: ``toporag train`` makes its options
+    from them). Defaults: the paper's AdamW, lr 1e-5, batch 8, <= 10 epochs, patience 2; weight decay
+    0.05 and gradient-norm clipping at 0.1 are G-Retriever's (its training code), not the paper's."""
 
-    lr: float = 1e-5
-    weight_decay: float = 0.05
-    epochs: int = 10
-    batch_size: int = 8
-    eval_batch_size: int = 16
-    patience: int = 2
-    grad_clip: float = 0.1  # G-Retriever clips the gradient norm at 0.1
-    seed: int = 0
-    max_steps: int | None = None
-    stop_after_steps: int | None = None  # stop here without shortening the schedule (match another run's budget)
-    eval_every: int | None = None
-    time_budget_s: float | None = None
-    show_progress: bool = True
-    grad_accum: int = 1
-    bucket: int = 1  # > 1: batches from length-sorted windows of bucket x batch_size examples
-    lr_schedule: str = "constant"  # "constant" | "cosine" (linear warm-up, cosine decay to 10%)
-    warmup_steps: int = 0
-    select: str = "loss"  # "loss" | "accuracy" (closed answer sets: label-scoring accuracy on validation)
-    # The graph encoder's peak lr (encoder, graph norm, label head; same schedule); None: ``lr``.
-    # Why: at the LoRA lr (5e-4) the CW encoder's ReLU states die within an epoch and the pooled
-    # graph becomes a constant (ExplaGraphs: an encoder + label head alone stays at CE 0.69 at 1e-3,
-    # reaches 0.67 validation accuracy at 1e-4).
-    encoder_lr: float | None = None
-    # > 0 (beyond the paper; needs the model's label head, ``graph_label_weight > 0``): first fit the
-    # encoder + label head alone to the closed answer set for this many epochs (no LLM, seconds per
-    # epoch), keeping the epoch of best validation accuracy, so the soft prompt carries the graph's
-    # evidence from the first LLM step on.
-    graph_pretrain_epochs: int = 0
-    # Beyond the paper: after the (optional) pretraining, the graph encoder, graph norm and label head
-    # take no step in joint training (their AdamW group runs at lr 0; pretraining still uses
-    # ``encoder_lr``). Why: trained jointly, the encoder goes on fitting the training labels, so on
-    # training examples the soft prompt leaks the label and the LoRA tail learns to trust it more than
-    # it deserves on new data (ExplaGraphs, session 3: 0.679 test with, vs 0.706 without pretraining).
-    freeze_graph: bool = False
+    lr: float = _opt(1e-5, "peak learning rate (AdamW)")
+    weight_decay: float = _opt(0.05, "AdamW weight decay", advanced=True)
+    epochs: int = _opt(10, "at most this many epochs")
+    batch_size: int = _opt(8, "examples per batch (the global batch under torchrun)")
+    eval_batch_size: int = _opt(16, "examples per validation batch", advanced=True)
+    patience: int = _opt(2, "stop after this many validations without improvement", advanced=True)
+    grad_clip: float = _opt(0.1, "clip the gradient norm here (G-Retriever's 0.1; 0 = no clipping)", advanced=True)
+    seed: int = _opt(0, "seed of initialisation and data order")
+    max_steps: int | None = _opt(None, "at most this many optimiser steps (also the lr schedule's length)",
+                                 advanced=True)
+    stop_after_steps: int | None = _opt(None, "stop at this optimiser step without shortening the lr schedule "
+                                              "(equal budget to another run)", advanced=True)
+    eval_every: int | None = _opt(None, "validate every N steps (default: each epoch)")
+    time_budget_s: float | None = _opt(None, "stop training after this many seconds", flag="--time-budget",
+                                       advanced=True)
+    show_progress: bool = _opt(True, "progress bars", cli=False)
+    grad_accum: int = _opt(1, "batches per optimiser step", advanced=True)
+    bucket: int = _opt(8, "length-bucket window in batches: batches are cut from length-sorted windows of "
+                          "bucket x batch_size examples (1 = plain shuffle)", advanced=True)
+    lr_schedule: str = _opt("constant", "constant, or cosine (linear warm-up, cosine decay to 10%)",
+                            choices=LR_SCHEDULES)
+    warmup_steps: int = _opt(0, "warm-up steps of the cosine schedule", flag="--warmup")
+    select: str = _opt("auto", "model selection on validation: loss, accuracy (label scoring over the answer "
+                               "set; ties go to the lower loss) or auto (accuracy when there is a closed answer "
+                               "set)", choices=SELECT_MODES, advanced=True)
+    # Why a separate encoder lr: at the LoRA lr (5e-4) the CW encoder's ReLU states die within an epoch
+    # and the pooled graph becomes a constant (ExplaGraphs: an encoder + label head alone stays at CE 0.69
+    # at 1e-3, reaches 0.67 validation accuracy at 1e-4).
+    encoder_lr: float | None = _opt(None, "peak lr of the graph encoder (default --lr); the CW encoder's ReLU "
+                                          "states die at LoRA learning rates (5e-4): use ~1e-4")
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "eval_batch_size", "grad_accum", "bucket"):
@@ -98,17 +105,19 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name}: must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0:
             raise ValueError(f"TrainConfig.lr: must be > 0, got {self.lr}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ValueError(f"TrainConfig.lr_schedule: 'constant' or 'cosine', got {self.lr_schedule!r}")
-        if self.select not in ("loss", "accuracy"):
-            raise ValueError(f"TrainConfig.select: 'loss' or 'accuracy', got {self.select!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"TrainConfig.lr_schedule: one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if self.select not in SELECT_MODES:
+            raise ValueError(f"TrainConfig.select: one of {SELECT_MODES}, got {self.select!r}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
             raise ValueError(f"TrainConfig.encoder_lr: must be > 0 (or None), got {self.encoder_lr}")
-        if self.graph_pretrain_epochs < 0:
-            raise ValueError(f"TrainConfig.graph_pretrain_epochs: must be >= 0, got {self.graph_pretrain_epochs}")
-        if self.freeze_graph and self.graph_pretrain_epochs <= 0:
-            raise ValueError("TrainConfig.freeze_graph (--freeze-graph) needs graph_pretrain_epochs > 0 "
-                             "(--graph-pretrain-epochs): a frozen untrained encoder is noise")
+
+    def resolved(self, answer_set: Sequence[str]) -> TrainConfig:
+        """This config with ``select="auto"`` made concrete: ``"accuracy"`` for a model with a closed
+        ``answer_set``, else ``"loss"`` (what a checkpoint records)."""
+        if self.select != "auto":
+            return self
+        return replace(self, select="accuracy" if answer_set else "loss")
 
     def lr_at(self, step: int, total: int) -> float:
         """Learning rate of optimiser step ``step`` (0-based) out of ``total``."""
@@ -342,13 +351,6 @@ def seed_everything(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate_loss(model: TopoRAGModel, examples: list[Example], batch_size: int = 16,
-                  kv: KVStore | None = None) -> float:
-    """Mean per-batch answer loss over ``examples`` (weighted by batch size)."""
-    return validate(model, examples, batch_size, kv, accuracy=False)[0]
-
-
-@torch.no_grad()
 def validate(model: TopoRAGModel, examples: list[Example], batch_size: int = 16, kv: KVStore | None = None,
              accuracy: bool = True) -> tuple[float, float | None]:
     """``(mean answer loss, label-scoring accuracy or None)`` over ``examples``. Accuracy needs the
@@ -393,90 +395,16 @@ def load_optimizer(opt: torch.optim.Optimizer, params: dict[str, torch.nn.Parame
 
 
 # ----------------------------------------------------------------------------- the graph encoder
-GRAPH_PARTS = ("encoder.", "graph_norm.", "graph_head.")  # parameters trained at ``TrainConfig.encoder_lr``
+GRAPH_PARTS = ("encoder.",)  # parameters trained at ``TrainConfig.encoder_lr``
 
 
 def param_groups(params: dict[str, torch.nn.Parameter], cfg: TrainConfig) -> list[dict[str, Any]]:
     """AdamW groups: the graph encoder's parameters (:data:`GRAPH_PARTS`) and the rest (projector,
-    adapters, prompt); each carries ``lr_scale``, its peak lr over ``cfg.lr`` (the schedule scales both;
-    0 for the graph group under ``cfg.freeze_graph``: AdamW's decoupled decay is scaled by lr too, so
-    those parameters stay exactly where pretraining left them)."""
+    adapters, prompt); each carries ``lr_scale``, its peak lr over ``cfg.lr`` (the schedule scales both)."""
     graph = [p for n, p in params.items() if n.startswith(GRAPH_PARTS)]
     rest = [p for n, p in params.items() if not n.startswith(GRAPH_PARTS)]
-    scale = 0.0 if cfg.freeze_graph else (cfg.encoder_lr / cfg.lr) if cfg.encoder_lr is not None else 1.0
+    scale = (cfg.encoder_lr / cfg.lr) if cfg.encoder_lr is not None else 1.0
     return [g for g in ({"params": graph, "lr_scale": scale}, {"params": rest, "lr_scale": 1.0}) if g["params"]]
-
-
-@torch.no_grad()
-def graph_head_predictions(model: TopoRAGModel, examples: list[Example], batch_size: int = 64
-                           ) -> tuple[np.ndarray, np.ndarray]:
-    """The label head's answer on the pooled graph alone: ``(predicted, target)`` label indices into
-    ``model.config.answer_set``, shape ``(len(examples),)`` each (target -100: answer not in the set)."""
-    was = model.training
-    model.eval()
-    pred, target = [], []
-    for i in range(0, len(examples), batch_size):
-        chunk = examples[i:i + batch_size]
-        target.append(model.label_targets([e.answer for e in chunk]))
-        pred.append(model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device)))
-                    .argmax(1).cpu())
-    model.train(was)
-    return torch.cat(pred).numpy(), torch.cat(target).cpu().numpy()
-
-
-def graph_head_accuracy(model: TopoRAGModel, examples: list[Example], batch_size: int = 64) -> float:
-    """Accuracy of the label head on the pooled graph alone (examples whose answer is in the answer set)."""
-    pred, target = graph_head_predictions(model, examples, batch_size)
-    keep = target >= 0
-    return int((pred[keep] == target[keep]).sum()) / max(int(keep.sum()), 1)
-
-
-def pretrain_graph(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,
-                   batch_size: int = 32, log=None) -> dict[str, Any]:
-    """Beyond the paper: fit the graph encoder (+ graph norm) and the label head alone to the closed
-    answer set, ``cfg.graph_pretrain_epochs`` epochs of AdamW at ``encoder_lr`` (or ``lr``), then
-    restore the epoch of best validation accuracy. Cheap (no LLM) and it makes the pooled graph, and
-    so the soft prompt, differ by what the graph says before the LLM reads it.
-
-    Returns ``{"graph_pretrain_val_accuracy", "graph_pretrain_best_epoch", "graph_pretrain_seconds"}``.
-    """
-    if getattr(model, "graph_head", None) is None:  # the label head was retired with graph_label_weight
-        raise ValueError("TrainConfig.graph_pretrain_epochs > 0 needs a graph label head, retired with "
-                         "TopoRAGConfig.graph_label_weight")
-    t0 = time.perf_counter()
-    named = {n: p for n, p in model.named_parameters() if p.requires_grad and n.startswith(GRAPH_PARTS)}
-    opt = torch.optim.AdamW(list(named.values()), lr=cfg.encoder_lr or cfg.lr, weight_decay=cfg.weight_decay)
-    rng = np.random.default_rng(cfg.seed)
-    best = (graph_head_accuracy(model, val_set), 0)
-    keep = {n: p.detach().clone() for n, p in named.items()}
-    model.train()
-    for epoch in range(1, cfg.graph_pretrain_epochs + 1):
-        order = rng.permutation(len(train_set))
-        total = 0.0
-        for i in range(0, len(order), batch_size):
-            chunk = [train_set[j] for j in order[i:i + batch_size]]
-            target = model.label_targets([e.answer for e in chunk])
-            if not bool((target >= 0).any()):
-                continue
-            logits = model.graph_head(model.pooled(make_batch(chunk, with_answers=False).cells.to(model.device)))
-            loss = torch.nn.functional.cross_entropy(logits, target, ignore_index=-100)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(chunk)
-        acc = graph_head_accuracy(model, val_set)
-        if log is not None:
-            log.write(json.dumps({"graph_pretrain_epoch": epoch, "loss": total / len(train_set),
-                                  "val_accuracy": acc}) + "\n")
-            log.flush()
-        if acc > best[0]:
-            best = (acc, epoch)
-            keep = {n: p.detach().clone() for n, p in named.items()}
-    with torch.no_grad():
-        for n, p in named.items():
-            p.copy_(keep[n])
-    return {"graph_pretrain_val_accuracy": best[0], "graph_pretrain_best_epoch": best[1],
-            "graph_pretrain_seconds": time.perf_counter() - t0}
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -491,173 +419,238 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     ``env``: the job this process belongs to (default: the one process); under ``torchrun`` every
     rank calls ``train`` with the same data, an identically built model and
     :func:`toporag_core.distributed.init_distributed`'s env; ``cfg.batch_size`` is then the global
-    batch. Returns the summary dict (steps, best validation loss / accuracy, seconds, examples/s
-    ...; every rank) plus ``"losses"``: the global-batch loss of every step of this run.
+    batch. ``cfg.select="auto"`` selects on accuracy when the model has a closed answer set. Returns
+    the summary dict (steps, best validation loss / accuracy, seconds, examples/s ...; every rank)
+    plus ``"losses"``: the global-batch loss of every step of this run.
     """
-    from tqdm.auto import tqdm
-
     env = env or ProcessEnv()
+    cfg = cfg.resolved(model.config.answer_set)
+    check_training_inputs(model, train_set, val_set, cfg, env, kv)
+    run = TrainingRun(model, train_set, val_set, cfg, Path(out), env, kv, extra_meta)
+    if resume:
+        run.restore()
+    run.prepare()
+    return run.loop()
+
+
+def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,
+                          env: ProcessEnv, kv: KVStore | None) -> None:
+    """Refuse, before anything is written, a run that cannot work: empty splits, accuracy selection
+    without an answer set, a global batch the processes cannot share, a KV cache or an example-mean
+    auxiliary loss under several processes."""
     if not train_set:
         raise ValueError("empty training set")
     if not val_set:
         raise ValueError("empty validation set (needed for model selection)")
     if cfg.select == "accuracy" and not model.config.answer_set:
         raise ValueError("TrainConfig.select='accuracy' needs a model with a closed answer_set")
-    if env.world > 1:
-        if cfg.batch_size % env.world:
-            raise ValueError(f"TrainConfig.batch_size ({cfg.batch_size}, the global batch) must be divisible by the "
-                             f"number of processes ({env.world})")
-        if kv is not None:
-            raise ValueError("the KV cache (KVStore) is not supported with several processes: every rank would "
-                             "build the same shard files in one folder; train without it (--no-kv-cache)")
-    out = Path(out)
-    last = out / "last"
-    if env.main:
-        last.mkdir(parents=True, exist_ok=True)
-    seed_everything(cfg.seed)
-    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    if not params:
-        raise ValueError("this model has no trainable parameters")
-    names = {id(p): n for n, p in params.items()}
-    opt = torch.optim.AdamW(param_groups(params, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    meta = {"train": asdict(cfg), "world_size": env.world, **(extra_meta or {})}
-    state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "best_val": math.inf, "best_acc": -1.0, "best_step": -1,
-             "bad_evals": 0, "seen": 0, "train_seconds": 0.0, "kv_seconds": 0.0, "done": False,
-             "graph_pretrain": None}
-    if resume and (last / "trainer.json").is_file():  # every rank reads the (shared) folder
+    if env.world <= 1:
+        return
+    if cfg.batch_size % env.world:
+        raise ValueError(f"TrainConfig.batch_size ({cfg.batch_size}, the global batch) must be divisible by the "
+                         f"number of processes ({env.world})")
+    if kv is not None:
+        raise ValueError("the KV cache (KVStore) is not supported with several processes: every rank would "
+                         "build the same shard files in one folder; train without it (--no-kv-cache)")
+
+
+class TrainingRun:
+    """One call of :func:`train`: the optimiser, the resumable ``state`` (``last/trainer.json``) and
+    the steps of the loop: :meth:`restore` (resume), :meth:`prepare` (KV cache), :meth:`loop` (epochs
+    of :meth:`step`, with :meth:`checkpoint` at every evaluation and :meth:`over_budget` after every
+    step), :meth:`finish` (summary)."""
+
+    def __init__(self, model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,
+                 out: Path, env: ProcessEnv, kv: KVStore | None, extra_meta: dict[str, Any] | None) -> None:
+        self.model, self.train_set, self.val_set, self.cfg, self.out, self.env, self.kv = \
+            model, train_set, val_set, cfg, out, env, kv
+        self.last = out / "last"
+        if env.main:
+            self.last.mkdir(parents=True, exist_ok=True)
+        seed_everything(cfg.seed)
+        self.params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+        if not self.params:
+            raise ValueError("this model has no trainable parameters")
+        self.names = {id(p): n for n, p in self.params.items()}
+        self.opt = torch.optim.AdamW(param_groups(self.params, cfg), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.meta = {"train": asdict(cfg), "world_size": env.world, **(extra_meta or {})}
+        self.state: dict[str, Any] = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "best_val": math.inf,
+                                      "best_acc": -1.0, "best_step": -1, "bad_evals": 0, "seen": 0,
+                                      "train_seconds": 0.0, "kv_seconds": 0.0, "done": False}
+        self.losses: list[float] = []
+        self.log = None
+        self.t_start = 0.0
+
+    def restore(self) -> None:
+        """Resume from ``out/last`` when it holds a run (every rank reads the shared folder)."""
+        if not (self.last / "trainer.json").is_file():
+            return
         from safetensors.torch import load_file
 
-        state.update(json.loads((last / "trainer.json").read_text()))
-        model.load_trainable(load_file(str(last / "model.safetensors")), where=str(last))
-        load_optimizer(opt, params, last / "optimizer.safetensors")
-        state["done"] = False  # a finished run resumed with a larger budget simply goes on
-    if state["step"] == 0 and cfg.graph_pretrain_epochs > 0 and state["graph_pretrain"] is None:
-        if env.world > 1:
-            raise ValueError("graph_pretrain_epochs > 0 is not supported with several processes")
-        with open(out / "log.jsonl", "a") as plog:
-            state["graph_pretrain"] = pretrain_graph(model, train_set, val_set, cfg, log=plog)
-    if kv is not None:
-        t_kv = time.perf_counter()
-        kv.build(model, train_set + val_set, batch_size=cfg.eval_batch_size, show_progress=cfg.show_progress)
-        state["kv_seconds"] += time.perf_counter() - t_kv
-    net = env.wrap(model)  # DDP broadcasts rank 0's weights at construction
-    lengths = [len(e.context) + len(e.question) for e in train_set]
-    batches_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
-    steps_per_epoch = math.ceil(batches_per_epoch / cfg.grad_accum)
-    total_steps = min(cfg.epochs * steps_per_epoch, cfg.max_steps or 10 ** 12)
-    eval_every = cfg.eval_every or steps_per_epoch
-    t_start = time.perf_counter() - state["train_seconds"]
-    log = open(out / "log.jsonl", "a") if env.main else None
-    losses: list[float] = []
+        self.state.update(json.loads((self.last / "trainer.json").read_text()))
+        self.model.load_trainable(load_file(str(self.last / "model.safetensors")), where=str(self.last))
+        load_optimizer(self.opt, self.params, self.last / "optimizer.safetensors")
+        self.state["done"] = False  # a finished run resumed with a larger budget simply goes on
 
-    def write_state() -> None:
-        tmp = last / "trainer.json.tmp"
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, last / "trainer.json")
+    def prepare(self) -> None:
+        """The KV cache is completed (its seconds are counted apart)."""
+        model, state = self.model, self.state
+        if self.kv is not None:
+            t_kv = time.perf_counter()
+            self.kv.build(model, self.train_set + self.val_set, batch_size=self.cfg.eval_batch_size,
+                          show_progress=self.cfg.show_progress)
+            state["kv_seconds"] += time.perf_counter() - t_kv
 
-    def checkpoint() -> bool:
+    def write_state(self) -> None:
+        tmp = self.last / "trainer.json.tmp"
+        tmp.write_text(json.dumps(self.state))
+        os.replace(tmp, self.last / "trainer.json")
+
+    def improved(self, v_loss: float, v_acc: float | None) -> bool:
+        """Whether this validation beats the best so far (accuracy, then loss; or loss alone)."""
+        if self.cfg.select == "accuracy":
+            return (v_acc, -v_loss) > (self.state["best_acc"], -self.state["best_val"])
+        return v_loss < self.state["best_val"]
+
+    def checkpoint(self) -> bool:
         """Rank 0 validates and writes; every rank gets its numbers, so all take the same decision.
         Returns True when early stopping triggers."""
-        v_loss, v_acc = (validate(model, val_set, cfg.eval_batch_size, kv, accuracy=cfg.select == "accuracy")
-                         if env.main else (0.0, None))
+        cfg, env, state, model = self.cfg, self.env, self.state, self.model
+        v_loss, v_acc = (validate(model, self.val_set, cfg.eval_batch_size, self.kv,
+                                  accuracy=cfg.select == "accuracy") if env.main else (0.0, None))
         v_loss, acc = env.broadcast([v_loss, math.nan if v_acc is None else v_acc])
         v_acc = None if math.isnan(acc) else acc
-        if cfg.select == "accuracy":
-            improved = (v_acc, -v_loss) > (state["best_acc"], -state["best_val"])
-        else:
-            improved = v_loss < state["best_val"]
+        improved = self.improved(v_loss, v_acc)
         if improved:
             state.update(best_val=v_loss, best_acc=v_acc if v_acc is not None else -1.0,
                          best_step=state["step"], bad_evals=0)
         else:
             state["bad_evals"] += 1
-        state["train_seconds"] = time.perf_counter() - t_start
+        state["train_seconds"] = time.perf_counter() - self.t_start
         if env.main:
             if improved:
-                model.save(out / "best", extra={**meta, "best_step": state["step"], "val_loss": v_loss,
-                                                "val_accuracy": v_acc, "val_examples": len(val_set)})
-            model.save(last, extra=meta)
-            save_optimizer(opt, names, last / "optimizer.safetensors")
-            write_state()
-            log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": v_loss,
-                                  "val_accuracy": v_acc, "best": improved, "seen": state["seen"],
-                                  "seconds": state["train_seconds"]}) + "\n")
-            log.flush()
+                model.save(self.out / "best", extra={**self.meta, "best_step": state["step"], "val_loss": v_loss,
+                                                     "val_accuracy": v_acc, "val_examples": len(self.val_set)})
+            model.save(self.last, extra=self.meta)
+            save_optimizer(self.opt, self.names, self.last / "optimizer.safetensors")
+            self.write_state()
+            self.log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": v_loss,
+                                       "val_accuracy": v_acc, "best": improved, "seen": state["seen"],
+                                       "seconds": state["train_seconds"]}) + "\n")
+            self.log.flush()
         return state["bad_evals"] >= cfg.patience
 
-    def over_budget() -> bool:
-        hit = ((cfg.max_steps is not None and state["step"] >= cfg.max_steps) or
-               (cfg.stop_after_steps is not None and state["step"] >= cfg.stop_after_steps) or
-               (cfg.time_budget_s is not None and time.perf_counter() - t_start >= cfg.time_budget_s))
-        return bool(env.broadcast([float(hit)])[0])  # rank 0's clock decides for everyone
+    def over_budget(self) -> bool:
+        cfg, step = self.cfg, self.state["step"]
+        hit = ((cfg.max_steps is not None and step >= cfg.max_steps) or
+               (cfg.stop_after_steps is not None and step >= cfg.stop_after_steps) or
+               (cfg.time_budget_s is not None and time.perf_counter() - self.t_start >= cfg.time_budget_s))
+        return bool(self.env.broadcast([float(hit)])[0])  # rank 0's clock decides for everyone
 
-    model.train()
-    stop = over_budget()
-    bar = tqdm(total=total_steps, initial=state["step"], disable=not (cfg.show_progress and env.main), desc="train")
-    use_graph = model.config.use_graph
-    while state["epoch"] < cfg.epochs and not stop:
-        batches = epoch_batches(len(train_set), lengths, cfg, state["epoch"], env.rank, env.world)
+    def loss_weights(self, group: list[list[int]]) -> tuple[list[float], list[float]]:
+        """``(examples per micro-batch in all ranks, this rank's token share)`` of one step.
+
+        Micro-batch j of this step: E_j examples and T_j answer tokens in all ranks together, of which
+        this rank holds t_j tokens; its loss L_j (mean over its tokens) is weighted by (t_j / T_j) * W *
+        (E_j / E): DDP's mean over the W ranks then gives the one-process gradient of
+        sum_j (E_j / E) * (global token mean of micro-batch j)."""
+        env = self.env
+        sizes = [len(idx) for idx in group]
+        if env.world <= 1:
+            return [float(x) for x in sizes], [1.0] * len(sizes)
+        toks = [sum(len(self.model.answer_ids(self.train_set[i].answer)) for i in idx) for idx in group]
+        tot = env.all_sum(sizes + toks)
+        ex_tot, tok_tot = tot[:len(sizes)], tot[len(sizes):]
+        return ex_tot, [t * env.world / max(tt, 1.0) for t, tt in zip(toks, tok_tot)]
+
+    def step(self, net: torch.nn.Module, group: list[list[int]], lr: float) -> tuple[float, int]:
+        """One optimiser step over the micro-batches ``group``: ``(global loss, examples)``."""
+        env, opt = self.env, self.opt
+        for g in opt.param_groups:
+            g["lr"] = lr * g["lr_scale"]
+        opt.zero_grad(set_to_none=True)
+        ex_tot, share = self.loss_weights(group)
+        n_ex = sum(ex_tot)
+        part = 0.0  # this rank's part of the step's global loss
+        for j, idx in enumerate(group):
+            # an empty share (short last batch) still joins DDP's gradient reduction, with weight 0
+            chunk = [self.train_set[i] for i in idx] or [self.train_set[0]]
+            w = share[j] * ex_tot[j] / n_ex
+            with env.no_sync(net) if j + 1 < len(group) else contextlib.nullcontext():
+                loss = net(make_batch(chunk, use_graph=self.model.config.use_graph, kv=self.kv).to(self.model.device))
+                (loss * w).backward()
+            part += float(loss.detach()) * w / env.world
+        step_loss = env.all_sum([part])[0]
+        if self.cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_(list(self.params.values()), self.cfg.grad_clip)
+        opt.step()
+        return step_loss, int(n_ex)
+
+    def epoch(self, net: torch.nn.Module, lengths: list[int], total_steps: int, eval_every: int, bar) -> bool:
+        """The rest of the current epoch (from ``state["batch_in_epoch"]``); True when training stops."""
+        cfg, state, env = self.cfg, self.state, self.env
+        batches = epoch_batches(len(self.train_set), lengths, cfg, state["epoch"], env.rank, env.world)
         groups = [batches[i:i + cfg.grad_accum] for i in range(0, len(batches), cfg.grad_accum)]
         for b in range(state["batch_in_epoch"], len(groups)):
             lr = cfg.lr_at(state["step"], total_steps)
-            for g in opt.param_groups:
-                g["lr"] = lr * g["lr_scale"]
-            opt.zero_grad(set_to_none=True)
-            # micro-batch j of this step: E_j examples and T_j answer tokens in all ranks together, of
-            # which this rank holds t_j tokens; its loss L_j (mean over its tokens) is weighted by
-            # (t_j / T_j) * W * (E_j / E): DDP's mean over the W ranks then gives the one-process
-            # gradient of sum_j (E_j / E) * (global token mean of micro-batch j).
-            sizes = [len(idx) for idx in groups[b]]
-            if env.world > 1:
-                toks = [sum(len(model.answer_ids(train_set[i].answer)) for i in idx) for idx in groups[b]]
-                tot = env.all_sum(sizes + toks)
-                ex_tot, tok_tot = tot[:len(sizes)], tot[len(sizes):]
-                share = [t * env.world / max(tt, 1.0) for t, tt in zip(toks, tok_tot)]
-            else:
-                ex_tot, share = [float(x) for x in sizes], [1.0] * len(sizes)
-            n_ex = sum(ex_tot)
-            part = 0.0  # this rank's part of the step's global loss
-            for j, idx in enumerate(groups[b]):
-                # an empty share (short last batch) still joins DDP's gradient reduction, with weight 0
-                chunk = [train_set[i] for i in idx] or [train_set[0]]
-                w = share[j] * ex_tot[j] / n_ex
-                with env.no_sync(net) if j + 1 < len(sizes) else contextlib.nullcontext():
-                    loss = net(make_batch(chunk, use_graph=use_graph, kv=kv).to(model.device))
-                    (loss * w).backward()
-                part += float(loss.detach()) * w / env.world
-            step_loss = env.all_sum([part])[0]
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(list(params.values()), cfg.grad_clip)
-            opt.step()
+            step_loss, n_ex = self.step(net, groups[b], lr)
             state["step"] += 1
-            state["seen"] += int(n_ex)
+            state["seen"] += n_ex
             state["batch_in_epoch"] = b + 1
-            losses.append(step_loss)
-            if log is not None:
-                log.write(json.dumps({"step": state["step"], "loss": step_loss, "lr": lr}) + "\n")
+            self.losses.append(step_loss)
+            if self.log is not None:
+                self.log.write(json.dumps({"step": state["step"], "loss": step_loss, "lr": lr}) + "\n")
             bar.update(1)
             bar.set_postfix(loss=f"{step_loss:.4f}", best_val=f"{state['best_val']:.4f}")
-            budget_hit = over_budget()
+            budget_hit = self.over_budget()
+            stop = False
             if state["step"] % eval_every == 0 or budget_hit or b + 1 == len(groups):
                 if state["batch_in_epoch"] == len(groups):  # epoch finished: resume starts the next one
                     state["epoch"] += 1
                     state["batch_in_epoch"] = 0
-                stop = checkpoint() or budget_hit
-                model.train()
-            if stop or state["batch_in_epoch"] == 0:
-                break
-    bar.close()
-    state["done"] = True
-    state["train_seconds"] = time.perf_counter() - t_start
-    summary = {**meta, "steps": state["step"], "examples_seen": state["seen"], "best_val_loss": state["best_val"],
-               "best_val_accuracy": state["best_acc"] if state["best_acc"] >= 0 else None,
-               "best_step": state["best_step"], "train_seconds": state["train_seconds"],
-               "kv_cache_seconds": state["kv_seconds"],
-               "examples_per_s": state["seen"] / max(state["train_seconds"], 1e-9),
-               "trainable_params": model.num_trainable(), **(state["graph_pretrain"] or {})}
-    if env.main:
-        write_state()
-        log.close()
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    env.barrier()  # nobody reads the checkpoint before rank 0 has written it
-    return {**summary, "losses": losses}
+                stop = self.checkpoint() or budget_hit
+                self.model.train()
+            if stop:
+                return True
+            if state["batch_in_epoch"] == 0:
+                return False
+        return False
+
+    def loop(self) -> dict[str, Any]:
+        """Epochs until done, early stopping or a budget; then :meth:`finish`."""
+        from tqdm.auto import tqdm
+
+        cfg, state, env = self.cfg, self.state, self.env
+        net = env.wrap(self.model)  # DDP broadcasts rank 0's weights at construction
+        lengths = [len(e.context) + len(e.question) for e in self.train_set]
+        steps_per_epoch = math.ceil(math.ceil(len(self.train_set) / cfg.batch_size) / cfg.grad_accum)
+        total_steps = min(cfg.epochs * steps_per_epoch, cfg.max_steps or 10 ** 12)
+        eval_every = cfg.eval_every or steps_per_epoch
+        self.t_start = time.perf_counter() - state["train_seconds"]
+        self.log = open(self.out / "log.jsonl", "a") if env.main else None
+        self.model.train()
+        stop = self.over_budget()
+        bar = tqdm(total=total_steps, initial=state["step"], disable=not (cfg.show_progress and env.main),
+                   desc="train")
+        while state["epoch"] < cfg.epochs and not stop:
+            stop = self.epoch(net, lengths, total_steps, eval_every, bar)
+        bar.close()
+        return self.finish()
+
+    def finish(self) -> dict[str, Any]:
+        state = self.state
+        state["done"] = True
+        state["train_seconds"] = time.perf_counter() - self.t_start
+        summary = {**self.meta, "steps": state["step"], "examples_seen": state["seen"],
+                   "best_val_loss": state["best_val"],
+                   "best_val_accuracy": state["best_acc"] if state["best_acc"] >= 0 else None,
+                   "best_step": state["best_step"], "train_seconds": state["train_seconds"],
+                   "kv_cache_seconds": state["kv_seconds"],
+                   "examples_per_s": state["seen"] / max(state["train_seconds"], 1e-9),
+                   "trainable_params": self.model.num_trainable()}
+        if self.env.main:
+            self.write_state()
+            self.log.close()
+            (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        self.env.barrier()  # nobody reads the checkpoint before rank 0 has written it
+        return {**summary, "losses": self.losses}

@@ -6,15 +6,26 @@
   method registry), the single ``--k`` and one option per registered method parameter
   (``--k0``, ``--c2``, ``--edge-cost``, ``--target``, ... and those of any plug-in method),
   each validated at parse time with the option's name.
+* :func:`add_config_args` / :func:`config_values`: options made from a config dataclass's fields
+  (type, default and help in one place, the field's ``metadata``: ``help``, and optionally ``flag``,
+  ``choices`` (a sequence or a function returning one) and ``advanced`` (left out of the main
+  ``--help``, listed by ``--help-all``)).
+* :class:`RecipeAction`: ``--recipe NAME``: a TOML file of option values (``recipes/NAME.toml`` or a
+  path); options given after it override it.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import sys
-from typing import Any, NoReturn
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable, NoReturn
 
-CLI_LIFTINGS = ("bfs", "dfs", "random", "rings")  # lift.LIFTINGS, spelled out so the CLI starts without scipy
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"  # the shipped recipes: recipes/<name>.toml
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -53,16 +64,22 @@ def encoder_option(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def tree_help() -> str:
+    """``--tree``'s help: every registered lifting with its label."""
+    from ..lift import LIFTING_SPECS
+
+    return "the 2-cells: " + "; ".join(f"{n} = {s.label}" for n, s in LIFTING_SPECS.items())
+
+
 def add_graph_args(p: argparse.ArgumentParser) -> None:
     from ..io import FORMATS, format_names
+    from ..lift import lifting_names
 
     names = format_names()
     p.add_argument("path", help="graph file or folder (" + "; ".join(f"{n}: {FORMATS[n].label}" for n in names) + ")")
     p.add_argument("--format", default="auto", choices=["auto", *names], help="input format (default: auto-detect)")
     p.add_argument("--record", default=None, help="row / record / image to take from a multi-record file (index or id)")
-    p.add_argument("--tree", default="bfs", choices=CLI_LIFTINGS,
-                   help="2-cells: the fundamental cycles of a bfs / dfs / random spanning tree (the paper), or "
-                        "rings: every cycle of 3 or 4 edges (beyond the paper)")
+    p.add_argument("--tree", default="bfs", choices=lifting_names(), help=tree_help())
     p.add_argument("--seed", type=int_option(0, 2**32 - 1), default=0, help="seed of the random spanning tree (>= 0)")
     p.add_argument("--max-cycle-len", type=int_option(0), default=None,
                    help="no 2-cell on longer fundamental cycles (>= 0; below 3 means no 2-cells)")
@@ -70,12 +87,38 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 
 
 def load_from_args(args: argparse.Namespace):
+    """The graph of ``PATH``; a ``--record`` on a file without records, or out of range, is refused
+    (by the rule :func:`~toporag_core.io.validate.check_record` the service shares)."""
     from ..io import load_graph
 
     record: Any = args.record
     if isinstance(record, str) and record.isdigit():
         record = int(record)
+    if record is not None:
+        check_record_arg(args.path, args.format, record)
     return load_graph(args.path, format=args.format, record=record)
+
+
+def check_record_arg(path: str, fmt: str, record: int | str) -> None:
+    """``--record``: the file must hold records, and an index must be one of them."""
+    from pathlib import Path
+
+    from ..io import list_records
+    from ..io.validate import check_record
+
+    p = Path(path)
+    labels = list_records(p.read_bytes(), p.name, fmt)[1] if p.is_file() else []
+    check_record(record, labels)
+
+
+def check_question_args(args: argparse.Namespace, *names: str) -> None:
+    """``--question`` / ``--query`` when given: non-empty text (not only spaces), the service's rule."""
+    from ..io.validate import check_text
+
+    for name in names:
+        value = getattr(args, name, None)
+        if value is not None:
+            check_text(value, f"--{name}")
 
 
 def _param_type(param):
@@ -152,6 +195,179 @@ def setting_from_args(args: argparse.Namespace, base: dict | None = None):
                 raise ValueError(f"argument {opt}: " + msg.replace(f"parameter {name!r}", f"{name} of method "
                                                                    f"{method!r}")) from None
         raise
+
+
+# ----------------------------------------------------------------------------- options from config dataclasses
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
+
+def option_type(hint: Any) -> Any:
+    """``int | None`` -> ``int``; ``tuple[str, ...]`` -> ``tuple``; a plain type as it is."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return option_type(args[0]) if len(args) == 1 else str
+    return typing.get_origin(hint) or hint
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """An argparse ``type``: comma-separated names (blanks dropped)."""
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+comma_list.__name__ = "list"
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigOption:
+    """One option made from a config field: its ``dest`` (the field's name), option string, Python
+    type, default, help and choices; ``advanced`` options are left out of the main ``--help``."""
+
+    dest: str
+    flag: str
+    type: Any
+    default: Any
+    help: str
+    choices: tuple | None
+    advanced: bool
+
+
+def config_options(cls: type, names: tuple[str, ...] | None = None, exclude: frozenset[str] = frozenset(),
+                   extra: dict[str, dict[str, Any]] | None = None) -> list[ConfigOption]:
+    """The options of ``cls``'s fields (``names``: only these, in this order; fields whose metadata
+    says ``cli=False``, and ``exclude``, are skipped). ``extra[name]`` adds to or replaces a field's
+    metadata: the help of a dataclass whose module holds none."""
+    hints = typing.get_type_hints(cls)
+    by_name = {f.name: f for f in dataclasses.fields(cls)}
+    out = []
+    for name in names or tuple(by_name):
+        f = by_name[name]
+        meta = {**f.metadata, **(extra or {}).get(name, {})}
+        if name in exclude or not meta.get("cli", True):
+            continue
+        choices = meta.get("choices")
+        choices = tuple(choices() if callable(choices) else choices) if choices is not None else None
+        default = _field_default(f)
+        out.append(ConfigOption(name, meta.get("flag") or (f"--no-{name.replace('_', '-')}" if default is True
+                                                            else f"--{name.replace('_', '-')}"),
+                                option_type(hints[name]), default, meta.get("help", ""), choices,
+                                bool(meta.get("advanced"))))
+    return out
+
+
+def add_config_args(p: argparse.ArgumentParser, options: list[ConfigOption], show_all: bool = False,
+                    defaults: dict[str, Any] | None = None) -> None:
+    """One option per :class:`ConfigOption`: a flag for a boolean (``--x`` sets a ``False`` default to
+    True, ``--no-x`` a ``True`` one to False), a comma-separated list for a tuple, else a value of the
+    field's type. ``defaults`` replaces some defaults (``eval``: ``None`` = the checkpoint's)."""
+    for o in options:
+        default = (defaults or {}).get(o.dest, o.default)
+        shown = "" if o.default is None or o.type is bool else \
+            f" (default {','.join(o.default) if o.type is tuple else o.default})"
+        text = argparse.SUPPRESS if o.advanced and not show_all else (o.help + shown).replace("%", "%%")
+        if o.type is bool:
+            p.add_argument(o.flag, dest=o.dest, action="store_false" if o.default else "store_true",
+                           default=default, help=text)
+            continue
+        kind = comma_list if o.type is tuple else o.type
+        p.add_argument(o.flag, dest=o.dest, type=kind, default=default, choices=o.choices, help=text,
+                       metavar=o.dest.upper() if o.choices is None else None)
+
+
+def config_values(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """``cls``'s fields that ``args`` holds (parsed options or recipe values), by name."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+
+
+class HelpAllAction(argparse.Action):
+    """``--help-all``: the help with every option, the advanced ones too (``build(parser)`` adds them
+    all to a fresh parser of the same name)."""
+
+    def __init__(self, option_strings, dest, build: Callable[[argparse.ArgumentParser], None], **kw) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show every option, the advanced ones too, and exit", **kw)
+        self.build = build
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        full = OneLineParser(prog=parser.prog, description=parser.description)
+        self.build(full)
+        full.print_help()
+        parser.exit()
+
+
+# ----------------------------------------------------------------------------- recipes
+def recipe_path(name: str) -> Path:
+    """A recipe's file: a path to a ``.toml`` file, or the name of one in ``recipes/``."""
+    if name.endswith(".toml") or "/" in name or "\\" in name:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"recipe {path} not found")
+        return path
+    path = RECIPES / f"{name}.toml"
+    if not path.is_file():
+        have = ", ".join(sorted(p.stem for p in RECIPES.glob("*.toml"))) or "none"
+        raise FileNotFoundError(f"no recipe {name!r}; shipped recipes: {have} (or give a path to a .toml file)")
+    return path
+
+
+def _toml_loads(text: str) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def _check_value(value: Any, kind: Any, where: str) -> Any:
+    """A recipe value of the option's type (an int is a float; a list of strings is a tuple)."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if kind in (int, float, str, bool) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    want = "a list of strings" if kind is tuple else getattr(kind, '__name__', str(kind))
+    raise ValueError(f"{where}: expected {want}, got {value!r}")
+
+
+def load_recipe(name: str, known: dict[str, Any]) -> dict[str, Any]:
+    """The values of recipe ``name`` (:func:`recipe_path`), checked against ``known`` (option dest ->
+    Python type): a key that is no option, or a value of the wrong type, is one message naming the
+    file, the line and the key."""
+    path = recipe_path(name)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = _toml_loads(text)
+    except ValueError as e:  # tomllib.TOMLDecodeError names the line
+        raise ValueError(f"recipe {path}: {e}") from None
+    out = {}
+    for key, value in data.items():
+        m = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=", text, re.M)
+        where = f"recipe {path}, line {text[:m.start()].count(chr(10)) + 1 if m else '?'}, {key!r}"
+        if key not in known:
+            raise ValueError(f"{where}: not an option of this command (known: {', '.join(sorted(known))})")
+        out[key] = _check_value(value, known[key], where)
+    return out
+
+
+class RecipeAction(argparse.Action):
+    """``--recipe NAME``: sets the recipe's values as if given as options here, so options after it
+    override it. ``known``: option dest -> type of every key a recipe may set."""
+
+    def __init__(self, option_strings, dest, known: dict[str, Any], **kw) -> None:
+        super().__init__(option_strings, dest, **kw)
+        self.known = known
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        try:
+            recipe = load_recipe(str(values), self.known)
+        except (ValueError, FileNotFoundError) as e:
+            parser.error(f"argument {option_string}: {e}")
+        for key, value in recipe.items():
+            setattr(namespace, key, value)
+        setattr(namespace, self.dest, str(values))
 
 
 def emit(obj: dict, as_json: bool, human: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, emit, load_from_args, setting_from_args
+from ._common import add_graph_args, add_method_args, check_question_args, emit, load_from_args, setting_from_args
 
 
 def register(sub) -> None:
@@ -23,6 +23,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_question_args(args, "question", "query")
     from ..pipeline import TopoRAGPipeline
     from ..tasks import get_task, task_of_graph
 

@@ -2,102 +2,149 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from ..arms import ARMS
 from .train import add_data_args, prep_config_from_args
 
 
+SPLITS = ("train", "val", "test", "all")
+
+
+def _opt(default: Any, help: str, **cli: Any) -> Any:
+    return field(default=default, metadata={"help": help, **cli})
+
+
+@dataclass
+class EvalOptions:
+    """``toporag eval``'s own options (the data and retrieval ones are :class:`~.train.DataOptions`
+    and the method registry's, defaulting to the checkpoint's setting)."""
+
+    checkpoint: str | None = _opt(None, "checkpoint folder (config.json + model.safetensors)")
+    zero_shot: bool = _opt(False, "no checkpoint: the frozen LLM reads the textualized subcomplex, no soft prompt")
+    llm: str | None = _opt(None, "override the LLM (local HF folder or hub id)")
+    device: str = _opt("auto", "auto | cpu | cuda | cuda:N")
+    split: str = _opt("test", "'all': every example of the data (e.g. a user's own --data-file / --data-dir)",
+                      choices=SPLITS)
+    data_file: str | None = _opt(None, "a user's own data file, e.g. an ExplaGraphs-format TSV for --dataset "
+                                       "expla_graphs (GQA scene graphs: --dataset scene_graphs --data-dir DIR)")
+    qtype: str | None = _opt(None, "only questions of these types, comma-separated (scene graphs: 0-cell, 1-cell, "
+                                   "2-cell; e.g. --qtype 2-cell for the closed-loop questions); applied before --limit")
+    limit: int | None = _opt(None, "only the first N examples of the split")
+    batch_size: int = _opt(8, "examples per batch")
+    out: str | None = _opt(None, "predictions JSONL (written as results arrive)")
+    resume: bool = _opt(False, "skip ids already in --out")
+    shard: str | None = _opt(None, "evaluate shard I of N (examples I, I+N, ...) into OUT.shard-I-of-N.jsonl; join "
+                                   "the shards with `toporag eval merge OUT.shard-* --out OUT`")
+    choices: str | None = _opt(None, "closed answer set to score by likelihood, comma-separated (default: the "
+                                     "checkpoint's answer set; 'none' forces open generation)")
+    graph_tokens: str = _opt("normal", "graph-token ablation: normal | zero (zeroed) | permute (another question's, "
+                                       "a fixed seeded derangement) | mean (the run's mean token) | only (graph "
+                                       "tokens + question, no textualized context); pair arms with toporag compare",
+                             choices=ARMS)
+
+
 def register(subparsers) -> None:
+    from ._common import add_config_args, config_options
+
     p = subparsers.add_parser("eval", help="evaluate a checkpoint with the GraphQA metrics")
     add_data_args(p, defaults=False)
-    p.add_argument("--checkpoint", default=None, help="checkpoint folder (config.json + model.safetensors)")
-    p.add_argument("--zero-shot", action="store_true",
-                   help="no checkpoint: the frozen LLM reads the textualized subcomplex, no soft prompt")
-    p.add_argument("--llm", default=None, help="override the LLM (local HF folder or hub id)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--split", default="test", choices=("train", "val", "test", "all"),
-                   help="'all': every example of the data (e.g. a user's own --data-file / --data-dir)")
-    p.add_argument("--data-file", default=None,
-                   help="a user's own data file, e.g. an ExplaGraphs-format TSV for --dataset expla_graphs "
-                        "(GQA scene graphs: --dataset scene_graphs --data-dir DIR)")
-    p.add_argument("--qtype", default=None, metavar="TYPES",
-                   help="only questions of these types, comma-separated (scene graphs: 0-cell, 1-cell, 2-cell; "
-                        "e.g. --qtype 2-cell for the closed-loop questions); applied before --limit")
-    p.add_argument("--limit", type=int, default=None, help="only the first N examples of the split")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--out", default=None, help="predictions JSONL (written as results arrive)")
-    p.add_argument("--resume", action="store_true", help="skip ids already in --out")
-    p.add_argument("--shard", default=None, metavar="I/N",
-                   help="evaluate shard I of N (examples I, I+N, ...) into OUT.shard-I-of-N.jsonl; join the shards "
-                        "with `python -m toporag_core.distributed merge OUT OUT.shard-*`")
-    p.add_argument("--choices", default=None,
-                   help="closed answer set to score by likelihood, comma-separated (default: the checkpoint's "
-                        "answer set; 'none' forces open generation)")
+    add_config_args(p, config_options(EvalOptions))
     p.set_defaults(func=run)
+    from .eval_merge import add_merge_dispatch
+
+    add_merge_dispatch(p)  # `toporag eval merge SHARDS... --out FILE`
+
+
+def checkpoint_meta(args) -> tuple[dict, dict]:
+    """``(config.json, saved retrieval setting)`` of ``--checkpoint`` (both empty for ``--zero-shot``)."""
+    if (args.checkpoint is None) == (not args.zero_shot):
+        raise ValueError("give exactly one of --checkpoint DIR or --zero-shot")
+    if not args.checkpoint:
+        return {}, {}
+    cfg_path = Path(args.checkpoint) / "config.json"
+    if not cfg_path.is_file():
+        raise FileNotFoundError(f"{cfg_path} not found (not a checkpoint folder)")
+    meta = json.loads(cfg_path.read_text())
+    base = dict(meta.get("retrieval", {}))
+    if not meta["config"]["cwn"].get("use_cells2", True):
+        base["use_cells2"] = False
+    return meta, base
+
+
+def data_source(args) -> str | None:
+    """Where the examples come from: ``--data-file`` (a file) or ``--data-dir`` (a folder), not both."""
+    if args.data_file is None:
+        return args.data_dir
+    if args.data_dir is not None:
+        raise ValueError("give --data-file or --data-dir, not both")
+    if not Path(args.data_file).is_file():
+        raise FileNotFoundError(f"{args.data_file}: --data-file not found")
+    return args.data_file
+
+
+def load_model(args, meta: dict, method: str):
+    """``(model, method label)``: the checkpoint's, or the frozen LLM alone for ``--zero-shot``."""
+    from ..llm import checkpoint_llm_dtype, load_llm
+    from ..model import TopoRAGConfig, TopoRAGModel
+
+    if args.zero_shot:
+        llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
+        return TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok), f"{method} (frozen LLM, no soft prompt)"
+    llm, tok = load_llm(args.llm or meta["config"]["llm"], device=args.device, dtype=args.dtype,
+                        trained_dtype=checkpoint_llm_dtype(meta))
+    return TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device), method
+
+
+def answer_choices(spec: str | None, model, dataset: str) -> tuple[str, ...] | None:
+    """``--choices``: ``none`` (open generation), comma-separated answers, or by default the model's
+    answer set (None), or for a model without one (an older checkpoint) the task's closed set."""
+    if spec == "none":
+        return ()  # empty: open generation for every row
+    if spec:
+        return tuple(c.strip() for c in spec.split(",") if c.strip())
+    if model.config.answer_set:
+        return None
+    from ..tasks import TASKS
+
+    task = TASKS.get(dataset)
+    return task.answer_set if task is not None and task.answer_set else None
+
+
+def score(args, model, examples: list, method: str, choices) -> dict:
+    """Answer and score ``examples``: one shard of them (``--shard I/N``) or all."""
+    from ..evaluate import evaluate
+
+    if not args.shard:
+        return evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
+                        resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
+    from ..distributed import evaluate_shard, parse_shard
+
+    if not args.out:
+        raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
+    i, n = parse_shard(args.shard)
+    return evaluate_shard(model, examples, args.dataset, args.out, i, n, batch_size=args.batch_size,
+                          method=method, resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
 
 
 def run(args) -> int:
     import torch
 
-    from ..evaluate import evaluate
-    from ..llm import checkpoint_llm_dtype, dtype_name, load_llm
-    from ..model import TopoRAGConfig, TopoRAGModel
+    from ..llm import dtype_name
     from ..tasks.prep import prepare_dataset
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if (args.checkpoint is None) == (not args.zero_shot):
-        raise ValueError("give exactly one of --checkpoint DIR or --zero-shot")
-    base = {}
-    if args.checkpoint:
-        cfg_path = Path(args.checkpoint) / "config.json"
-        if not cfg_path.is_file():
-            raise FileNotFoundError(f"{cfg_path} not found (not a checkpoint folder)")
-        meta = json.loads(cfg_path.read_text())
-        base = dict(meta.get("retrieval", {}))
-        if not meta["config"]["cwn"].get("use_cells2", True):
-            base["use_cells2"] = False
+    meta, base = checkpoint_meta(args)
     setting = prep_config_from_args(args, base)
-    if args.data_file is not None:
-        if args.data_dir is not None:
-            raise ValueError("give --data-file or --data-dir, not both")
-        if not Path(args.data_file).is_file():
-            raise FileNotFoundError(f"{args.data_file}: --data-file not found")
-        args.data_dir = args.data_file
+    args.data_dir = data_source(args)
     data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=args.data_dir)
     examples = select_qtypes(data[args.split], args.qtype, args.dataset)
     examples = examples[: args.limit] if args.limit else examples
-    if args.zero_shot:
-        llm, tok = load_llm(args.llm, device=args.device, dtype=args.dtype)
-        model = TopoRAGModel(TopoRAGConfig(use_graph=False), llm, tok)
-        method = f"{setting.retrieval.method} (frozen LLM, no soft prompt)"
-    else:
-        ck_meta = json.loads(cfg_path.read_text())
-        llm, tok = load_llm(args.llm or ck_meta["config"]["llm"], device=args.device, dtype=args.dtype,
-                            trained_dtype=checkpoint_llm_dtype(ck_meta))
-        model = TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device)
-        method = setting.retrieval.method
-    choices = None
-    if args.choices == "none":
-        choices = ()  # empty: open generation for every row
-    elif args.choices:
-        choices = tuple(c.strip() for c in args.choices.split(",") if c.strip())
-    if choices is None and not model.config.answer_set:  # e.g. an older checkpoint: the task's closed set
-        from ..tasks import TASKS
-
-        task = TASKS.get(args.dataset)
-        choices = task.answer_set if task is not None and task.answer_set else None
-    if args.shard:
-        from ..distributed import evaluate_shard, parse_shard
-
-        if not args.out:
-            raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
-        i, n = parse_shard(args.shard)
-        res = evaluate_shard(model, examples, args.dataset, args.out, i, n, batch_size=args.batch_size,
-                             method=method, resume=args.resume, choices=choices)
-    else:
-        res = evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
-                       resume=args.resume, choices=choices)
+    model, method = load_model(args, meta, setting.retrieval.method)
+    res = score(args, model, examples, method, answer_choices(args.choices, model, args.dataset))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
                       "dtype": dtype_name(model.dtype), **res}))
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "

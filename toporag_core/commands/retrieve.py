@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, emit, encoder_option, load_from_args, setting_from_args, warn
+from ._common import add_graph_args, add_method_args, check_question_args, emit, encoder_option, load_from_args, \
+    setting_from_args, warn
 
 
 def register(sub) -> None:
@@ -19,12 +20,12 @@ def register(sub) -> None:
     from ..retrieval.textualize import DEFAULT_TEXT, TEXT_FORMATS
 
     p.add_argument("--text", default=DEFAULT_TEXT, choices=tuple(TEXT_FORMATS),
-                   help="text format of the context: csv (G-Retriever's), compact (names inline, boxes dropped), "
-                        "keyed (compact, relation lines key first) or short-loops (compact, 2-cells as node lists)")
+                   help="text format of the context: csv (G-Retriever's) or compact (names inline, boxes dropped)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_question_args(args, "question")
     from ..embed import get_encoder
     from ..retrieval import EmbeddedComplex, retrieve, textualize
 

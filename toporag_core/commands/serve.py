@@ -41,6 +41,18 @@ def register(sub) -> None:
     p.add_argument("--max-text-chars", type=int, default=d.max_text_chars, help="characters of one node/edge text")
     p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="bytes of one request body")
     p.add_argument("--request-timeout", type=float, default=120.0, help="seconds an answer may wait (503 beyond)")
+    from ..serve.server import ServeConfig
+
+    c = ServeConfig()
+    p.add_argument("--header-timeout", type=float, default=c.header_timeout_s,
+                   help="seconds a connection has to send its request line and headers (closed beyond)")
+    p.add_argument("--body-timeout", type=float, default=c.body_timeout_s,
+                   help="seconds a request has to send its whole body (408 beyond)")
+    p.add_argument("--max-connections", type=int, default=c.max_connections, help="open connections (503 beyond)")
+    p.add_argument("--torch-threads", type=int, default=None,
+                   help="torch threads on a CPU core (default: half the cores, at least 1)")
+    p.add_argument("--upload-chunk", type=int, default=c.upload_chunk,
+                   help="texts per encoder call when embedding an upload (a question waits at most one chunk)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=run)
 
@@ -68,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
                       batch=BatchConfig(enabled=args.batching, max_batch=args.max_batch,
                                         max_wait_ms=args.batch_wait_ms, max_queue=args.max_queue),
                       max_graphs=args.max_graphs, max_cached_nodes=args.max_cached_nodes,
-                      request_timeout_s=args.request_timeout, log_level=args.log_level)
+                      request_timeout_s=args.request_timeout, header_timeout_s=args.header_timeout,
+                      body_timeout_s=args.body_timeout, max_connections=args.max_connections,
+                      upload_chunk=args.upload_chunk, torch_threads=args.torch_threads, log_level=args.log_level)
     engine = load_engine(cfg, checkpoint=args.checkpoint, llm=args.llm, device=args.device,
                          dtype=args.dtype)
     d = engine.pipe.describe()

@@ -217,9 +217,6 @@ class DocGraph:
             anc[rows, :lv] = anc[self.parent[rows], :lv]
         return anc
 
-    def sentence_nodes(self) -> np.ndarray:
-        return np.flatnonzero(self.level == SENTENCE)
-
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "content": self.content, "level": self.level.tolist(),
                 "parent": self.parent.tolist(), "doc": self.doc.tolist(), "titles": self.titles,

@@ -6,7 +6,8 @@ Data flow, one module per step::
     units --index--> CALI cell index (+ reduction) --search--> route A + route B -> fusion (-> rerank)
     --answer--> frozen LLM;  generate: fact store -> documents + questions;  evaluate: nDCG/Recall vs baselines
 """
-from .documents import DocumentError, ParsedDocument, Unit, decode_document, load_folder, parse_document, read_document
+from .documents import (DocumentError, ParsedDocument, Unit, decode_document, load_folder, parse_document,
+                        read_document, read_upload)
 from .generate import GeneratorConfig, HybridDataset, generate, generate_width_corpus, load_dataset, write_dataset
 from .index import CellIndex, ReductionConfig, cell_text, query_terms
 from .router import Block, RouterConfig, Routing, route_lines, route_text
@@ -16,5 +17,6 @@ from .tables import FORMATS, Table, TableError, parse_table
 __all__ = ["Block", "CellIndex", "DocumentError", "FORMATS", "GeneratorConfig", "HybridDataset", "HybridIndex",
            "ParsedDocument", "ReductionConfig", "RouterConfig", "Routing", "SearchConfig", "Table", "TableError",
            "Unit", "cell_text", "decode_document", "generate", "generate_width_corpus", "load_dataset", "load_folder",
-           "minmax", "parse_document", "parse_table", "query_terms", "read_document", "route_lines", "route_text",
+           "minmax", "parse_document", "parse_table", "query_terms", "read_document", "read_upload", "route_lines",
+           "route_text",
            "write_dataset"]

@@ -7,10 +7,14 @@ spans by line overlap, so gold never depends on how a retriever (or the router) 
 Bad input never raises out of :func:`parse_document` for a single bad block: a table block that
 cannot be parsed (e.g. 10,000 columns) is kept as narrative text and the reason is recorded in
 ``warnings``. Whole-file problems (binary, empty, undecodable) raise :class:`DocumentError`
-naming the file.
+naming the file; an upload of another type (JSON) or a CSV / TSV whose header does not fit its
+rows raises it too (:func:`read_upload`), naming the file, the line and what is wrong.
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +81,57 @@ def decode_document(data: bytes, name: str) -> str:
         text = data.decode("latin-1")
     if not text.strip():
         raise DocumentError(f"{name}: empty document")
+    return text
+
+
+def check_upload(text: str, name: str) -> None:
+    """:class:`DocumentError` naming ``name`` and what is wrong when an uploaded file is not a document
+    this reader takes: another file type (JSON data, ...), or a CSV / TSV whose header line does not
+    fit its rows (an empty or repeated column name, a row with another number of fields)."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".json" or (suffix not in TEXT_SUFFIXES and _is_json(text)):
+        raise DocumentError(f"{name}: JSON data, not a document; upload Markdown, HTML, TSV, CSV or plain text")
+    if suffix not in TEXT_SUFFIXES and suffix:
+        raise DocumentError(f"{name}: unknown document type {suffix!r}; upload one of {', '.join(TEXT_SUFFIXES)}")
+    if suffix in (".csv", ".tsv"):
+        _check_delimited(text, name, "\t" if suffix == ".tsv" else ",")
+
+
+def _is_json(text: str) -> bool:
+    if text.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_delimited(text: str, name: str, delimiter: str) -> None:
+    rows = [(i, r) for i, r in enumerate(csv.reader(io.StringIO(text), delimiter=delimiter), 1) if any(c.strip()
+                                                                                                   for c in r)]
+    if not rows:
+        raise DocumentError(f"{name}: empty document")
+    line, header = rows[0]
+    names = [c.strip() for c in header]
+    if len(names) < 2:
+        raise DocumentError(f"{name}, line {line}: the header has {len(names)} column; a table needs at least 2 "
+                            f"({'tab' if delimiter == chr(9) else 'comma'}-separated)")
+    if "" in names:
+        raise DocumentError(f"{name}, line {line}: header column {names.index('') + 1} has no name")
+    seen = {n for n in names if names.count(n) > 1}
+    if seen:
+        raise DocumentError(f"{name}, line {line}: header column name {sorted(seen)[0]!r} is repeated")
+    for i, r in rows[1:]:
+        if len(r) != len(names):
+            raise DocumentError(f"{name}, line {i}: {len(r)} field(s), but the header (line {line}) has "
+                                f"{len(names)} columns: {', '.join(names)}")
+
+
+def read_upload(data: bytes, name: str) -> str:
+    """An uploaded document's text (:func:`decode_document`), checked by :func:`check_upload`."""
+    text = decode_document(data, name)
+    check_upload(text, name)
     return text
 
 

@@ -1,4 +1,5 @@
-"""Figures and tables for the app's "Hybrid tables" page (plotly; no Streamlit here, so testable).
+"""Figures and tables for the app's "Hybrid tables" page (plotly; no Streamlit here, so testable),
+and :func:`follow_top`, which keeps the page's selections on the top-ranked unit.
 
 Every text that comes from a document or a question is passed through :func:`html.escape`
 before it enters a figure (plotly renders a subset of HTML in labels and hovers).
@@ -6,6 +7,7 @@ before it enters a figure (plotly renders a subset of HTML in labels and hovers)
 from __future__ import annotations
 
 import html
+from typing import Any, MutableMapping, Sequence
 
 import numpy as np
 
@@ -53,23 +55,36 @@ def cell_heatmap(explained: dict):
     z = np.where(np.isfinite(z), z, np.nan)
     header = [html.escape(h) for h in explained["header"]]
     text = [[html.escape(v) for v in row] for row in explained["rows"]]
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(len(header))), y=list(range(len(text))), text=text,
+    rows = list(range(1, len(text) + 1))  # data rows numbered from 1, as in best_cell_frame
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(len(header))), y=rows, text=text,
                                texttemplate="%{text}", colorscale="Blues", hoverongaps=False,
                                colorbar=dict(title="best term cos")))
     for b in explained["best"]:
         if b["row"] is None:
             continue
-        fig.add_shape(type="rect", x0=b["col"] - 0.5, x1=b["col"] + 0.5, y0=b["row"] - 0.5, y1=b["row"] + 0.5,
+        fig.add_shape(type="rect", x0=b["col"] - 0.5, x1=b["col"] + 0.5, y0=b["row"] + 0.5, y1=b["row"] + 1.5,
                       line=dict(color="#d62728", width=2))
     fig.update_layout(height=120 + 28 * len(text), margin=dict(l=10, r=10, t=30, b=10),
                       xaxis=dict(tickmode="array", tickvals=list(range(len(header))), ticktext=header, side="top"),
-                      yaxis=dict(autorange="reversed", title="row"))
+                      yaxis=dict(autorange="reversed", title="row", tickmode="array", tickvals=rows))
     return fig
 
 
 def best_cell_frame(explained: dict):
+    """Each query term's best cell: term, row (data rows from 1, as on the heatmap), column, value, cos."""
     import pandas as pd
 
     return pd.DataFrame([{"term": b["term"], "row": None if b["row"] is None else b["row"] + 1,
                           "column": b["header"], "value": b["value"],
                           "cos": None if b["sim"] is None else round(b["sim"], 4)} for b in explained["best"]])
+
+
+def follow_top(state: MutableMapping[str, Any], key: str, options: Sequence[str]) -> None:
+    """Point the selection ``state[key]`` at ``options[0]`` (the top-ranked or newest choice) whenever
+    the first option changes, so a new upload or a new ranking is what the page shows; a choice the
+    user made among the same options stays. The first option seen is remembered under ``key + "_top"``."""
+    top = options[0] if options else None
+    if state.get(f"{key}_top") != top:
+        state[f"{key}_top"] = top
+        if top is not None:
+            state[key] = top

@@ -206,63 +206,107 @@ class CsvRecords:
 
     def _diagnose(self, raw: str, start: int, reason: str) -> GraphFormatError:
         """Re-read one malformed record character by character: where does it go wrong?"""
-        d, line, fld, state, qline, i, n = self.delimiter, start, 0, 0, start, 0, len(raw)
-        stop = re.compile("[" + re.escape(d) + "\n]")
-        while i < n:  # states: 0 field start, 1 unquoted, 2 quoted, 3 after a closing quote
-            c = raw[i]
-            if state == 0:
-                if c == '"':
-                    state, qline = 2, line
-                elif c == d:
-                    fld += 1
-                elif c == "\n":
-                    line += 1
-                elif c != "\r":
-                    state = 1
-            elif state == 1:  # jump to the field's end
-                m = stop.search(raw, i)
-                if m is None:
-                    break
-                i = m.start()
-                if raw[i] == d:
-                    fld, state = fld + 1, 0
-                else:
-                    line, state = line + 1, 0
-            elif state == 2:  # jump to the next quote (a long quoted field is one find, not a loop)
-                j = raw.find('"', i)
-                j = n if j < 0 else j
-                line += raw.count("\n", i, j)
-                i = j
-                if i >= n:
-                    break
-                if i + 1 < n and raw[i + 1] == '"':
-                    i += 1
-                else:
-                    state = 3
-            else:
-                if c == d:
-                    fld, state = fld + 1, 0
-                elif c in "\r\n":
-                    line, state = line + (c == "\n"), 0
-                else:
-                    j = raw.rfind('"', 0, i)
-                    snippet = raw[max(0, j - 20):i + 20].strip()
-                    return GraphFormatError(
-                        f"malformed {self.kind}: text after the closing quote of a quoted field near {snippet!r} "
-                        "(quote the whole field and double every quote inside it)",
-                        file=self.file, line=line, field=self.field_name(fld))
-            i += 1
+        scan = _RecordScan(raw, self.delimiter, start)
+        bad = scan.run()
+        if bad is not None:
+            j = raw.rfind('"', 0, bad)
+            snippet = raw[max(0, j - 20):bad + 20].strip()
+            return GraphFormatError(
+                f"malformed {self.kind}: text after the closing quote of a quoted field near {snippet!r} "
+                "(quote the whole field and double every quote inside it)",
+                file=self.file, line=scan.line, field=self.field_name(scan.fld))
+        quoted = scan.state == _RecordScan.QUOTED
         if "field larger than field limit" in reason:
-            if state == 2:
+            if quoted:
                 return GraphFormatError(f"quoted field opened here is longer than max_text_chars={self.max_chars} "
-                                        "characters (is its closing quote missing?)", file=self.file, line=qline,
-                                        field=self.field_name(fld))
+                                        "characters (is its closing quote missing?)", file=self.file, line=scan.qline,
+                                        field=self.field_name(scan.fld))
             return GraphFormatError(f"text longer than max_text_chars={self.max_chars} characters", file=self.file,
-                                    line=line, field=self.field_name(fld))
-        if state == 2:
+                                    line=scan.line, field=self.field_name(scan.fld))
+        if quoted:
             return GraphFormatError("unterminated quote: the quoted field opened here is never closed",
-                                    file=self.file, line=qline, field=self.field_name(fld))
-        return GraphFormatError(f"malformed {self.kind}: {reason}", file=self.file, line=line)
+                                    file=self.file, line=scan.qline, field=self.field_name(scan.fld))
+        return GraphFormatError(f"malformed {self.kind}: {reason}", file=self.file, line=scan.line)
+
+
+class _RecordScan:
+    """A character-by-character re-read of one CSV/TSV record, as the ``csv`` module reads it: which line
+    and field it is in, and whether it is inside a quoted field (and on which line that field opened).
+
+    One step per state (table-driven); the unquoted and quoted states jump to the next delimiter / quote
+    with one search instead of looping over every character.
+    """
+
+    START, UNQUOTED, QUOTED, CLOSED = 0, 1, 2, 3  # field start, unquoted field, quoted field, after its closing quote
+
+    def __init__(self, raw: str, delimiter: str, line: int) -> None:
+        self.raw, self.d, self.n = raw, delimiter, len(raw)
+        self.line, self.qline, self.fld, self.state = line, line, 0, self.START
+        self.stop = re.compile("[" + re.escape(delimiter) + "\n]")
+        self.bad: int | None = None
+
+    def run(self) -> int | None:
+        """Scan the whole record; the index of text after a closing quote (the error), else ``None``."""
+        steps = (self._start, self._unquoted, self._quoted, self._closed)
+        i = 0
+        while i < self.n:
+            i = steps[self.state](i)
+            if i is None:
+                break
+            i += 1
+        return self.bad
+
+    def _next_field(self) -> None:
+        self.fld, self.state = self.fld + 1, self.START
+
+    def _start(self, i: int) -> int:
+        c = self.raw[i]
+        if c == '"':
+            self.state, self.qline = self.QUOTED, self.line
+        elif c == self.d:
+            self.fld += 1
+        elif c == "\n":
+            self.line += 1
+        elif c != "\r":
+            self.state = self.UNQUOTED
+        return i
+
+    def _unquoted(self, i: int) -> int | None:
+        """Jump to the field's end."""
+        m = self.stop.search(self.raw, i)
+        if m is None:
+            return None
+        i = m.start()
+        if self.raw[i] == self.d:
+            self._next_field()
+        else:
+            self.line, self.state = self.line + 1, self.START
+        return i
+
+    def _quoted(self, i: int) -> int | None:
+        """Jump to the next quote (a long quoted field is one find, not a loop)."""
+        raw, n = self.raw, self.n
+        j = raw.find('"', i)
+        j = n if j < 0 else j
+        self.line += raw.count("\n", i, j)
+        i = j
+        if i >= n:
+            return None
+        if i + 1 < n and raw[i + 1] == '"':
+            return i + 1
+        self.state = self.CLOSED
+        return i
+
+    def _closed(self, i: int) -> int | None:
+        c = self.raw[i]
+        if c == self.d:
+            self._next_field()
+        elif c in "\r\n":
+            self.line, self.state = self.line + (c == "\n"), self.START
+        else:
+            self.bad = i
+            return None
+        return i
 
 
 def csv_rows(text: str, file: str, delimiter: str) -> list[tuple[int, list[str]]]:
@@ -387,94 +431,110 @@ def iter_text_chunks(chunks: Iterable[bytes], file: str) -> Iterator[str]:
 
 
 _WS = re.compile(r"\s*")
+_NON_FINITE = re.compile(r"-?Infinity|NaN")
+
+
+class _JsonPieces:
+    """A JSON text read from text pieces: ``buf`` holds the unread rest of the pieces read so far (from
+    ``pos``), ``line``/``col`` are where ``buf[0]`` is in the whole text, for error messages."""
+
+    def __init__(self, pieces: Iterable[str], file: str) -> None:
+        self.it, self.file = iter(pieces), file
+        self.dec = json.JSONDecoder(parse_constant=_reject_constant)
+        self.buf, self.pos, self.eof, self.line, self.col = "", 0, False, 1, 0
+
+    def fill(self) -> bool:
+        """Append the next piece (dropping what was read); ``False`` at the end of the input."""
+        if self.eof:
+            return False
+        nxt = next(self.it, None)
+        if nxt is None:
+            self.eof = True
+            return False
+        dropped = self.buf[:self.pos]
+        nl = dropped.count("\n")
+        if nl:
+            self.line += nl
+            self.col = len(dropped) - dropped.rfind("\n") - 1
+        else:
+            self.col += len(dropped)
+        self.buf, self.pos = self.buf[self.pos:] + nxt, 0
+        return True
+
+    def where(self, at: int) -> tuple[int, int]:
+        """Line and column (1-based) of ``buf[at]`` in the whole text."""
+        buf = self.buf
+        nl = buf.count("\n", 0, at)
+        col = at - buf.rfind("\n", 0, at) if nl else self.col + at + 1
+        return self.line + nl, col
+
+    def fail(self, at: int, msg: str) -> GraphFormatError:
+        line, col = self.where(at)
+        return GraphFormatError(f"invalid JSON at column {col}: {msg}", file=self.file, line=line)
+
+    def skip_ws(self) -> str:
+        """Skip white space (reading pieces as needed); the next character, ``""`` at the end."""
+        while True:
+            self.pos = _WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self.fill():
+                return self.buf[self.pos:self.pos + 1]
+
+    def expect_end(self) -> None:
+        if self.skip_ws():
+            raise self.fail(self.pos, "Extra data")
+
+    def decode(self) -> tuple[Any, int]:
+        """The value at ``pos`` and where it ends in ``buf``, reading more pieces while it may go on."""
+        while True:
+            buf, pos = self.buf, self.pos
+            try:
+                value, end = self.dec.raw_decode(buf, pos)
+            except _NonFinite as e:
+                m = _NON_FINITE.search(buf, pos)
+                raise self.fail(m.start() if m else pos, f"{e} is not a JSON value (JSON has no NaN/Infinity)") \
+                    from None
+            except (json.JSONDecodeError, RecursionError) as e:
+                # an error near the buffer's end (a cut literal, number or list) or an unterminated string
+                # may only mean that the item goes on in the next piece
+                at_end = isinstance(e, RecursionError) or e.pos >= len(buf) - 64 or \
+                    e.msg.startswith("Unterminated string")
+                if at_end and self.fill():
+                    continue
+                if isinstance(e, RecursionError):
+                    raise GraphFormatError("invalid JSON: nested too deeply", file=self.file) from None
+                raise self.fail(e.pos, e.msg) from None
+            if end < len(buf) or self.eof or not self.fill():
+                return value, end  # a value that ends at the buffer's end may go on in the next piece
+
+    def items(self) -> Iterator[Any]:
+        """The list's items; ``pos`` is just after its ``[``."""
+        if self.skip_ws() == "]":
+            self.pos += 1
+            self.expect_end()
+            return
+        while True:
+            self.skip_ws()
+            value, self.pos = self.decode()
+            yield value
+            c = self.skip_ws()
+            if c == "]":
+                self.pos += 1
+                self.expect_end()
+                return
+            if c != ",":
+                raise self.fail(self.pos, "Expecting ',' delimiter" if c else "Expecting ',' delimiter or ']'")
+            self.pos += 1
 
 
 def stream_json_list(pieces: Iterable[str], file: str) -> Iterator[Any] | None:
     """The items of a top-level JSON list read from text ``pieces`` (e.g. :func:`iter_text_chunks`), one at a time:
     memory is one piece plus one item, never the whole text. ``None`` when the input is not a list.
     Errors name the line and column as :func:`parse_json` does (``NaN``/``Infinity`` included)."""
-    it = iter(pieces)
-    dec = json.JSONDecoder(parse_constant=_reject_constant)
-    st = {"buf": "", "pos": 0, "eof": False, "line": 1, "col": 0}  # line/col of buf[0] in the whole text
-
-    def fill() -> bool:
-        if st["eof"]:
-            return False
-        nxt = next(it, None)
-        if nxt is None:
-            st["eof"] = True
-            return False
-        buf, pos = st["buf"], st["pos"]
-        dropped = buf[:pos]
-        nl = dropped.count("\n")
-        if nl:
-            st["line"] += nl
-            st["col"] = len(dropped) - dropped.rfind("\n") - 1
-        else:
-            st["col"] += len(dropped)
-        st["buf"], st["pos"] = buf[pos:] + nxt, 0
-        return True
-
-    def where(at: int) -> tuple[int, int]:
-        buf = st["buf"]
-        nl = buf.count("\n", 0, at)
-        col = at - buf.rfind("\n", 0, at) if nl else st["col"] + at + 1
-        return st["line"] + nl, col
-
-    def fail(at: int, msg: str) -> GraphFormatError:
-        line, col = where(at)
-        return GraphFormatError(f"invalid JSON at column {col}: {msg}", file=file, line=line)
-
-    def skip_ws() -> str:
-        while True:
-            st["pos"] = _WS.match(st["buf"], st["pos"]).end()
-            if st["pos"] < len(st["buf"]) or not fill():
-                return st["buf"][st["pos"]:st["pos"] + 1]
-
-    if skip_ws() != "[":
+    src = _JsonPieces(pieces, file)
+    if src.skip_ws() != "[":
         return None
-    st["pos"] += 1
-
-    def items() -> Iterator[Any]:
-        if skip_ws() == "]":
-            st["pos"] += 1
-            if skip_ws():
-                raise fail(st["pos"], "Extra data")
-            return
-        while True:
-            skip_ws()
-            while True:
-                buf, pos = st["buf"], st["pos"]
-                try:
-                    value, end = dec.raw_decode(buf, pos)
-                    if end < len(buf) or st["eof"] or not fill():
-                        break  # a value that ends at the buffer's end may go on in the next piece
-                except _NonFinite as e:
-                    m = re.compile(r"-?Infinity|NaN").search(buf, pos)
-                    raise fail(m.start() if m else pos, f"{e} is not a JSON value (JSON has no NaN/Infinity)") \
-                        from None
-                except (json.JSONDecodeError, RecursionError) as e:
-                    # an error near the buffer's end (a cut literal, number or list) or an unterminated string
-                    # may only mean that the item goes on in the next piece
-                    at_end = isinstance(e, RecursionError) or e.pos >= len(buf) - 64 or \
-                        e.msg.startswith("Unterminated string")
-                    if at_end and fill():
-                        continue
-                    if isinstance(e, RecursionError):
-                        raise GraphFormatError("invalid JSON: nested too deeply", file=file) from None
-                    raise fail(e.pos, e.msg) from None
-            st["pos"] = end
-            yield value
-            c = skip_ws()
-            if c == "]":
-                st["pos"] += 1
-                if skip_ws():
-                    raise fail(st["pos"], "Extra data")
-                return
-            if c != ",":
-                raise fail(st["pos"], "Expecting ',' delimiter" if c else "Expecting ',' delimiter or ']'")
-            st["pos"] += 1
-    return items()
+    src.pos += 1
+    return src.items()
 
 
 def delimiter_of(text: str, file: str) -> str:

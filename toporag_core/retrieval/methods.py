@@ -7,7 +7,7 @@ Cell methods (``dimension="cells"``, return a :class:`~.result.Subcomplex`):
 | ``toporag`` | TopoRAG (cell complex) | k0, k1, k2, c2, edge_cost | Algorithm 3: prizes, PCST, closure |
 | ``g-retriever`` | G-Retriever PCST | k0, k1, edge_cost | G-Retriever's PCST on the original edges (PyG parity) |
 | ``shortest-path`` | Shortest paths (w/o TSR) | k0, k1 | "w/o TSR": shortest paths joining top-k cells, no 2-cells |
-| ``topk-triples`` | Top-k triples (KAPING) | k | top-k triples by triple-text cosine |
+| ``topk-triples`` | Top-k triples (KAPING) | k | top-k triples by cosine with the triple's cells (head, edge, tail) |
 | ``whole`` | Whole graph (no retrieval) | - | every cell of the complex |
 
 Node methods (``dimension="nodes"``, return a :class:`~toporag_core.topo.TopoRetrieval`):
@@ -100,7 +100,8 @@ def register_builtin_methods() -> None:
     register_method(RetrievalMethod(
         "topk-triples", "Top-k triples (KAPING)", "cells",
         (Param("k", int, 3, 0, K_MAX, "number of triples", ui=(0, 10, 1)),),
-        topk_triples, "the top-k triples by cosine of 'head relation tail'; not necessarily connected"))
+        topk_triples, "the top-k triples (head, relation, tail) by cosine with the mean of their cells' "
+        "embeddings; not necessarily connected"))
     register_method(RetrievalMethod(
         "whole", "Whole graph (no retrieval)", "cells", (), whole_subcomplex, "every cell of the complex"))
     register_method(RetrievalMethod(  # large graphs: index top-k + PCST on a hop neighbourhood (retrieval/scale.py)

@@ -140,13 +140,6 @@ class Subcomplex:
                       (self.cells2, self.cell2_roles)][rank]
         return dict(zip(ids.tolist(), roles.tolist()))
 
-    def contains_text(self, text: str) -> bool:
-        """Whether a normalised ``text`` is among the selected node texts."""
-        from ..metrics import normalize
-
-        n = normalize(text)
-        return any(normalize(t) == n for t in self.node_texts())
-
     def cell_texts(self, include_cells2: bool = True) -> dict[str, Any]:
         """Texts of the retrieved cells: ``nodes``, ``edges`` (triples), ``cells2`` (cycles), ``counts``."""
         return {"nodes": self.node_texts(), "edges": [list(t) for t in self.triples()],
@@ -190,6 +183,16 @@ def close_under_boundary(cx: CellComplex, nodes: np.ndarray, edges: np.ndarray,
     return np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
 
 
+def cell_roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray:
+    """The role of each selected cell ``ids`` (one rank): ``terminal`` when chosen and prized,
+    ``steiner`` when chosen without a prize, ``closure`` when only added to close the boundaries."""
+    r = np.full(ids.size, CLOSURE, dtype=object)
+    picked = np.isin(ids, chosen)
+    r[picked] = STEINER
+    r[picked & (prize[ids] > 0)] = TERMINAL
+    return r.astype(str) if ids.size else np.zeros(0, dtype=str)
+
+
 def make_subcomplex(cx: CellComplex, chosen_nodes: np.ndarray, chosen_edges: np.ndarray, cells2: np.ndarray,
                     prizes: tuple[np.ndarray, np.ndarray, np.ndarray], method: str, params: dict,
                     timings: dict, similarities=None) -> Subcomplex:
@@ -200,16 +203,9 @@ def make_subcomplex(cx: CellComplex, chosen_nodes: np.ndarray, chosen_edges: np.
     nodes, edges = close_under_boundary(cx, chosen_nodes, chosen_edges, cells2)
     p0, p1, p2 = prizes
 
-    def roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray:
-        r = np.full(ids.size, CLOSURE, dtype=object)
-        picked = np.isin(ids, chosen)
-        r[picked] = STEINER
-        r[picked & (prize[ids] > 0)] = TERMINAL
-        return r.astype(str) if ids.size else np.zeros(0, dtype=str)
-
     return Subcomplex(
         complex=cx, nodes=nodes, edges=edges, cells2=cells2,
-        node_roles=roles(nodes, chosen_nodes, p0), edge_roles=roles(edges, chosen_edges, p1),
+        node_roles=cell_roles(nodes, chosen_nodes, p0), edge_roles=cell_roles(edges, chosen_edges, p1),
         cell2_roles=np.full(cells2.size, TERMINAL).astype(str) if cells2.size else np.zeros(0, dtype=str),
         prizes=prizes, method=method, params=params, timings=timings, similarities=similarities,
     )

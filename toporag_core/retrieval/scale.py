@@ -54,7 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .pcst import solve_pcst
-from .result import CLOSURE, STEINER, TERMINAL, EmbeddedComplex, Subcomplex
+from .result import TERMINAL, EmbeddedComplex, Subcomplex, cell_roles
 from .toporag import retrieve_subcomplex
 
 INDEX_KINDS = ("auto", "exact", "flat", "ivf")
@@ -338,14 +338,6 @@ def hop_neighbourhood(adj: sp.csr_matrix, seeds: np.ndarray, hops: int) -> np.nd
     return hop_layers(adj, seeds, hops)[0]
 
 
-def _roles(ids: np.ndarray, chosen: np.ndarray, prize: np.ndarray) -> np.ndarray:
-    r = np.full(ids.size, CLOSURE, dtype=object)
-    picked = np.isin(ids, chosen)
-    r[picked] = STEINER
-    r[picked & (prize[ids] > 0)] = TERMINAL
-    return r.astype(str) if ids.size else np.zeros(0, dtype=str)
-
-
 def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3, k1: int = 3, k2: int = 3,
                    c2: float = 0.5, edge_cost: float = 0.5, hops: int = 3, max_hops: int = 4,
                    index: str = "auto") -> Subcomplex:
@@ -426,7 +418,7 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     nodes_all = np.union1d(chosen_nodes, cx.edges[edges_all].reshape(-1)).astype(np.int64)
     sub = Subcomplex(
         complex=cx, nodes=nodes_all, edges=edges_all, cells2=cells2,
-        node_roles=_roles(nodes_all, chosen_nodes, p0), edge_roles=_roles(edges_all, chosen_edges, p1),
+        node_roles=cell_roles(nodes_all, chosen_nodes, p0), edge_roles=cell_roles(edges_all, chosen_edges, p1),
         cell2_roles=np.full(cells2.size, TERMINAL).astype(str) if cells2.size else np.zeros(0, dtype=str),
         prizes=(p0, p1, p2), method="toporag-local",
         params=dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, max_hops=max_hops, index=index,

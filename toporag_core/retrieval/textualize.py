@@ -26,26 +26,8 @@ Text formats (:data:`TEXT_FORMATS`, a registry: name -> function giving the owne
   own, where a CSV row needs two joins on ``node_id`` (which a 135M model learns slowly). Plain-name
   nodes (ExplaGraphs, WebQSP) print as themselves, so there it is the triple list ``dog capable of bark``.
 
-* ``"keyed"`` (beyond the paper): ``compact`` with each relation line written key first, ``relation
-  object: subject`` (``behind oven [7]: picture [9]`` for "picture [9] behind oven [7]"). Why: a causal LM
-  reads a line left to right, so in ``picture [9] behind oven [7]`` the answer to "What is behind the
-  oven?" comes *before* the words that match the question, and the frozen context states at ``picture``
-  cannot know the line is relevant. The committed compact scene checkpoint (session 8) answers 22 of the 62
-  one-hop test questions ("What is behind the oven?"), although a line ``<gold> behind oven [i]`` is in the
-  context for 54 of them (34 of its 40 wrong answers). Keyed, the matching words come first and the answer
-  follows them, as in the question. Scenes list most relations in both directions, so every object of a
-  pair is a key once. **Measured (session 9), it does not help at small scale**: trained on 600 one-cell
-  questions for 2 epochs (k1 = 6, question first), keyed scores 0.335 on the 200 one-cell test questions
-  against 0.365 for compact with the same recipe (9 / 24 discordant in keyed's favour, p = 0.31; one-hop 0.145
-  vs 0.194). It stays an option, not a default.
-
-* ``"short-loops"`` (beyond the paper): ``compact`` with each 2-cell written as its nodes in walk order,
-  ``c15: cabinet [5] - plant [2] - man [8] - cabinet [5]`` (:func:`loop_text`), without the relations.
-  Why: a retrieved subcomplex is boundary-closed, so every relation of a loop's boundary is already a line
-  of the relations section; the walk repeats them. On the committed scene setting (test, 600 questions)
-  the walks are 173 of the 471 compact tokens (2.8 loops per question); as node lists they are 74, and
-  the whole context 371 tokens (0.79x; SmolLM2 tokens, session 10). Prefill time scales with it. Not
-  trained yet (session 10): its answers are unmeasured.
+Two more formats were measured and retired (``keyed``: relation lines key first; ``short-loops``:
+2-cells as node lists): docs/results/retired_experiments.md.
 
 Every format writes one line per cell and says which cell owns it (:func:`text_lines`: ``("n", node)``,
 ``("e", 1-cell)``, ``("f", 2-cell)`` or ``None`` for headers), so the token-budget cut
@@ -139,21 +121,11 @@ def _relation_rows(sub: Subcomplex) -> list[tuple[int, int, str, Owner]]:
     return rows
 
 
-def loop_text(sub_or_cx, f: int, local: dict[int, int] | None = None) -> str:
-    """One 2-cell as its boundary's nodes in walk order, closed, without relations:
-    ``cabinet [5] - plant [2] - man [8] - cabinet [5]`` (names by :func:`node_label`)."""
-    cx = getattr(sub_or_cx, "complex", sub_or_cx)
-    local = local or {}
-    names = [node_label(cx.graph.node_text[n], local.get(n)) for n in cx.cell2_nodes(f).tolist()]
-    return " - ".join(names + names[:1])
-
-
-def _cells2_lines(sub: Subcomplex, local: dict[int, int], include_cells2: bool,
-                  walk: Callable[..., str] = cycle_text) -> list[tuple[str, Owner | None]]:
+def _cells2_lines(sub: Subcomplex, local: dict[int, int], include_cells2: bool) -> list[tuple[str, Owner | None]]:
     if not (include_cells2 and sub.cells2.size):
         return []
     return [("", None), ("2-cells (closed loops)", None)] + \
-        [(f"c{f}: {walk(sub.complex, f, local)}", ("f", f)) for f in sub.cells2.tolist()]
+        [(f"c{f}: {cycle_text(sub.complex, f, local)}", ("f", f)) for f in sub.cells2.tolist()]
 
 
 def _csv_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
@@ -166,8 +138,7 @@ def _csv_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, 
     return lines + _cells2_lines(sub, local, include_cells2)
 
 
-def _compact_lines(sub: Subcomplex, include_cells2: bool = True, keyed: bool = False,
-                   walk: Callable[..., str] = cycle_text) -> list[tuple[str, Owner | None]]:
+def _compact_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
     g = sub.complex.graph
     local = {n: i for i, n in enumerate(sub.nodes.tolist())}
 
@@ -179,23 +150,12 @@ def _compact_lines(sub: Subcomplex, include_cells2: bool = True, keyed: bool = F
         d = node_details(g.node_text[n])
         lines.append((f"{name(n)}: {d}" if d else name(n), ("n", n)))
     lines += [("", None), ("relations", None)]
-    lines += [(f"{r} {name(b)}: {name(a)}" if keyed else f"{name(a)} {r} {name(b)}", o)
-              for a, b, r, o in _relation_rows(sub)]
-    return lines + _cells2_lines(sub, local, include_cells2, walk)
-
-
-def _short_loops_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
-    return _compact_lines(sub, include_cells2, walk=loop_text)
-
-
-def _keyed_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[str, Owner | None]]:
-    return _compact_lines(sub, include_cells2, keyed=True)
+    lines += [(f"{name(a)} {r} {name(b)}", o) for a, b, r, o in _relation_rows(sub)]
+    return lines + _cells2_lines(sub, local, include_cells2)
 
 
 TEXT_FORMATS: dict[str, Callable[..., list[tuple[str, Owner | None]]]] = {"csv": _csv_lines,
-                                                                          "compact": _compact_lines,
-                                                                          "keyed": _keyed_lines,
-                                                                          "short-loops": _short_loops_lines}
+                                                                          "compact": _compact_lines}
 DEFAULT_TEXT = "csv"
 
 

@@ -10,6 +10,9 @@ Graphs: every call first names the graph by its content hash (:func:`~.protocol.
 when the core answers ``404 unknown_graph`` (first use, or evicted from its cache) is the graph
 itself sent, and the call repeated. :attr:`CoreClient.graphs_sent` counts those uploads.
 
+An upload is an embedding job on the core (``202`` with a job id); :meth:`CoreClient.upload`
+polls ``GET /v1/jobs/{id}`` until it is done, so callers see the same summary as before.
+
 Failures never hang and always say what happened: :class:`CoreUnavailable` when the core cannot
 be reached (refused, DNS, connect timeout ``connect_timeout``) or does not answer within
 ``timeout`` seconds; :class:`CoreError` with the core's own ``code`` and message for an error
@@ -18,6 +21,7 @@ reply (bad request, overloaded, wrong token).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -95,12 +99,35 @@ class CoreClient:
     def info(self) -> dict[str, Any]:
         return self.request("GET", "/v1/info")
 
-    def upload(self, graph: TextualGraph, tree: str = "bfs", seed: int = 0) -> dict[str, Any]:
-        """Send a graph (lift + embed on the core); returns the lift summary with ``graph_id``."""
+    def upload(self, graph: TextualGraph, tree: str = "bfs", seed: int = 0, on_progress=None) -> dict[str, Any]:
+        """Send a graph (lift + embed on the core) and wait for its embedding job (at most ``timeout``
+        seconds; ``on_progress(job)`` after each poll); returns the lift summary with ``graph_id``."""
         out = self.request("POST", "/v1/graphs", {"graph": graph_to_json(graph), "tree": tree, "seed": seed})
         with self.lock:
             self.graphs_sent += 1
-        return out
+        return self.wait_job(out, on_progress) if "job_id" in out else out
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """An embedding job's status (``status``, ``progress``, ``summary`` or ``error``)."""
+        return self.request("GET", f"/v1/jobs/{job_id}")
+
+    def wait_job(self, job: dict[str, Any], on_progress=None) -> dict[str, Any]:
+        """Poll an embedding job until it is done (its summary) or failed (:class:`CoreError`)."""
+        deadline, pause = time.monotonic() + self.timeout, 0.02
+        while job["status"] not in ("done", "failed"):
+            if time.monotonic() > deadline:
+                raise CoreUnavailable(f"the core at {self.url} did not embed the graph within {self.timeout:g} s "
+                                      f"(job {job['job_id']})", code="timeout", url=self.url)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.5)
+            job = self.job(job["job_id"])
+            if on_progress is not None:
+                on_progress(job)
+        if job["status"] == "failed":
+            err = job.get("error") or {}
+            raise CoreError(f"the core at {self.url} could not embed the graph: {err.get('message', 'failed')}",
+                            422 if err.get("code") == "invalid_value" else 500, err.get("code", "error"), self.url)
+        return {**job["summary"], "job_id": job["job_id"]}
 
     def has_graph(self, graph: TextualGraph | str, tree: str = "bfs", seed: int = 0) -> bool:
         gid = graph if isinstance(graph, str) else graph_id(graph)

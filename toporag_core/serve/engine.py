@@ -1,6 +1,8 @@
 """The core behind the service: one pipeline, a bounded cache of embedded graphs, batched answers.
 
-* **Graphs** are lifted and embedded once (:meth:`CoreEngine.add_graph`) and kept in an LRU
+* **Graphs** are lifted and embedded once, as an embedding job off the request path
+  (:meth:`CoreEngine.start_upload`, :mod:`.jobs`; an inline graph waits for its job,
+  :meth:`CoreEngine.add_graph`), and kept in an LRU
   cache keyed by ``(graph_id, tree, seed)`` (:class:`GraphCache`, at most ``max_graphs``
   entries and ``max_cached_nodes`` nodes in all); later requests name the graph by its
   content hash (:func:`~.protocol.graph_id`).
@@ -21,6 +23,7 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -29,12 +32,15 @@ from collections import OrderedDict
 from typing import Any
 
 
+from ..io.validate import LIFTINGS, check_lifting, check_seed
 from ..pipeline import DecodeJob, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
+from .jobs import EmbedJob, EmbedJobs
 from .protocol import RequestError, subcomplex_to_json
 
-TREES = ("bfs", "dfs", "random")
+TREES = LIFTINGS  # the CLI's liftings: bfs, dfs, random spanning trees and rings
+log = logging.getLogger("toporag.serve")
 
 
 class GraphCache:
@@ -83,17 +89,21 @@ class CoreEngine:
     """A loaded pipeline served to many threads (see the module docstring)."""
 
     def __init__(self, pipe: TopoRAGPipeline, batch: BatchConfig | None = None, max_graphs: int = 64,
-                 max_cached_nodes: int = 500_000, name: str | None = None) -> None:
+                 max_cached_nodes: int = 500_000, name: str | None = None, upload_chunk: int = 256,
+                 embed_workers: int = 1, max_pending_uploads: int = 16) -> None:
         self.pipe = pipe
         self.cache = GraphCache(max_graphs, max_cached_nodes)
         self.batch_config = batch or BatchConfig()
         self.batcher = DynamicBatcher(self.run_batch, self.batch_config)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.started = time.time()
-        self.embed_lock = threading.Lock()
+        self.upload_chunk = int(upload_chunk)
+        self.jobs = EmbedJobs(self.run_job, workers=embed_workers, max_pending=max_pending_uploads,
+                              on_error=self.job_error)
 
     def close(self) -> None:
         self.batcher.close()
+        self.jobs.close()
 
     # -- description ---------------------------------------------------------------------
     def core_tag(self) -> dict[str, str]:
@@ -114,27 +124,64 @@ class CoreEngine:
                                             "min": p.min, "max": p.max} for p in m.params]}
                             for n, m in METHODS.items()},
                 "batching": {**self.batch_config.__dict__, **self.batcher.stats},
-                "cache": self.cache.stats(), "uptime_s": round(time.time() - self.started, 1)}
+                "cache": self.cache.stats(), "uploads": self.jobs.stats(),
+                "uptime_s": round(time.time() - self.started, 1)}
 
     # -- graphs ---------------------------------------------------------------------------
-    def add_graph(self, gid: str, graph, tree: str = "bfs", seed: int = 0) -> tuple[EmbeddedComplex, bool]:
-        """``(embedded complex, was it cached already)``; lifts and embeds a new graph once."""
-        if tree not in TREES:
-            raise RequestError(f"tree must be one of {TREES}, got {tree!r}", 422, "invalid_value")
-        key = (gid, tree, int(seed))
-        ecx = self.cache.get(key)
-        if ecx is not None:
-            return ecx, True
-        with self.embed_lock:  # one graph embedded at a time: two uploads of one graph embed it once
-            ecx = self.cache.get(key)
-            if ecx is not None:
-                return ecx, True
-            ecx = EmbeddedComplex.from_graph(graph, self.pipe.encoder, tree=tree, seed=int(seed))
-            self.cache.put(key, ecx)
-        return ecx, False
+    def start_upload(self, gid: str, graph, tree: str = "bfs", seed: int = 0) -> tuple[EmbedJob | None, bool]:
+        """``(job, cached)``: ``(None, True)`` when the graph is cached already, else the embedding
+        job (new, or the one under way for the same graph) that lifts and embeds it off the request."""
+        key = (gid, check_lifting(tree), check_seed(seed))
+        if key in self.cache:
+            return None, True
+        job, _ = self.jobs.submit(key, graph)
+        return job, False
+
+    def add_graph(self, gid: str, graph, tree: str = "bfs", seed: int = 0,
+                  timeout: float | None = None) -> tuple[EmbeddedComplex, bool]:
+        """``(embedded complex, was it cached already)``: a graph sent inline with a question, embedded
+        by its job (shared with a concurrent upload of the same graph) and waited for."""
+        job, cached = self.start_upload(gid, graph, tree, seed)
+        if job is not None:
+            job.future.result(timeout=timeout)
+        ecx = self.cache.get((gid, tree, int(seed)))
+        if ecx is None:  # evicted at once by a flood of uploads: embed it again, here
+            ecx = self.embed(gid, graph, tree, seed)
+        return ecx, cached
+
+    def embed(self, gid: str, graph, tree: str, seed: int, progress=None) -> EmbeddedComplex:
+        """Lift and embed ``graph``, the distinct texts first through the encoder's own chunked
+        :meth:`~toporag_core.embed.CachedEncoder.prefetch` (the encoder is free between chunks, so a
+        question waits at most one chunk), and cache the result."""
+        from ..embed import embed_complex
+        from ..lift import lift
+
+        cx = lift(graph, tree=tree, seed=int(seed))
+        enc = self.pipe.encoder
+        texts = list(dict.fromkeys([*graph.node_text, *graph.edge_text]))
+        if hasattr(enc, "prefetch"):
+            enc.prefetch(texts, on_progress=progress, chunk_size=self.upload_chunk)
+        ecx = EmbeddedComplex(cx, embed_complex(cx, enc), enc)
+        if progress is not None:
+            progress(len(texts), len(texts), 0.0)
+        self.cache.put((gid, tree, int(seed)), ecx)
+        return ecx
+
+    def run_job(self, job: EmbedJob, graph) -> dict[str, Any]:
+        gid, tree, seed = job.key
+        return self.summary(gid, self.embed(gid, graph, tree, seed, progress=job.progress), False)
+
+    @staticmethod
+    def job_error(job: EmbedJob, exc: BaseException) -> dict[str, Any]:
+        """What a failed job reports: the message of a bad input (a lifting refused: too dense for
+        rings), a generic message with the job id otherwise (the traceback goes to the log)."""
+        if isinstance(exc, ValueError):
+            return {"code": "invalid_value", "message": str(exc)}
+        log.error("embedding job %s failed", job.job_id, exc_info=exc)
+        return {"code": "internal", "message": f"embedding failed (job {job.job_id}; see the core's log)"}
 
     def graph(self, gid: str, tree: str = "bfs", seed: int = 0) -> EmbeddedComplex:
-        ecx = self.cache.get((gid, tree, int(seed)))
+        ecx = self.cache.get((gid, check_lifting(tree), check_seed(seed)))
         if ecx is None:
             raise RequestError(f"unknown graph {gid} (tree {tree}, seed {seed}): send the graph itself once",
                                404, "unknown_graph")

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..complex import CellComplex
 from ..graph import TextualGraph
+from ..io.validate import InputError, check_int, check_text
 from ..retrieval import Subcomplex
 
 
@@ -74,46 +75,44 @@ def graph_id(graph: TextualGraph | dict[str, Any]) -> str:
 
 
 def graph_from_json(d: Any, limits: Limits) -> TextualGraph:
-    """A :class:`TextualGraph` from its JSON form, within ``limits``; :class:`RequestError` naming the
-    field (``graph.nodes[3]``, ``graph.edges[7][1]``) otherwise."""
+    """A :class:`TextualGraph` from its JSON form, within ``limits``, by the rules of
+    :mod:`toporag_core.io.validate` (texts non-empty valid Unicode, node indices whole numbers in
+    range); :class:`~toporag_core.io.validate.InputError` naming the field (``graph.nodes[3]``,
+    ``graph.edges[7][1]``) otherwise."""
     if not isinstance(d, dict):
-        raise RequestError("graph must be an object {nodes, edges, name}", 422, "invalid_graph")
-    nodes, edges = d.get("nodes"), d.get("edges", [])
-    if not isinstance(nodes, list) or not isinstance(edges, list):
-        raise RequestError("graph.nodes and graph.edges must be lists", 422, "invalid_graph")
+        raise InputError("graph", "must be an object {nodes, edges, name}")
+    for key in ("nodes", "edges"):
+        if not isinstance(d.get(key), list):
+            raise InputError(f"graph.{key}", "required: a list" + (" ([] for none)" if key == "edges" else ""))
+    nodes, edges = d["nodes"], d["edges"]
+    if not nodes:
+        raise InputError("graph.nodes", "a graph needs at least one node")
     if len(nodes) > limits.max_nodes:
-        raise RequestError(f"graph.nodes: {len(nodes)} nodes, the limit is {limits.max_nodes}", 413, "too_large")
+        raise InputError("graph.nodes", f"{len(nodes)} nodes, the limit is {limits.max_nodes}", 413)
     if len(edges) > limits.max_edges:
-        raise RequestError(f"graph.edges: {len(edges)} edges, the limit is {limits.max_edges}", 413, "too_large")
+        raise InputError("graph.edges", f"{len(edges)} edges, the limit is {limits.max_edges}", 413)
     for i, t in enumerate(nodes):
-        if not isinstance(t, str):
-            raise RequestError(f"graph.nodes[{i}]: expected a string, got {type(t).__name__}", 422, "invalid_graph")
-        if len(t) > limits.max_text_chars:
-            raise RequestError(f"graph.nodes[{i}]: {len(t)} characters, the limit is {limits.max_text_chars}",
-                               413, "too_large")
-    src, dst, rel = [], [], []
-    n = len(nodes)
-    for i, e in enumerate(edges):
-        if not (isinstance(e, list) and len(e) == 3):
-            raise RequestError(f"graph.edges[{i}]: expected [src, dst, relation]", 422, "invalid_graph")
-        a, b, r = e
-        for j, v in ((0, a), (1, b)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
-                raise RequestError(f"graph.edges[{i}][{j}]: expected a node index in 0..{n - 1}, got {v!r}",
-                                   422, "invalid_graph")
-        if not isinstance(r, str):
-            raise RequestError(f"graph.edges[{i}][2]: expected a string, got {type(r).__name__}", 422, "invalid_graph")
-        if len(r) > limits.max_text_chars:
-            raise RequestError(f"graph.edges[{i}][2]: {len(r)} characters, the limit is {limits.max_text_chars}",
-                               413, "too_large")
-        src.append(a)
-        dst.append(b)
-        rel.append(r)
+        check_text(t, f"graph.nodes[{i}]", limits.max_text_chars)
+    src, dst, rel = edge_columns(edges, len(nodes), limits)
     name = d.get("name") or ""
     if not isinstance(name, str) or len(name) > limits.max_text_chars:
-        raise RequestError("graph.name must be a string within the text limit", 422, "invalid_graph")
+        raise InputError("graph.name", "must be a string within the text limit")
+    if name.strip():
+        check_text(name, "graph.name")
     return TextualGraph(node_text=nodes, edge_index=np.array([src, dst], np.int64).reshape(2, -1), edge_text=rel,
                         name=name)
+
+
+def edge_columns(edges: list, n: int, limits: Limits) -> tuple[list[int], list[int], list[str]]:
+    """``(src, dst, relation)`` of the JSON edge list ``[[src, dst, relation], ...]`` over ``n`` nodes."""
+    src, dst, rel = [], [], []
+    for i, e in enumerate(edges):
+        if not (isinstance(e, list) and len(e) == 3):
+            raise InputError(f"graph.edges[{i}]", "expected [src, dst, relation]")
+        src.append(check_int(e[0], f"graph.edges[{i}][0]", 0, n - 1))
+        dst.append(check_int(e[1], f"graph.edges[{i}][1]", 0, n - 1))
+        rel.append(check_text(e[2], f"graph.edges[{i}][2]", limits.max_text_chars))
+    return src, dst, rel
 
 
 # ----------------------------------------------------------------------------- subcomplexes

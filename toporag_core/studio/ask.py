@@ -13,7 +13,11 @@
   pipeline's label likelihoods for a closed answer set, when it returns them).
 * Checkpoint vs graph: :func:`checkpoint_task` (the ``dataset`` a checkpoint was trained on,
   read from its ``config.json`` without loading it), :func:`task_warning`,
-  :func:`default_checkpoint` (the option trained on the graph's task).
+  :func:`default_checkpoint` (the option trained on the graph's task); which model answers a
+  question is :func:`~toporag_core.studio.route.route`'s decision (re-exported here), and
+  :func:`check_question_kind` refuses a label-set checkpoint a question of another kind.
+* What the page says about an answer: :func:`gold_note` (no gold answer, and why),
+  :func:`occurrence_note` (open answers only), :func:`evidence_heading` (evidence is not checked).
 * Context budget: the pipeline fits every context to the model's input limit by prize
   (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
   cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
@@ -22,7 +26,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,15 +34,16 @@ from typing import Any, Sequence
 import pandas as pd
 import streamlit as st
 
-from ..pipeline import REPO_ROOT, TopoRAGPipeline
+from ..pipeline import TopoRAGPipeline
 from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
+from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, checkpoint_info, graph_task,  # noqa: F401
+                    label_question, own_question, route)
 
-CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
 COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
-NO_CHECKPOINT = "none"
+NO_CHECKPOINT = ZERO_SHOT
 PACKAGED_LLM = DEFAULT_LLM
 TIMING_STAGES = ("retrieve", "encode", "generate", "total")
 
@@ -115,6 +119,12 @@ class Answer:
     timings: dict[str, float]
     label_probs: dict[str, float] | None = field(default=None)
     evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
+    choices: tuple[str, ...] | None = None  # the closed answer set it was scored over (None: open answer)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the answer was picked from a closed label set (yes / no, support / counter)."""
+        return bool(self.choices) or bool(self.label_probs)
 
 
 def cited_nodes(a: Answer) -> dict[int, str]:
@@ -162,6 +172,7 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
     if not isinstance(question, str) or not question.strip():
         raise ValueError("type a question first")
     check_compatible(pipe, ecx)
+    check_question_kind(pipe, ecx.complex.graph, question)
     choices = answer_choices(pipe, ecx.complex.graph, question)
     out = {}
     for s in settings:
@@ -170,8 +181,18 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
         r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
-                               evidence=r.get("evidence"))
+                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None)
     return out
+
+
+def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
+    """``ValueError`` when a label-set checkpoint (``answer_set``, e.g. support / counter) is asked a
+    question of another kind: it would answer it with one of its labels whatever was asked
+    (:func:`~toporag_core.studio.route.route` picks another model for such a question)."""
+    labels = tuple(pipe.model.config.answer_set or ())
+    if labels and not label_question(graph, question, labels):
+        raise ValueError(f"this checkpoint answers only {' / '.join(labels)} and this question asks for neither: "
+                         "ask it with another model")
 
 
 # ----------------------------------------------------------------------------- judging an answer
@@ -201,6 +222,36 @@ def judge(task: str | None, answer: str, gold: Any) -> bool:
     return any(normalize(g) and normalize(g) in normalize(answer) for g in golds)
 
 
+def gold_note(graph, question: str) -> str:
+    """What the page says when :func:`gold_for` has no gold answer: the example's own question may
+    come without one (a built-in sample), any other question never has one."""
+    if own_question(graph, question):
+        return "No gold answer: this example's question comes without one, so the answer is not judged."
+    return "No gold answer for this question (it is not the example's own question)."
+
+
+def occurrence_note(a: Answer) -> str | None:
+    """Whether the answer text occurs in the retrieved context, for an open answer only: a label
+    (yes / no, support / counter) is picked from a fixed set, so its absence from the context says
+    nothing. ``None`` when there is nothing to say."""
+    if a.closed or not a.answer.strip():
+        return None
+    return ("The answer text **occurs** in the retrieved context." if answer_in_context(a.answer, a.context)
+            else "The answer text does **not** occur in the retrieved context.")
+
+
+def evidence_heading(a: Answer, is_citation: bool) -> str:
+    """The heading over what the model wrote before its answer. Nothing checks that an evidence
+    sentence is true or that it supports the answer (a wrong "no" came with false evidence at 0.996),
+    so the heading says so; cited context lines are checked against the context below them."""
+    if is_citation:
+        return ("**Context lines the model cited before its answer** (cited nodes are highlighted in the picture; "
+                "the line below says how many are really in the context)")
+    then = f"then picked **{a.answer}**" if a.answer.strip() else "then answered"
+    return (f"**Evidence the model wrote first**: the model's cited evidence (not checked): it {then} after it; "
+            "the sentence may be false and is no proof of the answer")
+
+
 def answer_in_context(answer: str, context: str) -> bool:
     """Whether the (normalised) answer text occurs in the (normalised) context as whole words."""
     a, c = normalize(answer), normalize(context)
@@ -221,14 +272,7 @@ def label_probs_frame(probs: dict[str, float]) -> pd.DataFrame:
 def checkpoint_task(checkpoint: str) -> str | None:
     """The ``dataset`` a checkpoint folder was trained on (``config.json``), ``None`` for the frozen
     LLM or an unreadable folder."""
-    if checkpoint == NO_CHECKPOINT:
-        return None
-    try:
-        meta = json.loads((Path(checkpoint).expanduser() / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    ds = meta.get("dataset") if isinstance(meta, dict) else None
-    return str(ds) if ds else None
+    return checkpoint_info(checkpoint).dataset
 
 
 def default_checkpoint(options: dict[str, str], graph) -> str:
@@ -237,7 +281,7 @@ def default_checkpoint(options: dict[str, str], graph) -> str:
     env = os.environ.get("TOPORAG_CHECKPOINT", "").strip()
     if env and env in options:
         return env
-    task = task_of_graph(graph)
+    task = graph_task(graph)
     for value in options:
         if task is not None and checkpoint_task(value) == task:
             return value

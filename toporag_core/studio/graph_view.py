@@ -10,14 +10,19 @@ What it draws:
   boundary closure; retrieved 2-cells filled, candidate 2-cells that were not chosen shaded.
 
 Labels: the nodes that matter (retrieval terminals and every retrieved node, the picked
-2-cells' boundaries, marked nodes) are labelled on *every* graph size by a painter that
-draws after vis-network at a constant on-screen size (vis hides its own labels once a big
-view is zoomed out to fit). On small views (at most :data:`PAINT_ALL_NODES` nodes) every
-node is painted the same way. Labels are never cut with "..." (long texts wrap onto lines;
-only a text longer than :data:`LABEL_LINES` lines ends in an ellipsis), and they never overlap:
-each label tries below / above / right / left of its node and takes the first free place;
-a label of a node that matters that finds none is drawn where it overlaps least, any
-other label is left to its tooltip. The painter publishes what it drew as
+2-cells' boundaries, marked nodes) are labelled on *every* graph size; on small views (at most
+:data:`PAINT_ALL_NODES` nodes) every node is, and every 1-cell too. Labels are never cut with "..."
+(long texts wrap onto lines; only a text longer than :data:`LABEL_LINES` lines ends in an ellipsis).
+They are placed here, not in the browser (:func:`layout_labels`): greedily, in priority order, each
+node label takes the first place around its node (below, above, right, left, diagonals, then rings
+farther out) that meets no label placed before it, so node labels never overlap; a label of a node
+that matters always gets a place (with a leader line when it is away from its node), any other label
+that finds none is left to its tooltip. Edge labels are placed after all node labels and skipped
+where they would cover one (or a node, or another edge label). Sizes are in canvas units, chosen so
+that, with the view fitted to its panel, node labels are :data:`LABEL_PX` and edge labels
+:data:`EDGE_LABEL_PX` on screen; since labels scale with the zoom like everything else, they never
+overlap at any zoom. The page fits the view box (nodes and labels plus a margin), not the nodes
+alone, so no label is cut at the panel's edge. The painter publishes what it drew as
 ``window.TOPORAG_DRAWN`` (text and box), which the browser test checks.
 
 The view's height is ``height_px``; :attr:`GraphView.frame_height` is the iframe height
@@ -147,6 +152,9 @@ class GraphView:
     height_px: int = 560
     labelled: list[int] = field(default_factory=list)  # nodes whose label is always painted
     cell_colours: dict[int, str] = field(default_factory=dict)  # filled 2-cell -> its stroke colour
+    label_layout: "LabelLayout | None" = field(default=None, repr=False)  # where the painter draws labels
+    label_nodes: list[int] = field(default_factory=list)  # nodes in label_layout.node_boxes' order
+    label_edges: list[int] = field(default_factory=list)  # 1-cells in label_layout.edge_boxes' order
 
     @property
     def frame_height(self) -> int:
@@ -179,6 +187,166 @@ def wrap_label(text: str, width: int = LABEL_CHARS, lines: int = LABEL_LINES) ->
         out = out[:lines]
         out[-1] = out[-1][: width - 1] + "\u2026"
     return out
+
+
+# ------------------------------------------------------------------------------------------ label placement
+LABEL_PX = 12.0        # node-label font size on screen when the view is fitted to its panel
+EDGE_LABEL_PX = 10.0   # edge-label font size on screen, likewise
+LABEL_LINE = 1.25      # line height / font size
+LABEL_PAD_PX = 2.0     # padding around a label's text
+VIEW_MARGIN_PX = 6.0   # free border between the labelled view and the panel's edge
+_RINGS_OPTIONAL, _RINGS_ALWAYS = 2, 8  # rings of candidate places tried for a label
+# em widths of Arial (a little generous: the painter shrinks a text that is wider than its box, never the box)
+_NARROW, _WIDE = set("fijlrtI.,;:!|'\" ()[]"), set("mwMW@%")
+
+
+def text_width(line: str, font_px: float) -> float:
+    """Estimated width of ``line`` in Arial at ``font_px``."""
+    em = sum(0.34 if c in _NARROW else 0.86 if c in _WIDE else 0.7 if c.isupper() else 0.56 for c in line)
+    return em * font_px
+
+
+def _collides(cands: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """``(k,)`` bool: which of the ``(k, 4)`` candidate boxes intersect any of the ``(m, 4)`` boxes."""
+    if boxes.size == 0:
+        return np.zeros(len(cands), dtype=bool)
+    w = np.minimum(cands[:, None, 2], boxes[None, :, 2]) - np.maximum(cands[:, None, 0], boxes[None, :, 0])
+    h = np.minimum(cands[:, None, 3], boxes[None, :, 3]) - np.maximum(cands[:, None, 1], boxes[None, :, 1])
+    return ((w > 0) & (h > 0)).any(1)
+
+
+def _ring_candidates(x: float, y: float, r: float, w: float, h: float, rings: int) -> np.ndarray:
+    """``(8 * rings, 4)`` boxes of a ``w`` x ``h`` label around a node at ``(x, y)`` of radius ``r``:
+    below, above, right, left, then the four diagonals, on rings ever farther out."""
+    d = r + np.arange(rings)[:, None] * h  # (rings, 1)
+    q = d * 0.71
+    left = np.concatenate([np.full_like(d, x - w / 2), np.full_like(d, x - w / 2), x + d, x - d - w,
+                           x + q, x - q - w, x + q, x - q - w], 1)
+    top = np.concatenate([y + d, y - d - h, np.full_like(d, y - h / 2), np.full_like(d, y - h / 2),
+                          y + q, y + q, y - q - h, y - q - h], 1)
+    left, top = left.reshape(-1), top.reshape(-1)
+    return np.stack([left, top, left + w, top + h], 1)
+
+
+def place_node_labels(xy: np.ndarray, radii: np.ndarray, sizes: np.ndarray, always: np.ndarray) -> np.ndarray:
+    """Greedy, in the given order: each label takes the first candidate place (:func:`_ring_candidates`)
+    that intersects no label placed before it.
+
+    ``xy`` ``(k, 2)`` node centres, ``radii`` ``(k,)``, ``sizes`` ``(k, 2)`` label width and height (all in
+    the same units). A label in ``always`` that finds no free place on its rings goes just below every
+    label placed so far (always free; the painter draws a leader line to it); any other label that
+    finds none is not placed. Returns ``(k, 4)`` boxes ``x0, y0, x1, y1``, NaN where not placed; no two
+    placed boxes intersect.
+    """
+    k = len(xy)
+    out = np.full((k, 4), np.nan)
+    placed = np.zeros((0, 4))
+    for i in range(k):
+        (x, y), (w, h) = xy[i], sizes[i]
+        cands = _ring_candidates(x, y, radii[i], w, h, _RINGS_ALWAYS if always[i] else _RINGS_OPTIONAL)
+        free = np.flatnonzero(~_collides(cands, placed))
+        if free.size:
+            box = cands[free[0]]
+        elif always[i]:
+            top = max(placed[:, 3].max(), y + radii[i])
+            box = np.array([x - w / 2, top, x + w / 2, top + h])
+        else:
+            continue
+        out[i] = box
+        placed = np.vstack([placed, box])
+    return out
+
+
+def place_edge_labels(ends: np.ndarray, sizes: np.ndarray, obstacles: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Edge labels after the node labels: each goes at its edge's middle, else a third of the way from
+    either end, where it intersects no obstacle (node-label boxes, node discs) and no edge label placed
+    before it, and lies inside ``bounds`` ``(x0, y0, x1, y1)``; else it is not placed.
+
+    ``ends`` ``(k, 2, 2)`` edge end points, ``sizes`` ``(k, 2)``. Returns ``(k, 4)`` boxes, NaN where not placed.
+    """
+    k = len(ends)
+    out = np.full((k, 4), np.nan)
+    taken = obstacles.reshape(-1, 4)
+    t = np.array([0.5, 0.33, 0.67])[:, None]
+    for i in range(k):
+        c = ends[i, 0] + t * (ends[i, 1] - ends[i, 0])  # (3, 2) candidate centres
+        w, h = sizes[i]
+        cands = np.concatenate([c - [w / 2, h / 2], c + [w / 2, h / 2]], 1)
+        inside = (cands[:, 0] >= bounds[0]) & (cands[:, 1] >= bounds[1]) & (cands[:, 2] <= bounds[2]) & \
+            (cands[:, 3] <= bounds[3])
+        free = np.flatnonzero(inside & ~_collides(cands, taken))
+        if free.size:
+            out[i] = cands[free[0]]
+            taken = np.vstack([taken, out[i]])
+    return out
+
+
+@dataclass
+class LabelLayout:
+    """Where the painter draws each label, in canvas units, for a view fitted to a panel of ``panel``
+    pixels (width, height): ``scale`` canvas units -> pixels; ``view_box`` is what the view is fitted to
+    (nodes and labels, plus a margin), so nothing is cut at the panel's edge."""
+
+    node_boxes: np.ndarray   # (k, 4), NaN where a label found no place
+    node_font: float         # canvas units
+    edge_boxes: np.ndarray   # (m, 4), NaN where not placed
+    edge_font: float
+    view_box: np.ndarray     # (4,)
+    scale: float
+    panel: tuple[float, float]
+
+    def font_px(self, font: float) -> float:
+        """On-screen size of a font of ``font`` canvas units once the view box is fitted to the panel."""
+        bw, bh = self.view_box[2] - self.view_box[0], self.view_box[3] - self.view_box[1]
+        return font * min(self.panel[0] / bw, self.panel[1] / bh)
+
+
+def _label_sizes(lines: list[list[str]], font: float, pad: float) -> np.ndarray:
+    return np.array([[max(text_width(t, font) for t in ls) + 2 * pad, len(ls) * font * LABEL_LINE + pad]
+                     for ls in lines]).reshape(-1, 2)
+
+
+def _union(*boxes: np.ndarray) -> np.ndarray:
+    b = np.concatenate([x.reshape(-1, 4) for x in boxes])
+    b = b[~np.isnan(b).any(1)]
+    return np.array([b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()])
+
+
+def layout_labels(node_xy: np.ndarray, node_r: np.ndarray, labelled: np.ndarray, node_lines: list[list[str]],
+                  always: np.ndarray, edge_ends: np.ndarray, edge_texts: list[str],
+                  panel: tuple[float, float]) -> LabelLayout:
+    """Node labels (:func:`place_node_labels`), then edge labels (:func:`place_edge_labels`), sized so
+    that, once the view box (nodes + node labels + margin) is fitted to ``panel``, node labels are
+    :data:`LABEL_PX` and edge labels :data:`EDGE_LABEL_PX` on screen.
+
+    ``node_xy`` ``(n, 2)`` and ``node_r`` ``(n,)``: every node in view; ``labelled``: the indices (into
+    those) of the nodes to label, in placement order, with their ``node_lines`` and ``always`` flags.
+
+    Labels have a constant size in canvas units, so they never overlap at any zoom. Their size
+    depends on the scale, and the scale on how far they stick out: a few rounds of place / refit.
+    """
+    w_px, h_px = panel
+    discs = np.concatenate([node_xy - node_r[:, None], node_xy + node_r[:, None]], 1).reshape(-1, 4)
+    extent = np.maximum(_union(discs)[2:] - _union(discs)[:2], 1.0) if len(node_xy) else np.ones(2)
+    labelled = np.asarray(labelled, dtype=np.int64)
+    xy, radii = node_xy[labelled].reshape(-1, 2), node_r[labelled]
+    scale = min((w_px - 2 * VIEW_MARGIN_PX) / extent[0], (h_px - 2 * VIEW_MARGIN_PX) / extent[1])
+    for _ in range(6):
+        font, pad = LABEL_PX / scale, LABEL_PAD_PX / scale
+        boxes = place_node_labels(xy, radii + pad, _label_sizes(node_lines, font, pad), always)
+        box = _union(discs, boxes) if len(node_xy) else np.zeros(4)
+        span = np.maximum(box[2:] - box[:2], 1e-9)
+        fit = min((w_px - 2 * VIEW_MARGIN_PX) / span[0], (h_px - 2 * VIEW_MARGIN_PX) / span[1])
+        if fit >= 0.98 * scale:
+            break
+        scale = fit
+    margin = VIEW_MARGIN_PX / scale
+    view = box + np.array([-margin, -margin, margin, margin])
+    efont, epad = EDGE_LABEL_PX / scale, 1.0 / scale
+    esizes = np.array([[text_width(t, efont) + 2 * epad, efont * LABEL_LINE] for t in edge_texts]).reshape(-1, 2)
+    ebox = place_edge_labels(edge_ends.reshape(-1, 2, 2), esizes, np.concatenate([boxes, discs]), box)
+    return LabelLayout(node_boxes=boxes, node_font=font, edge_boxes=ebox, edge_font=efont, view_box=view,
+                       scale=scale, panel=(float(w_px), float(h_px)))
 
 
 def _script_json(obj) -> str:
@@ -225,51 +393,65 @@ def _edge_title(cx: CellComplex, e: int, extra: str) -> str:
 _HEAD_SCRIPT = """<script type="text/javascript">
 var TOPORAG_CELLS = %s;
 var TOPORAG_LABELS = %s;
+var TOPORAG_EDGE_LABELS = %s;
+var TOPORAG_VIEW = %s;
 window.TOPORAG_DRAWN = [];
-function toporagOverlap(a, b) {
-  var w = Math.min(a[2], b[2]) - Math.max(a[0], b[0]), h = Math.min(a[3], b[3]) - Math.max(a[1], b[1]);
-  return (w > 0 && h > 0) ? w * h : 0;
+window.TOPORAG_DRAWN_EDGES = [];
+function toporagFit(network) {
+  // Fit the view box (nodes and their labels, with a margin) rather than the nodes alone, so no label
+  // is cut at the panel's edge.
+  var el = document.getElementById("mynetwork"), v = TOPORAG_VIEW;
+  var w = el ? el.clientWidth : 0, h = el ? el.clientHeight : 0;
+  if (!v || !w || !h) { network.fit(); return; }
+  network.moveTo({position: {x: (v[0] + v[2]) / 2, y: (v[1] + v[3]) / 2},
+                  scale: Math.min(w / (v[2] - v[0]), h / (v[3] - v[1])), animation: false});
+}
+function toporagText(network, ctx, lines, box, fs, colour) {
+  // The lines centred in their box (canvas units, placed by the server so that no two boxes meet);
+  // a text measured wider than its box is drawn smaller, never past the box. Returns the DOM box.
+  var w = 0, f = fs;
+  ctx.font = f + "px Arial, sans-serif";
+  lines.forEach(function (t) { w = Math.max(w, ctx.measureText(t).width); });
+  var room = (box[2] - box[0]) * 0.96;
+  if (w > room) { f = fs * room / w; ctx.font = f + "px Arial, sans-serif"; }
+  var lh = f * 1.25, top = (box[1] + box[3]) / 2 - lines.length * lh / 2, x = (box[0] + box[2]) / 2;
+  ctx.lineWidth = f * 0.25;
+  ctx.strokeStyle = "rgba(255,255,255,0.92)";
+  ctx.fillStyle = colour;
+  lines.forEach(function (t, j) {
+    var y = top + j * lh + (lh - f) / 2;
+    ctx.strokeText(t, x, y);
+    ctx.fillText(t, x, y);
+  });
+  var tl = network.canvasToDOM({x: box[0], y: box[1]}), br = network.canvasToDOM({x: box[2], y: box[3]});
+  return [tl.x, tl.y, br.x, br.y];
 }
 function toporagLabels(network, ctx) {
-  // Constant on-screen size: canvas units = pixels / scale.
-  var scale = network.getScale(), fs = 12 / scale, lh = fs * 1.25, pad = 2 / scale;
   var pos = network.getPositions(TOPORAG_LABELS.map(function (l) { return l.id; }));
-  var placed = [], drawn = [];
+  var drawn = [], edges = [];
   ctx.save();
-  ctx.font = fs + "px Arial, sans-serif";
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
+  TOPORAG_EDGE_LABELS.forEach(function (lab) {
+    edges.push({id: lab.id, text: lab.text, box: toporagText(network, ctx, [lab.text], lab.box, lab.fs, "#444444")});
+  });
   TOPORAG_LABELS.forEach(function (lab) {
-    var p = pos[lab.id];
+    var p = pos[lab.id], b = lab.box;
     if (!p) { return; }
-    var w = 0;
-    lab.lines.forEach(function (t) { w = Math.max(w, ctx.measureText(t).width); });
-    w += 2 * pad;
-    var h = lab.lines.length * lh + pad, r = lab.r + pad;
-    var tops = [[p.x - w / 2, p.y + r], [p.x - w / 2, p.y - r - h], [p.x + r, p.y - h / 2], [p.x - r - w, p.y - h / 2],
-                [p.x - w / 2, p.y + r + h], [p.x - w / 2, p.y - r - 2 * h]];
-    var best = null, bestCost = Infinity;
-    for (var i = 0; i < tops.length; i++) {
-      var box = [tops[i][0], tops[i][1], tops[i][0] + w, tops[i][1] + h], cost = 0;
-      placed.forEach(function (q) { cost += toporagOverlap(box, q); });
-      if (cost < bestCost) { best = box; bestCost = cost; }
-      if (cost === 0) { break; }
+    if (lab.lead) {  // a label moved away from its node: a thin line leads to it
+      ctx.beginPath();
+      ctx.moveTo(p.x, p.y);
+      ctx.lineTo(Math.min(Math.max(p.x, b[0]), b[2]), Math.min(Math.max(p.y, b[1]), b[3]));
+      ctx.lineWidth = lab.fs * 0.08;
+      ctx.strokeStyle = "rgba(90,90,90,0.7)";
+      ctx.stroke();
     }
-    if (bestCost > 0 && !lab.always) { return; }
-    placed.push(best);
-    ctx.lineWidth = 3 / scale;
-    ctx.strokeStyle = "rgba(255,255,255,0.92)";
-    ctx.fillStyle = lab.always ? "#111111" : "#333333";
-    lab.lines.forEach(function (t, j) {
-      var x = (best[0] + best[2]) / 2, y = best[1] + pad + j * lh;
-      ctx.strokeText(t, x, y);
-      ctx.fillText(t, x, y);
-    });
-    var tl = network.canvasToDOM({x: best[0], y: best[1]}), br = network.canvasToDOM({x: best[2], y: best[3]});
-    drawn.push({id: lab.id, text: lab.lines.join(" "), always: lab.always, box: [tl.x, tl.y, br.x, br.y]});
+    var box = toporagText(network, ctx, lab.lines, b, lab.fs, lab.always ? "#111111" : "#333333");
+    drawn.push({id: lab.id, text: lab.lines.join(" "), always: lab.always, box: box});
   });
   ctx.restore();
   window.TOPORAG_DRAWN = drawn;
+  window.TOPORAG_DRAWN_EDGES = edges;
 }
 function toporagPrepare(nodes, edges) {
   // Titles arrive as escaped HTML strings; vis-network shows strings as plain text, so turn
@@ -289,8 +471,8 @@ function toporagPrepare(nodes, edges) {
 function toporagDecorate(network) {
   // A view created inside a hidden tab has no size yet: refit once it is shown (the iframe
   // resizes) and once the layout has settled.
-  window.addEventListener("resize", function () { network.redraw(); network.fit(); });
-  network.fit();
+  window.addEventListener("resize", function () { network.redraw(); toporagFit(network); });
+  toporagFit(network);
   network.on("beforeDrawing", function (ctx) {
     TOPORAG_CELLS.forEach(function (cell) {
       var pos = network.getPositions(cell.nodes);
@@ -311,13 +493,15 @@ function toporagDecorate(network) {
 """
 
 
-def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict] | None = None) -> str:
+def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict] | None = None,
+                 edge_labels_payload: list[dict] | None = None, view_box: list[float] | None = None) -> str:
     """Make pyvis' page offline and wire the 2-cell painter and the HTML tooltips in."""
     # pyvis' template always links bootstrap from a CDN; nothing is reachable offline, and
     # the view does not use it.
     page = re.sub(r"<link[^>]*cdn\.jsdelivr\.net[^>]*/>", "", page)
     page = re.sub(r"<script[^>]*cdn\.jsdelivr\.net[^>]*>\s*</script>", "", page)
-    head = _HEAD_SCRIPT % (_script_json(cells_payload), _script_json(labels_payload or []))
+    head = _HEAD_SCRIPT % (_script_json(cells_payload), _script_json(labels_payload or []),
+                           _script_json(edge_labels_payload or []), _script_json(view_box))
     # no page margins: the iframe of frame_height px shows the whole view
     # (pyvis' template puts an empty <center><h1> heading above the view: hidden; the view fills the frame)
     head += ("<style>html, body {margin: 0; padding: 0; overflow: hidden;} center {display: none;} "
@@ -359,104 +543,209 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     focus_edges = np.asarray(list(focus_edges), dtype=np.int64)
     n = cx.num_nodes
     if seeds is None:
-        parts = []
-        if sub is not None:
-            order = np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")
-            parts.append(sub.nodes[order])
-        if node_marks and sub is None:
-            parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
-        parts += [cx.cell2_nodes(f) for f in focus_cells2]
-        if highlight:
-            parts.append(np.fromiter(highlight, dtype=np.int64))
-        if focus_edges.size:
-            parts.append(cx.edges[focus_edges].reshape(-1))
-        seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        if seeds.size == 0 and n:
-            seeds = np.array([int(np.argmax(np.diff(_adjacency(cx).indptr)))])
+        seeds = _default_seeds(cx, sub, node_marks, focus_cells2, highlight, focus_edges)
     shown = neighbourhood(cx, seeds, cap) if n else np.zeros(0, np.int64)
     in_view = np.zeros(n, dtype=bool)
     in_view[shown] = True
     eids = np.flatnonzero(in_view[cx.edges[:, 0]] & in_view[cx.edges[:, 1]]) if cx.num_edges else np.zeros(0, np.int64)
+    style = _Style.of(cx, sub, node_marks, focus_cells2, focus_edges, highlight)
 
-    node_role = sub.role_of(0) if sub is not None else {}
-    edge_role = sub.role_of(1) if sub is not None else {}
-    p0, p1, _ = sub.prizes if sub is not None else (None, None, None)
-    marks = dict(node_marks) if node_marks is not None and sub is None else None
-    focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 else set()
-    focus_edge_set = set(focus_edges.tolist())
-    if focus_cells2:
-        focus_edge_set |= set(np.concatenate([cx.cell2_edges(f) for f in focus_cells2]).tolist())
-
+    net = _network(height_px)
+    local = np.full(n, -1, dtype=np.int64)
+    local[shown] = np.arange(shown.size)
+    xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
+    important = [i for i in _important_nodes(cx, sub, style.marks, focus_cells2, highlight) if in_view[i]]
+    important_set = set(important)
+    paint_all = shown.size <= PAINT_ALL_NODES
+    painted = important + ([i for i in shown.tolist() if i not in important_set] if paint_all else [])
+    for i in shown.tolist():
+        colour, size, extra = style.node(i)
+        x, y = xy[local[i]].tolist()
+        # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
+        label = " " if (i in important_set or paint_all) else "\n".join(wrap_label(cx.graph.node_text[i]))
+        net.add_node(i, label=label, title=_safe_title(_node_title(cx, i, html.escape(extra))),
+                     color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
     from pyvis.edge import Edge
+
+    for e in eids.tolist():
+        a, b = cx.edges[e].tolist()
+        tree = bool(cx.tree_mask[e])
+        colour, width, extra = style.edge(e, a, b, tree)
+        # Edge(...).options is what add_edge stores; add_edge itself scans all edges for
+        # duplicates (quadratic), and 1-cells are unique already.
+        # (no vis-network label: edge labels are painted, see _labels)
+        net.edges.append(Edge(a, b, title=_safe_title(_edge_title(cx, e, html.escape(extra))), color=colour,
+                              width=width, dashes=not tree).options)
+
+    # edge labels: every 1-cell's on small views, else those between nodes whose labels are always painted
+    labelled_edges = [e for e in eids.tolist() if paint_all or (int(cx.edges[e, 0]) in important_set
+                                                                and int(cx.edges[e, 1]) in important_set)]
+    sizes = {n["id"]: n["size"] for n in net.nodes}
+    lay, labels_payload, edge_payload = _labels(cx, shown, painted, important_set, labelled_edges, xy, local, sizes,
+                                                height_px)
+    payload, kept_f, kept_o, colours = _cells_payload(cx, sub, focus_cells2, shade_cells2, in_view)
+    page = _finish_html(net.generate_html(notebook=False), payload, labels_payload, edge_payload,
+                        lay.view_box.tolist())
+    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
+                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
+                     cell_colours=colours, label_layout=lay, label_nodes=list(painted), label_edges=labelled_edges)
+
+
+def edge_label(cx: CellComplex, e: int) -> str:
+    """The painted label of 1-cell ``e``: its relations' texts (parallel edges joined by " / "), shortened."""
+    return _short(" / ".join(cx.graph.edge_text[i] for i in cx.edge_members(e)), 20)
+
+
+def _labels(cx: CellComplex, shown: np.ndarray, painted: list[int], important: set, edges: list[int],
+            xy: np.ndarray, local: np.ndarray, sizes: dict, height_px: int) -> tuple[LabelLayout, list, list]:
+    """Place the node labels of ``painted`` (in that order) and the edge labels of ``edges``
+    (:func:`layout_labels`, for a panel as wide as it is high, the narrowest the pages show):
+    the layout and the painter's payloads (only the labels that found a place)."""
+    lines = [wrap_label(cx.graph.node_text[i]) for i in painted]
+    node_r = np.array([float(sizes.get(i, 10)) for i in shown.tolist()])
+    at = local[np.asarray(painted, dtype=np.int64)]
+    pxy, radii = xy[at].reshape(-1, 2), node_r[at]
+    always = np.array([i in important for i in painted], dtype=bool)
+    ends = xy[local[cx.edges[np.asarray(edges, dtype=np.int64)]]] if edges else np.zeros((0, 2, 2))
+    texts = [edge_label(cx, e) for e in edges]
+    lay = layout_labels(xy.reshape(-1, 2), node_r, at, lines, always, ends, texts,
+                        (float(height_px), float(height_px)))
+    # a label away from its node (not on its first ring of places) gets a leader line
+    near = np.stack([np.clip(pxy[:, 0], lay.node_boxes[:, 0], lay.node_boxes[:, 2]),
+                     np.clip(pxy[:, 1], lay.node_boxes[:, 1], lay.node_boxes[:, 3])], 1) if painted else pxy
+    gap = np.hypot(*(near - pxy).T) if painted else np.zeros(0)
+    lead = gap > (radii + LABEL_PAD_PX / lay.scale) * 1.01 + 1e-9
+    nodes = [{"id": i, "lines": lines[j], "r": sizes.get(i, 10), "always": bool(always[j]),
+              "box": lay.node_boxes[j].tolist(), "fs": lay.node_font, "lead": bool(lead[j])}
+             for j, i in enumerate(painted) if not np.isnan(lay.node_boxes[j]).any()]
+    edge_payload = [{"id": e, "text": texts[j], "box": lay.edge_boxes[j].tolist(), "fs": lay.edge_font}
+                    for j, e in enumerate(edges) if not np.isnan(lay.edge_boxes[j]).any()]
+    return lay, nodes, edge_payload
+
+
+def _terminals_first(sub) -> np.ndarray:
+    """The subcomplex's nodes, its terminals first (otherwise in its order)."""
+    return sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()], kind="stable")]
+
+
+def _default_seeds(cx: CellComplex, sub, node_marks, focus_cells2: list[int], highlight: dict[int, str],
+                   focus_edges: np.ndarray) -> np.ndarray:
+    """Where the neighbourhood grows from: the subcomplex (terminals first) or the marked nodes, the focus
+    2-cells' boundaries, the highlighted nodes, the focus edges' ends; else the highest-degree node."""
+    parts = []
+    if sub is not None:
+        parts.append(_terminals_first(sub))
+    if node_marks and sub is None:
+        parts.append(np.fromiter((int(i) for i in node_marks), dtype=np.int64))
+    parts += [cx.cell2_nodes(f) for f in focus_cells2]
+    if highlight:
+        parts.append(np.fromiter(highlight, dtype=np.int64))
+    if focus_edges.size:
+        parts.append(cx.edges[focus_edges].reshape(-1))
+    seeds = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if seeds.size == 0 and cx.num_nodes:
+        seeds = np.array([int(np.argmax(np.diff(_adjacency(cx).indptr)))])
+    return seeds
+
+
+def _important_nodes(cx: CellComplex, sub, marks, focus_cells2: list[int], highlight: dict[int, str]) -> list[int]:
+    """Nodes whose label is always painted, in priority order (highlighted, terminals, retrieved, marked,
+    focus 2-cells' boundaries), each once."""
+    important: list[int] = list(highlight)
+    if sub is not None:
+        important += [int(i) for i in _terminals_first(sub).tolist()]
+    if marks is not None:
+        important += [int(i) for i in marks]
+    for f in focus_cells2:
+        important += cx.cell2_nodes(f).tolist()
+    return list(dict.fromkeys(important))
+
+
+@dataclass
+class _Style:
+    """How nodes and edges are drawn: by retrieval role (with ``sub``), by mark (``node_marks``), else by
+    focus; highlighted nodes on top of any of these."""
+
+    sub: object
+    marks: dict | None
+    highlight: dict[int, str]
+    node_role: dict
+    edge_role: dict
+    focus_nodes: set
+    focus_edges: set  # the focus 1-cells (thickest)
+    hot_edges: set  # the focus 1-cells and the focus 2-cells' boundaries
+    p0: np.ndarray | None = None  # node and edge prizes (with ``sub``)
+    p1: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, cx: CellComplex, sub, node_marks, focus_cells2: list[int], focus_edges: np.ndarray,
+           highlight: dict[int, str]) -> "_Style":
+        focus_nodes = set(np.concatenate([cx.cell2_nodes(f) for f in focus_cells2]).tolist()) if focus_cells2 \
+            else set()
+        hot = set(focus_edges.tolist())
+        if focus_cells2:
+            hot |= set(np.concatenate([cx.cell2_edges(f) for f in focus_cells2]).tolist())
+        return cls(sub=sub, marks=dict(node_marks) if node_marks is not None and sub is None else None,
+                   highlight=highlight, node_role=sub.role_of(0) if sub is not None else {},
+                   edge_role=sub.role_of(1) if sub is not None else {}, focus_nodes=focus_nodes,
+                   focus_edges=set(focus_edges.tolist()), hot_edges=hot,
+                   p0=sub.prizes[0] if sub is not None else None, p1=sub.prizes[1] if sub is not None else None)
+
+    def _node_colour(self, i: int, role, mark) -> tuple[str, str]:
+        """Colour and tooltip note before highlighting."""
+        if self.sub is not None:
+            colour = ROLE_COLOURS[role] if role else NODE_MUTED
+            return colour, f"role: {role or 'not retrieved'}; prize {self.p0[i]:g}"
+        if self.marks is not None:
+            return mark if mark else (NODE_MUTED, "")
+        return (NODE_FOCUS if i in self.focus_nodes else NODE_DEFAULT), ""
+
+    def node(self, i: int) -> tuple[str, float, str]:
+        """``(colour, size, tooltip note)`` of node ``i``."""
+        role = self.node_role.get(i)
+        mark = self.marks.get(i) if self.marks is not None else None
+        colour, extra = self._node_colour(i, role, mark)
+        if i in self.highlight:
+            colour = NODE_HIGHLIGHT
+            extra = "; ".join(x for x in (self.highlight[i], extra) if x)
+        # retrieved / picked cells stand out even when a big view is zoomed out to fit
+        if role == "terminal" or i in self.focus_nodes or mark or i in self.highlight:
+            size = 17
+        elif role:
+            size = 13
+        else:
+            size = 9 if self.sub is not None or self.marks is not None else 11
+        return colour, size, extra
+
+    def edge(self, e: int, a: int, b: int, tree: bool) -> tuple[str, float, str]:
+        """``(colour, width, tooltip note)`` of the 1-cell ``e`` from ``a`` to ``b``."""
+        if self.sub is not None:
+            role = self.edge_role.get(e)
+            extra = f"role: {role or 'not retrieved'}; prize {self.p1[e]:g}"
+            return (ROLE_COLOURS[role] if role else EDGE_MUTED), (4 if role else 0.8), extra
+        if self.marks is not None:  # edges between marked nodes keep their style, the rest fade
+            both = a in self.marks and b in self.marks
+            return ((EDGE_TREE if tree else EDGE_CHORD) if both else EDGE_MUTED), (2.5 if both else 0.8), ""
+        hot = e in self.hot_edges
+        colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
+        return colour, (5 if e in self.focus_edges else (3.5 if hot else 1.5)), ""
+
+
+def _network(height_px: int):
+    """An empty pyvis network: fixed layout (no physics), straight edges, the shared template."""
     from pyvis.network import Network
 
     net = Network(height=f"{height_px}px", width="100%", directed=False, cdn_resources="in_line", bgcolor="#ffffff")
     net.templateEnv = _template_env(net)
     net.toggle_physics(False)
     net.options.edges.smooth.enabled = False  # 1-cells are unique: straight lines never overlap
-    local = np.full(n, -1, dtype=np.int64)
-    local[shown] = np.arange(shown.size)
-    xy = spring_layout(shown.size, local[cx.edges[eids]] if eids.size else np.zeros((0, 2), np.int64))
-    # nodes whose label is always painted, in priority order (terminals first)
-    important: list[int] = list(highlight)
-    if sub is not None:
-        important += [int(i) for i in sub.nodes[np.argsort([r != "terminal" for r in sub.node_roles.tolist()],
-                                                           kind="stable")].tolist()]
-    if marks is not None:
-        important += [int(i) for i in marks]
-    for f in focus_cells2:
-        important += cx.cell2_nodes(f).tolist()
-    important = [i for i in dict.fromkeys(important) if in_view[i]]
-    important_set = set(important)
-    paint_all = shown.size <= PAINT_ALL_NODES
-    painted = important + ([i for i in shown.tolist() if i not in important_set] if paint_all else [])
-    for i in shown.tolist():
-        role = node_role.get(i)
-        extra = ""
-        mark = marks.get(i) if marks is not None else None
-        if sub is not None:
-            extra = f"role: {role or 'not retrieved'}; prize {p0[i]:g}"
-            colour = ROLE_COLOURS[role] if role else NODE_MUTED
-        elif marks is not None:
-            colour, extra = mark if mark else (NODE_MUTED, "")
-        else:
-            colour = NODE_FOCUS if i in focus_nodes else NODE_DEFAULT
-        if i in highlight:
-            colour = NODE_HIGHLIGHT
-            extra = "; ".join(x for x in (highlight[i], extra) if x)
-        # retrieved / picked cells stand out even when a big view is zoomed out to fit
-        size = (17 if role == "terminal" or i in focus_nodes or mark or i in highlight
-                else (13 if role else (9 if sub is not None or marks is not None else 11)))
-        x, y = xy[local[i]].tolist()
-        # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
-        label = " " if (i in important_set or paint_all) else "\n".join(wrap_label(cx.graph.node_text[i]))
-        net.add_node(i, label=label, title=_safe_title(_node_title(cx, i, html.escape(extra))),
-                     color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
-    for e in eids.tolist():
-        a, b = cx.edges[e].tolist()
-        role = edge_role.get(e)
-        tree = bool(cx.tree_mask[e])
-        extra = f"role: {role or 'not retrieved'}; prize {p1[e]:g}" if sub is not None else ""
-        if sub is not None:
-            colour = ROLE_COLOURS[role] if role else EDGE_MUTED
-            width = 4 if role else 0.8
-        elif marks is not None:  # edges between marked nodes keep their style, the rest fade
-            both = a in marks and b in marks
-            colour = (EDGE_TREE if tree else EDGE_CHORD) if both else EDGE_MUTED
-            width = 2.5 if both else 0.8
-        else:
-            hot = e in focus_edge_set
-            colour = NODE_FOCUS if hot else (EDGE_TREE if tree else EDGE_CHORD)
-            width = 5 if e in set(focus_edges.tolist()) else (3.5 if hot else 1.5)
-        # Edge(...).options is what add_edge stores; add_edge itself scans all edges for
-        # duplicates (quadratic), and 1-cells are unique already.
-        net.edges.append(Edge(a, b, title=_safe_title(_edge_title(cx, e, html.escape(extra))), color=colour,
-                              width=width, dashes=not tree, font={"size": 10, "color": "#555555", "strokeWidth": 0},
-                              label=_short(" / ".join(cx.graph.edge_text[i] for i in cx.edge_members(e)), 20)).options)
+    return net
 
-    sizes = {n["id"]: n["size"] for n in net.nodes}
-    labels_payload = [{"id": i, "lines": wrap_label(cx.graph.node_text[i]), "r": sizes.get(i, 10),
-                       "always": i in important_set} for i in painted]
+
+def _cells_payload(cx: CellComplex, sub, focus_cells2: list[int], shade_cells2: list[int],
+                   in_view: np.ndarray) -> tuple[list[dict], list[int], list[int], dict[int, str]]:
+    """The 2-cells to paint (filled: the focus and retrieved ones; shaded: the others asked for and the
+    candidates not chosen) whose every vertex is in view: ``(payload, filled, shaded, {filled: stroke})``."""
     filled = list(focus_cells2)
     shaded = list(shade_cells2)
     if sub is not None:
@@ -478,10 +767,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
             fill, stroke = f"rgba({rgb}, 0.28)", f"rgba({rgb}, 0.95)"
             colours[int(f)] = stroke
         payload.append({"nodes": ids.tolist(), "fill": fill, "stroke": stroke, "width": 2.5})
-    page = _finish_html(net.generate_html(notebook=False), payload, labels_payload)
-    return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
-                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
-                     cell_colours=colours)
+    return payload, kept_f, kept_o, colours
 
 
 def legend_html(retrieval: bool) -> str:

@@ -6,7 +6,7 @@ graph; the question's neighbourhood is. The source is either
 * a store on disk (``*.duckdb``, made by ``toporag kg import``), opened read-only, or
 * triples (CSV / TSV ``head,relation,tail`` or Parquet), given as a path on disk or uploaded, which
   :meth:`~toporag_core.kg.KGStore.create` imports into a store of its own under
-  ``$TOPORAG_CACHE/kg-imports/`` (named by the content hash of an upload, or by path, size and
+  ``$TOPORAG_CACHE/kg-imports/`` (kept under the content hash of an upload, or by path, size and
   modification time of a file on disk, so a rerun of the page never imports twice; the
   :data:`KEEP_IMPORTS` most recent are kept).
 
@@ -20,6 +20,7 @@ name, not the temporary copy), the line and the field; the page keeps the previo
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -42,6 +43,42 @@ def imports_dir() -> Path:
     d = default_cache_dir() / "kg-imports"
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+NAMES_FILE = "names.json"  # {store file name: the uploaded file's name, de-duplicated}
+
+
+def _names() -> dict[str, str]:
+    try:
+        names = json.loads((imports_dir() / NAMES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in names.items()} if isinstance(names, dict) else {}
+
+
+def _name_upload(db: Path, filename: str) -> str:
+    """Remember ``filename`` as the name of the uploaded store ``db``; a name another live store
+    already has gets `` (2)``, `` (3)`` ... Returns the name."""
+    names = {k: v for k, v in _names().items() if (imports_dir() / k).exists()}
+    if db.name in names:
+        return names[db.name]
+    base = Path(filename).name or db.name
+    taken, name, n = set(names.values()), base, 1
+    while name in taken:
+        n += 1
+        name = f"{base} ({n})"
+    names[db.name] = name
+    (imports_dir() / NAMES_FILE).write_text(json.dumps(names, indent=1))
+    return name
+
+
+def store_label(db: str | os.PathLike) -> str:
+    """How a store is named to the user: an upload by its file name (see :func:`store_from_upload`),
+    a store on disk by its own file name - never by the content hash its import is kept under."""
+    p = Path(db)
+    if p.parent == imports_dir():
+        return _names().get(p.name, p.name)
+    return p.name
 
 
 def _prune(keep: Path) -> None:
@@ -83,12 +120,15 @@ def store_from_upload(data: bytes, filename: str, progress: Progress | None = No
                                f"{', '.join(TRIPLE_SUFFIXES)}", file=filename)
     key = hashlib.sha1(suffix.encode() + b"\0" + data).hexdigest()[:20]
     if (imports_dir() / f"{key}.duckdb").exists():
-        return _import([], key, {}, progress)  # imported before: only marks it recently used
-    with tempfile.TemporaryDirectory() as tmp:
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(filename).name) or f"triples{suffix}"
-        path = Path(tmp) / safe
-        path.write_bytes(data)
-        return _import([path], key, {str(path): filename}, progress)
+        db = _import([], key, {}, progress)  # imported before: only marks it recently used
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(filename).name) or f"triples{suffix}"
+            path = Path(tmp) / safe
+            path.write_bytes(data)
+            db = _import([path], key, {str(path): filename}, progress)
+    _name_upload(db, filename)
+    return db
 
 
 def store_from_path(path: str | os.PathLike, progress: Progress | None = None) -> Path:
@@ -123,7 +163,7 @@ def load_kg_subgraph(db: str | os.PathLike, question: str, hops: int = 2, link: 
     with KGStore(db) as store:
         links, nb = question_subgraph(store, question, int(hops), link, entities or None, max_nodes, progress)
     g = nb.graph
-    g.name = f"{hops}-hop subgraph of {Path(db).name}: " + ", ".join(lk.name for lk in links[:3]) + \
+    g.name = f"{hops}-hop subgraph of {store_label(db)}: " + ", ".join(lk.name for lk in links[:3]) + \
         (" ..." if len(links) > 3 else "")
     g.meta.update(question=question, source=f"kg:{Path(db).name}",
                   kg={"store": str(db), "hops": int(hops), "hops_done": nb.hops_done, "seeds": nb.seeds,
@@ -140,5 +180,5 @@ def parse_entities(text: str) -> list[str]:
     return [x.strip() for x in re.split(r"[;\n]", str(text or "")) if x.strip()]
 
 
-__all__ = ["LINK_MODES", "KEEP_IMPORTS", "imports_dir", "store_from_upload", "store_from_path", "load_kg_subgraph",
-           "parse_entities"]
+__all__ = ["LINK_MODES", "KEEP_IMPORTS", "imports_dir", "store_label", "store_from_upload", "store_from_path",
+           "load_kg_subgraph", "parse_entities"]

@@ -13,10 +13,17 @@ import numpy as np
 import pandas as pd
 
 from ..complex import CellComplex
-from ..retrieval import EmbeddedComplex, cycle_text, retrieve_subcomplex
+from ..retrieval import EmbeddedComplex, RetrievalSetting, cycle_text, retrieve_subcomplex
 from ..retrieval.toporag import CellPrizes, cell_prizes, rank_order
 
 MAX_TEACHING_NODES = 40  # B1 / B2 tables stop being readable beyond this
+
+
+def walk_defaults() -> dict[str, float]:
+    """The walk-through's starting ``k``, ``c2`` and ``edge_cost``: the defaults of TopoRAG's
+    :class:`~toporag_core.retrieval.RetrievalSetting`, the same the Retrieval lab starts from."""
+    p = RetrievalSetting("toporag").params
+    return {"k": int(p["k0"]), "c2": float(p["c2"]), "edge_cost": float(p["edge_cost"])}
 
 
 def edge_label(cx: CellComplex, e: int) -> str:

@@ -30,13 +30,14 @@ class Sample:
     file: str
     description: str
     question: str
+    task: str | None = None  # the registered task the sample is an example of (its checkpoint answers it)
 
 
 SAMPLES: tuple[Sample, ...] = (
     Sample("scene", "Scene: a breakfast table", "scene_breakfast.csv",
            "Objects on a table with colours, materials and spatial relations; shared materials and "
            "colours close loops (cup - ceramic - plate, apple - red - cup, ...), like TopoRAG's Figure 1.",
-           "What is the red cup made of, and what is it next to on the table?"),
+           "What is the red cup made of, and what is it next to on the table?", task="scene_graphs"),
     Sample("kg", "Knowledge graph: the Curies", "kg_curie.json",
            "A small encyclopaedic knowledge graph (people, places, prizes, discoveries) with many cycles "
            "through shared prizes, cities and discoveries.",
@@ -54,6 +55,13 @@ def sample(key: str) -> Sample:
         if s.key == key:
             return s
     raise ValueError(f"unknown sample {key!r}; choose one of {', '.join(SAMPLE_KEYS)}")
+
+
+def sample_task(graph: TextualGraph) -> str | None:
+    """The task a built-in sample is an example of (``Sample.task``, by ``meta["source"]``), else ``None``."""
+    src = str(graph.meta.get("source") or "")
+    key = src.split(":", 1)[1] if src.startswith("sample:") else None
+    return sample(key).task if key in SAMPLE_KEYS else None
 
 
 def load_sample(key: str) -> TextualGraph:

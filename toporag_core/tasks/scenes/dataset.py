@@ -12,7 +12,6 @@
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -297,16 +296,9 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
 def _records(predictions: str | os.PathLike | Sequence[dict]) -> list[dict]:
     if not isinstance(predictions, (str, os.PathLike)):
         return list(predictions)
-    recs = []
-    for ln, line in enumerate(Path(predictions).read_text().splitlines(), 1):
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "correct" not in rec:
-            raise ValueError(f"{predictions}: line {ln}: record has no 'correct' field")
-        recs.append(rec)
-    return recs
+    from ...predictions.strict import read_records
+
+    return read_records(predictions, ("correct",), skip_cut=True)
 
 
 def _accuracy_by(recs: Sequence[dict], group: Callable[[dict], str | None]) -> dict[str, dict[str, float]]:

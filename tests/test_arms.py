@@ -1,0 +1,94 @@
+"""Graph-token ablation arms (``toporag eval --graph-tokens``): what each arm hands the LLM."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from toporag_core.arms import ARMS, GraphTokenArm, check_arm, derangement
+from toporag_core.evaluate import evaluate
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks.prep import PrepConfig, prepare_example
+from toporag_core.testing import tiny_model
+from toporag_core.train import make_batch
+
+from .test_train_eval import DIM, ENC, raw_examples
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return [prepare_example(r, ENC, PrepConfig(RetrievalSetting.make(k0=2, k1=2, k2=1))) for r in raw_examples()]
+
+
+def test_derangement_is_a_seeded_permutation_without_fixed_points():
+    for n in range(2, 60):
+        for seed in range(3):
+            s = derangement(n, seed)
+            assert sorted(s.tolist()) == list(range(n))
+            assert not np.any(s == np.arange(n)), (n, seed)
+    assert derangement(40, 1).tolist() == derangement(40, 1).tolist()
+    assert derangement(40, 1).tolist() != derangement(40, 2).tolist()
+    with pytest.raises(ValueError, match="at least 2"):
+        derangement(1)
+
+
+def test_unknown_arm_and_arms_without_graph_tokens_are_refused():
+    assert check_arm("permute", True) == "permute"
+    with pytest.raises(ValueError, match="unknown arm 'shuffle'"):
+        check_arm("shuffle", True)
+    with pytest.raises(ValueError, match="needs a checkpoint with graph tokens"):
+        check_arm("zero", False)
+    assert check_arm("normal", False) == "normal"
+
+
+def _spy(model):
+    """Record the contexts and soft prompt of every ``model.answer`` call."""
+    seen = []
+    real = model.answer
+
+    def answer(batch, choices=None, soft=None, **kw):
+        seen.append((list(batch.contexts), list(batch.questions), None if soft is None else soft.detach().clone()))
+        return real(batch, choices=choices, soft=soft, **kw)
+
+    model.answer = answer
+    return seen
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_each_arm_hands_the_llm_what_it_says(arm, examples, tmp_path):
+    model = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
+    seen = _spy(model)
+    out = tmp_path / f"{arm}.jsonl"
+    evaluate(model, examples, "expla_graphs", out=out, batch_size=3, show_progress=False, graph_tokens=arm)
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(recs) == len(examples) and {r["graph_tokens"] for r in recs} == {arm}
+    soft = torch.cat([s for _, _, s in seen])
+    contexts = [c for cs, _, _ in seen for c in cs]
+    with torch.no_grad():
+        own = model.graph_tokens(make_batch(examples, with_answers=False).cells)
+    assert [q for _, qs, _ in seen for q in qs] == [e.question for e in examples]
+    if arm == "only":
+        assert contexts == [""] * len(examples)
+    else:
+        assert contexts == [e.context for e in examples]
+    if arm in ("normal", "only"):
+        torch.testing.assert_close(soft, own)
+    elif arm == "zero":
+        assert soft.abs().max() == 0 and soft.shape == own.shape
+    elif arm == "mean":
+        torch.testing.assert_close(soft, own.mean(0, keepdim=True).expand_as(own), rtol=1e-5, atol=1e-6)
+    else:  # permute: row i reads the tokens of example sigma(i), never its own
+        sigma = derangement(len(examples), 0)
+        torch.testing.assert_close(soft, own[torch.as_tensor(sigma)])
+        assert all(not torch.equal(soft[i], own[i]) for i in range(len(examples)))
+
+
+def test_permute_is_fixed_across_a_resume(examples, tmp_path):
+    """A run cut after its first batch and resumed gives each question the same partner as one run."""
+    arm = GraphTokenArm("permute", examples, seed=3)
+    partners = {e.id: arm.partner(e).id for e in examples}
+    again = GraphTokenArm("permute", examples, seed=3)
+    assert {e.id: again.partner(e).id for e in examples[2:]} == {k: partners[k] for k in [e.id for e in examples[2:]]}
+    assert all(partners[k] != k for k in partners)

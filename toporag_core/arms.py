@@ -1,0 +1,111 @@
+"""Graph-token ablation arms for evaluation: does the answer depend on *this* question's graph tokens?
+
+The model reads ``[graph tokens ; textualized subcomplex ; question]``. An arm changes only what the
+LLM receives, with the checkpoint loaded exactly as for a normal run, so that a paired test
+(``toporag compare``) on the per-question answers tells how much each part carries:
+
+==========  ==========================================================================================
+arm         what the model reads
+==========  ==========================================================================================
+normal      its own graph tokens ``G_i = proj(CWN(subcomplex_i))`` (``(T, d)``) and its own text
+zero        ``0`` in place of ``G_i`` (the text alone, with the graph slots present)
+permute     ``G_sigma(i)``: the graph tokens of another question of the same run, ``sigma`` a fixed seeded
+            derangement (``sigma(i) != i``); an encoder that carries information loses accuracy here
+mean        ``mean_j G_j`` over the run: the constant that an inert encoder would learn
+only        its own ``G_i`` and the question, no textualized context: what the graph path alone carries
+==========  ==========================================================================================
+
+``sigma`` is drawn over the examples handed to :func:`~toporag_core.evaluate.evaluate` (a resumed run
+keeps it; a sharded run deranges within each shard). If ``normal`` and ``permute`` give the same
+answers, the graph tokens act as a learned bias and the answers come from the text.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+
+ARMS = ("normal", "zero", "permute", "mean", "only")
+
+
+def derangement(n: int, seed: int = 0) -> np.ndarray:
+    """A seeded permutation ``sigma`` of ``range(n)`` with no fixed point (``n >= 2``): a random order
+    ``p`` with each ``p[j]`` sent to ``p[j + 1 mod n]`` (one cycle through all of them)."""
+    if n < 2:
+        raise ValueError(f"a derangement needs at least 2 examples, got {n}")
+    p = np.random.default_rng(seed).permutation(n)
+    sigma = np.empty(n, dtype=np.int64)
+    sigma[p] = np.roll(p, -1)
+    return sigma
+
+
+def check_arm(arm: str, use_graph: bool) -> str:
+    """``arm`` if it is known and makes sense for the model; one clear ValueError otherwise."""
+    if arm not in ARMS:
+        raise ValueError(f"graph_tokens: unknown arm {arm!r}; choose one of {', '.join(ARMS)}")
+    if arm != "normal" and not use_graph:
+        raise ValueError(f"graph_tokens: arm {arm!r} needs a checkpoint with graph tokens (this one has none)")
+    return arm
+
+
+@dataclasses.dataclass
+class GraphTokenArm:
+    """One arm prepared for a run over ``examples`` (the list the evaluator was given).
+
+    ``inputs(chunk)`` gives the examples as the model should read them (``only``: no context);
+    ``tokens(model, batch, chunk)`` the soft prompt ``(B, T, d)`` to pass as ``soft=`` (``None``: the
+    model computes its own, i.e. ``normal``)."""
+
+    arm: str
+    examples: Sequence[Any]
+    seed: int = 0
+    batch_size: int = 8
+    _index: dict[str, int] = dataclasses.field(init=False, default_factory=dict)
+    _sigma: np.ndarray | None = dataclasses.field(init=False, default=None)
+    _mean: Any = dataclasses.field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.arm not in ARMS:
+            raise ValueError(f"graph_tokens: unknown arm {self.arm!r}; choose one of {', '.join(ARMS)}")
+        self._index = {str(e.id): i for i, e in enumerate(self.examples)}
+        if self.arm == "permute":
+            self._sigma = derangement(len(self.examples), self.seed)
+
+    def inputs(self, chunk: Sequence[Any]) -> list[Any]:
+        if self.arm == "only":
+            return [dataclasses.replace(e, context="") for e in chunk]
+        return list(chunk)
+
+    def partner(self, example: Any) -> Any:
+        """The example whose graph tokens ``example`` reads under ``permute``."""
+        return self.examples[int(self._sigma[self._index[str(example.id)]])]
+
+    def tokens(self, model, batch, chunk: Sequence[Any]):
+        """The soft prompt for ``batch`` (built from ``chunk``) under this arm; ``None`` for ``normal``."""
+        if self.arm in ("normal", "only") or not model.config.use_graph:
+            return None
+        if self.arm == "zero":
+            return model.graph_tokens(batch.cells).mul(0)
+        if self.arm == "mean":
+            if self._mean is None:
+                self._mean = self._run_mean(model)
+            return self._mean.expand(len(chunk), -1, -1)
+        return model.graph_tokens(self._cells(model, [self.partner(e) for e in chunk]))
+
+    def _cells(self, model, examples: Sequence[Any]):
+        from .train import make_batch
+
+        return make_batch(list(examples), with_answers=False, use_graph=True).to(model.device).cells
+
+    def _run_mean(self, model):
+        """``mean_j G_j`` over every example of the run, ``(1, T, d)``."""
+        total, n, dtype = None, 0, None
+        for i in range(0, len(self.examples), self.batch_size):
+            part = self.examples[i:i + self.batch_size]
+            g = model.graph_tokens(self._cells(model, part))
+            dtype = g.dtype
+            g = g.float().sum(0, keepdim=True)
+            total = g if total is None else total + g
+            n += len(part)
+        return (total / n).to(dtype)

@@ -1,0 +1,62 @@
+"""The fields of a predictions record, as ``toporag eval`` writes them, and the names a user's own
+file may give them (read by :mod:`.lenient`).
+
+One record per question, one JSON object per line; see the package docstring for each field.
+:func:`eval_record` is the one place that builds a record, so the key order of every written
+line is the same.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Every key `toporag eval` writes, in the order it writes them (`evidence` and `support_covered`
+# only where the model / the data has them).
+FIELDS = ("id", "qtype", "question", "gold", "answer", "probability", "correct", "clean", "seconds", "prediction",
+          "label", "raw", "evidence", "support_covered", "cells", "context", "method", "dataset",
+          "graph_tokens")
+OPTIONAL_FIELDS = ("evidence", "support_covered")
+
+# The lenient reader's canonical fields and, for each, the keys it accepts, first found wins.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "id": ("id",),
+    "prediction": ("prediction", "answer", "pred"),
+    "label": ("label", "gold", "answers", "target"),
+    "question": ("question",),
+}
+REQUIRED = ("id", "prediction", "label")
+
+
+def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, probability: Any, correct: bool,
+                clean: bool, seconds: float, raw: Any, cells: Any, context: str, method: str, dataset: str,
+                evidence: str | None = None, support_covered: bool | None = None,
+                graph_tokens: str = "normal") -> dict[str, Any]:
+    """One ``toporag eval`` record, keys in :data:`FIELDS` order (``prediction`` repeats ``answer``,
+    ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``;
+    ``graph_tokens``: the ablation arm of :mod:`toporag_core.arms` the answer was given under)."""
+    return {"id": id, "qtype": qtype, "question": question, "gold": gold, "answer": answer,
+            "probability": probability, "correct": correct, "clean": clean, "seconds": seconds,
+            "prediction": answer, "label": gold, "raw": raw,
+            **({"evidence": evidence} if evidence is not None else {}),
+            **({"support_covered": support_covered} if support_covered is not None else {}),
+            "cells": cells, "context": context, "method": method, "dataset": dataset,
+            "graph_tokens": graph_tokens}
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """One record as one JSONL line (newline included)."""
+    return json.dumps(record) + "\n"
+
+
+def field_names(canonical: str) -> str:
+    """``"label (or gold, answers, target)"``: a canonical field and the other keys read for it."""
+    others = [k for k in ALIASES.get(canonical, (canonical,)) if k != canonical]
+    return f"{canonical} (or {', '.join(others)})" if others else canonical
+
+
+def accepted_fields() -> str:
+    """One sentence naming the fields an uploaded predictions file needs and the aliases read for them."""
+    required = ", ".join(field_names(k) for k in REQUIRED)
+    return (f"One JSON object per line with {required}; optional: correct (true/false, scored with the "
+            f"dataset's metric when absent), {field_names('question')}, cells {{nodes, edges, cells2}}, context, "
+            f"qtype, method, dataset, evidence, support_covered. `toporag eval --out` writes all of them.")
