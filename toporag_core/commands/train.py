@@ -175,13 +175,17 @@ def evidence_task(dataset: str, style: str = "evidence"):
     ``"cited"``: that and a ``citation`` hook); else ``ValueError`` naming the tasks that can."""
     from ..tasks import TASKS, get_task
 
+    from ..model import get_style
+
+    cited = get_style(style).open_citations
+
     def able(t) -> bool:
-        return t.evidence is not None and (style != "cited" or t.citation is not None)
+        return t.evidence is not None and (not cited or t.citation is not None)
 
     task = get_task(dataset)
     if not able(task):
         have = ", ".join(n for n, t in TASKS.items() if able(t)) or "none"
-        what = "full answers and context citations" if style == "cited" else "full answers"
+        what = "full answers and context citations" if cited else "full answers"
         raise ValueError(f"--answer-style {style}: dataset {dataset!r} has no evidence ({what}); "
                          f"datasets with it: {have}")
     return task
@@ -194,14 +198,16 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
     the open questions from its ``citation`` hook (which reads each prepared example's context);
     ``ValueError`` when the task has no hook or no training example gets evidence (nothing would
     change)."""
+    from ..model import get_style
     from ..tasks import load_raw
     from ..train import with_evidence_targets
 
     task = evidence_task(dataset, style)
+    cited = get_style(style).open_citations
     raw = {str(r.id): r for split in ("train", "val") for r in load_raw(dataset, data_dir)[split]}
     evidence = {i: ev for i, r in raw.items() if (ev := task.evidence(r))}
     n_cited = 0
-    if style == "cited":
+    if cited:
         for e in (*train_set, *val_set):
             r = raw.get(str(e.id))
             if r is not None and str(e.id) not in evidence and (ev := task.citation(r, e)):
@@ -213,7 +219,7 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
         raise ValueError(f"--answer-style {style}: no training example of {dataset!r} has evidence "
                          "(yes/no answers with a full answer)")
     print(f"evidence-first targets: {n_train} of {len(train_set)} training and {n_val} of {len(val_set)} "
-          f"validation examples" + (f" ({n_cited} of them cited)" if style == "cited" else ""))
+          f"validation examples" + (f" ({n_cited} of them cited)" if cited else ""))
     return train_set, val_set
 
 
@@ -275,13 +281,13 @@ class TrainPlan:
 
 def plan_from_args(args) -> TrainPlan:
     """Every config of the run, validated before the data are prepared and the LLM loaded (minutes)."""
-    from ..model import TopoRAGConfig
+    from ..model import TopoRAGConfig, get_style
     from ..train import TrainConfig
     from ._common import config_values
 
     model = {k: v for k, v in config_values(args, TopoRAGConfig).items() if k not in DERIVED_MODEL_FIELDS}
     TopoRAGConfig(**model)  # its own checks, now
-    if model.get("answer_style", "label") != "label":
+    if get_style(model.get("answer_style", "label")).rewrites_targets:
         evidence_task(args.dataset, model["answer_style"])
     return TrainPlan(prep_config_from_args(args), TrainConfig(**config_values(args, TrainConfig)), model,
                      args.hidden)
@@ -345,7 +351,7 @@ def run(args) -> int:
 
     from .. import distributed
     from ..llm import dtype_name, load_llm
-    from ..model import TopoRAGModel
+    from ..model import TopoRAGModel, get_style
     from ..train import seed_everything, train
 
     plan = plan_from_args(args)
@@ -359,7 +365,7 @@ def run(args) -> int:
     train_set, val_set = _prepare(args, plan, env)
     answers = sorted({e.answer.strip() for e in train_set})
     style = plan.model.get("answer_style", "label")
-    if style != "label":
+    if get_style(style).rewrites_targets:
         train_set, val_set = evidence_splits(args.dataset, args.data_dir, train_set, val_set, style)
     seed_everything(plan.train.seed)
     llm, tok = load_llm(args.llm, device=device, dtype=args.dtype)
