@@ -24,7 +24,7 @@ PKG = ROOT / "toporag_core"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("graph", "metrics")),
     ("io", ("io",)),
-    ("complex", ("complex", "lift")),
+    ("complex", ("complex", "lift", "validate")),
     ("embeddings", ("embed",)),
     ("topology", ("topo",)),
     ("retrieval", ("retrieval",)),

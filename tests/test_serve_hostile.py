@@ -298,11 +298,13 @@ def test_a_second_process_waits_for_the_conversion_and_reuses_it(tmp_path, monke
 
 
 def test_validation_liftings_are_the_lifts():
-    from toporag_core.commands._common import CLI_LIFTINGS
-    from toporag_core.io.validate import LIFTINGS
-    from toporag_core.lift import LIFTINGS as LIFT
+    from toporag_core.lift import LIFTINGS as LIFT, lifting_names
+    from toporag_core.validate import LIFTINGS, check_lifting
 
-    assert LIFTINGS == LIFT == CLI_LIFTINGS
+    assert LIFTINGS is LIFT and list(LIFTINGS) == lifting_names()
+    assert all(check_lifting(name) == name for name in LIFTINGS)
+    with pytest.raises(ValueError, match="tree"):
+        check_lifting("spiral")
 
 
 # ----------------------------------------------------------------------------- the CLI's refusals

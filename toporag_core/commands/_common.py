@@ -88,7 +88,7 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 
 def load_from_args(args: argparse.Namespace):
     """The graph of ``PATH``; a ``--record`` on a file without records, or out of range, is refused
-    (by the rule :func:`~toporag_core.io.validate.check_record` the service shares)."""
+    (by the rule :func:`~toporag_core.validate.check_record` the service shares)."""
     from ..io import load_graph
 
     record: Any = args.record
@@ -104,7 +104,7 @@ def check_record_arg(path: str, fmt: str, record: int | str) -> None:
     from pathlib import Path
 
     from ..io import list_records
-    from ..io.validate import check_record
+    from ..validate import check_record
 
     p = Path(path)
     labels = list_records(p.read_bytes(), p.name, fmt)[1] if p.is_file() else []
@@ -113,7 +113,7 @@ def check_record_arg(path: str, fmt: str, record: int | str) -> None:
 
 def check_question_args(args: argparse.Namespace, *names: str) -> None:
     """``--question`` / ``--query`` when given: non-empty text (not only spaces), the service's rule."""
-    from ..io.validate import check_text
+    from ..validate import check_text
 
     for name in names:
         value = getattr(args, name, None)

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from typing import Any
 
 
-from ..io.validate import LIFTINGS, check_lifting, check_seed
+from ..validate import LIFTINGS, check_lifting, check_seed
 from ..pipeline import DecodeJob, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
