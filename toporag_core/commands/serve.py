@@ -90,10 +90,12 @@ def run(args: argparse.Namespace) -> int:
     engine = load_engine(cfg, checkpoint=args.checkpoint, llm=args.llm, device=args.device,
                          dtype=args.dtype)
     d = engine.pipe.describe()
+    workers = engine.batcher.stats["workers"]
 
     def ready(url: str) -> None:
         print(f"toporag serve: {d['checkpoint'] or 'frozen LLM'} on {d['device']} ({d['dtype']}), "
-              f"batching {'on' if args.batching else 'off'} ({engine.batcher.stats['workers']} workers), token {'required' if token else 'off'}", flush=True)
+              f"batching {'on' if args.batching else 'off'} ({workers} workers), "
+              f"token {'required' if token else 'off'}", flush=True)
         print(f"toporag serve: listening on {url}", flush=True)
 
     try:
