@@ -14,15 +14,19 @@ Two ``toporag serve`` subprocesses (their own interpreters, as in production), e
   4. a retrieve on a small cached graph, idle and while a 20k-node / 100k-edge upload embeds
      (p50 ratio).
 
-* **answer server**: the committed ExplaGraphs checkpoint (``--checkpoint``; ``--tiny``: the test
-  Llama) with its encoder: answer throughput at concurrency 1 / 4 / 16 / 64 (req/s, p50/p95/p99,
-  errors, mean batch, server RSS), and the ratio c16 / c1. Every level is bounded by
+* **answer servers**: the committed ExplaGraphs checkpoint (``--checkpoint``; ``--tiny``: the test
+  Llama) with its encoder, one server per ``--answer-configs`` entry (extra ``toporag serve``
+  options; ``default`` = none): answer throughput at the ``--levels`` concurrencies (req/s,
+  p50/p95/p99, errors, mean batch, server RSS, the load average at the start and end of the level:
+  the machine may be shared), then ``--repeat`` more c1 / c16 pairs, and per server the ratio
+  c16 / c1 of each pair. c1 and c16 always run against the same server. Every level is bounded by
   ``--seconds`` and ``--max-requests``; every request by ``--timeout``.
 
 Finally an in-process **decode profile**: ``TopoRAGPipeline.decode`` on 1, 4 and 8 jobs at once,
 seconds per call and per row, which says whether a batch is cheaper per row than single requests.
 
     .venv/bin/python benchmarks/bench_serve.py [--tiny] [--seconds 15] [--fuzz 300]
+    .venv/bin/python benchmarks/bench_serve.py --only-answers --answer-configs "default;--workers 1"
 """
 from __future__ import annotations
 
@@ -277,6 +281,7 @@ def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_req
                     lat.append(time.perf_counter() - t)
                     batch.append(int(r["batch_size"]))
 
+    load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     [t.start() for t in threads]
@@ -284,7 +289,38 @@ def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_req
     wall = time.perf_counter() - t0
     return {"clients": clients, "requests": len(lat), "rps": len(lat) / wall, "p": percentiles(lat),
             "errors": len(errors), "batch": float(np.mean(batch)) if batch else float("nan"), "rss": rss_mb(pid),
-            "first_error": errors[:1]}
+            "first_error": errors[:1], "load": (load0, os.getloadavg()[0])}
+
+
+def answer_config(checkpoint: str, env: dict, extra: list[str], jobs, args) -> dict:
+    """One answer server (``extra`` options): the ``--levels``, then ``--repeat`` more c1 / c16 pairs."""
+    from toporag_core.serve.client import CoreClient
+
+    proc, url = start_server(checkpoint, env, extra)
+    try:
+        with CoreClient(url, token=TOKEN, timeout=args.timeout) as c:  # upload + warm up
+            for g, q in jobs:
+                c.answer(g, q, max_new_tokens=16)
+            info = c.info()
+        levels = [int(n) for n in args.levels.split(",")] + [1, 16] * args.repeat
+        rows = [answer_level(url, proc.pid, jobs, n, args.seconds, args.max_requests, args.timeout) for n in levels]
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return {"desc": f"{info['checkpoint']} on {info['device']} ({info['dtype']})", "rows": rows,
+            "workers": info["batching"].get("workers", 1), "options": " ".join(extra) or "default"}
+
+
+def pair_ratios(rows: list[dict]) -> list[float]:
+    """c16 / c1 of each c1 run and the next c16 run after it (the same server)."""
+    out, c1 = [], None
+    for r in rows:
+        if r["clients"] == 1:
+            c1 = r["rps"]
+        elif r["clients"] == 16 and c1:
+            out.append(r["rps"] / c1)
+            c1 = None
+    return out
 
 
 def workload():
@@ -325,7 +361,33 @@ def decode_profile(checkpoint: str, jobs, sizes=(1, 4, 8), repeats: int = 2) -> 
 
 
 # ----------------------------------------------------------------------------- report
-def report(bad, big, slow, upl, levels, profile, args, desc) -> None:
+def report_answers(configs: list[dict]) -> None:
+    print(f"\n### 5. Answer throughput ({configs[0]['desc']})\n")
+    print("| server options | workers | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | errors | "
+          "mean batch | server RSS MB | load avg start -> end |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for cfg in configs:
+        for r in cfg["rows"]:
+            print(f"| {cfg['options']} | {cfg['workers']} | {r['clients']} | {r['requests']} | {r['rps']:.2f} | "
+                  f"{r['p'][0]:.0f} | {r['p'][1]:.0f} | {r['p'][2]:.0f} | {r['errors']} | {r['batch']:.2f} | "
+                  f"{r['rss']:.0f} | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
+    print()
+    for cfg in configs:
+        ratios = pair_ratios(cfg["rows"])
+        print(f"req/s c16 / c1 ({cfg['options']}): {', '.join(f'{x:.2f}' for x in ratios)}")
+        for r in cfg["rows"]:
+            if r["first_error"]:
+                print(f"first error ({cfg['options']}, c{r['clients']}): {r['first_error'][0]}")
+
+
+def report_profile(profile) -> None:
+    print("\n### 6. Decode profile (in-process TopoRAGPipeline.decode, max_new_tokens 16)\n")
+    print("| torch threads | jobs per call | seconds per call | seconds per row |\n|---|---|---|---|")
+    for th, b, s in profile:
+        print(f"| {th} | {b} | {s:.3f} | {s / b:.3f} |")
+
+
+def report(bad, big, slow, upl, args) -> None:
     print("\n### 1. Bad-input battery and fuzz\n")
     print("| cases (battery + fuzz) | status counts | 5xx |\n|---|---|---|")
     print(f"| {bad['cases']} ({bad['battery']} + {bad['cases'] - bad['battery']}) | "
@@ -346,22 +408,6 @@ def report(bad, big, slow, upl, levels, profile, args, desc) -> None:
     print(f"| during the upload | {upl['n_busy']} | {upl['busy'][0]:.1f} | {upl['busy'][1]:.1f} | {upl['busy'][2]:.1f} |")
     print(f"\nupload POST answered in {upl['post_s'] * 1000:.0f} ms (202, job id); embedded in {upl['upload_s']:.1f} s; "
           f"p50 ratio during/idle = {upl['busy'][0] / upl['idle'][0]:.2f}")
-    print(f"\n### 5. Answer throughput ({desc})\n")
-    print("| concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | errors | mean batch | server RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in levels:
-        print(f"| {r['clients']} | {r['requests']} | {r['rps']:.2f} | {r['p'][0]:.0f} | {r['p'][1]:.0f} | "
-              f"{r['p'][2]:.0f} | {r['errors']} | {r['batch']:.2f} | {r['rss']:.0f} |")
-    by = {r["clients"]: r["rps"] for r in levels}
-    if 1 in by and 16 in by:
-        print(f"\nreq/s c16 / c1 = {by[16] / by[1]:.2f}")
-    for r in levels:
-        if r["first_error"]:
-            print(f"first error (c{r['clients']}): {r['first_error'][0]}")
-    print("\n### 6. Decode profile (in-process TopoRAGPipeline.decode, max_new_tokens 16)\n")
-    print("| torch threads | jobs per call | seconds per call | seconds per row |\n|---|---|---|---|")
-    for th, b, s in profile:
-        print(f"| {th} | {b} | {s:.3f} | {s / b:.3f} |")
 
 
 def main() -> None:
@@ -380,6 +426,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0, help="time bound of one concurrency level")
     ap.add_argument("--max-requests", type=int, default=400, help="request bound of one concurrency level")
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--repeat", type=int, default=1, help="more c1 / c16 pairs after the levels, per server")
+    ap.add_argument("--answer-configs", default="default;--workers 1",
+                    help="answer servers to compare, ';'-separated extra toporag serve options (default: none)")
+    ap.add_argument("--only-answers", action="store_true", help="tables 5 (and 6 unless --no-profile) only")
+    ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the decode profile")
     args = ap.parse_args()
 
     from toporag_core.testing import build_tiny_checkpoint
@@ -388,6 +439,26 @@ def main() -> None:
     tiny = str(build_tiny_checkpoint(tmp / "tiny"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TOPORAG_CACHE": str(tmp / "cache")}
     hashing_env = {**env, "TOPORAG_ENCODER": "hashing"}
+    print(f"{os.cpu_count()} CPU cores; every address 127.0.0.1; load average at the start "
+          f"{os.getloadavg()[0]:.1f}.", flush=True)
+    if not args.only_answers:
+        abuse(tiny, hashing_env, args)
+
+    checkpoint = tiny if args.tiny else args.checkpoint
+    answer_env = hashing_env if args.tiny else {k: v for k, v in env.items() if k != "TOPORAG_CACHE"}
+    if args.tiny:
+        os.environ["TOPORAG_ENCODER"] = "hashing"
+    jobs = workload()
+    configs = [answer_config(checkpoint, answer_env, [] if c.strip() == "default" else c.split(), jobs, args)
+               for c in args.answer_configs.split(";")]
+    report_answers(configs)
+    if args.profile:
+        report_profile(decode_profile(checkpoint, jobs))
+    print(f"\nload average at the end {os.getloadavg()[0]:.1f}.")
+
+
+def abuse(tiny: str, hashing_env: dict, args) -> None:
+    """Tables 1-4 against the abuse server (printed as soon as measured)."""
     proc, url = start_server(tiny, hashing_env, ["--header-timeout", str(args.deadline), "--body-timeout",
                                                  str(args.deadline), "--max-nodes", str(args.upload_nodes),
                                                  "--max-edges", str(args.upload_edges)])
@@ -399,28 +470,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(30)
-
-    checkpoint = tiny if args.tiny else args.checkpoint
-    answer_env = hashing_env if args.tiny else {k: v for k, v in env.items() if k != "TOPORAG_CACHE"}
-    if args.tiny:
-        os.environ["TOPORAG_ENCODER"] = "hashing"
-    jobs = workload()
-    proc, url = start_server(checkpoint, answer_env, [])
-    try:
-        from toporag_core.serve.client import CoreClient
-
-        with CoreClient(url, token=TOKEN, timeout=args.timeout) as c:  # upload + warm up
-            for g, q in jobs:
-                c.answer(g, q, max_new_tokens=16)
-            desc = f"{c.info()['checkpoint']} on {c.info()['device']} ({c.info()['dtype']})"
-        levels = [answer_level(url, proc.pid, jobs, int(n), args.seconds, args.max_requests, args.timeout)
-                  for n in args.levels.split(",")]
-    finally:
-        proc.terminate()
-        proc.wait(30)
-    profile = decode_profile(checkpoint, jobs)
-    print(f"\n{os.cpu_count()} CPU cores; every address 127.0.0.1.")
-    report(bad, big, slow, upl, levels, profile, args, desc)
+    report(bad, big, slow, upl, args)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ def register(sub) -> None:
     p.add_argument("--max-connections", type=int, default=c.max_connections, help="open connections (503 beyond)")
     p.add_argument("--torch-threads", type=int, default=None,
                    help="torch threads on a CPU core (default: half the cores, at least 1)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="answer batches decoded at once, each on its own model replica over shared weights "
+                        "(default: on a CPU the cores divided by --torch-threads, on CUDA 1)")
     p.add_argument("--upload-chunk", type=int, default=c.upload_chunk,
                    help="texts per encoder call when embedding an upload (a question waits at most one chunk)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
@@ -82,14 +85,17 @@ def run(args: argparse.Namespace) -> int:
                       max_graphs=args.max_graphs, max_cached_nodes=args.max_cached_nodes,
                       request_timeout_s=args.request_timeout, header_timeout_s=args.header_timeout,
                       body_timeout_s=args.body_timeout, max_connections=args.max_connections,
-                      upload_chunk=args.upload_chunk, torch_threads=args.torch_threads, log_level=args.log_level)
+                      upload_chunk=args.upload_chunk, torch_threads=args.torch_threads,
+                      workers=args.workers, log_level=args.log_level)
     engine = load_engine(cfg, checkpoint=args.checkpoint, llm=args.llm, device=args.device,
                          dtype=args.dtype)
     d = engine.pipe.describe()
+    workers = engine.batcher.stats["workers"]
 
     def ready(url: str) -> None:
         print(f"toporag serve: {d['checkpoint'] or 'frozen LLM'} on {d['device']} ({d['dtype']}), "
-              f"batching {'on' if args.batching else 'off'}, token {'required' if token else 'off'}", flush=True)
+              f"batching {'on' if args.batching else 'off'} ({workers} workers), "
+              f"token {'required' if token else 'off'}", flush=True)
         print(f"toporag serve: listening on {url}", flush=True)
 
     try:

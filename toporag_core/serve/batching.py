@@ -1,10 +1,18 @@
 """Dynamic batching of concurrent answer requests: one forward pass for a few requests.
 
-Requests arrive on many server threads; each puts a job on a queue and waits on its future. One
+Requests arrive on many server threads; each puts a job on a queue and waits on its future. A
 worker thread takes the first job, then keeps collecting for at most ``max_wait_ms`` (or until
 ``max_batch`` jobs are in hand), and calls ``run_batch(jobs) -> results`` once:
 
     t_batch <= max_wait + t_forward(B)      instead of      B x t_forward(1)
+
+``workers`` threads share the queue: one at a time collects a batch (under a lock), then runs it
+while the next collects the following one, so up to ``workers`` batches are in ``run_batch`` at
+once. On a CPU a batch's prompt pass is compute-bound (a batch of 8 costs about 0.8x eight single
+passes), so batching alone cannot use a second core; with torch on one thread per worker (torch
+releases the GIL inside its ops) ``workers`` batches run on ``workers`` cores. ``run_batch`` must
+then be safe to call from several threads at once (:class:`~.engine.CoreEngine` gives each
+worker its own model replica).
 
 Jobs with a different ``group`` (the answer length ``max_new_tokens``) never share a batch, so the
 output of each request is what it would be alone. With ``enabled=False`` the worker takes one
@@ -57,18 +65,24 @@ class Job:
 
 
 class DynamicBatcher:
-    """A queue and one worker thread calling ``run_batch(payloads) -> results`` (same order)."""
+    """A queue and ``workers`` threads calling ``run_batch(payloads) -> results`` (same order)."""
 
     def __init__(self, run_batch: Callable[[list[Any]], list[Any]], config: BatchConfig | None = None,
-                 name: str = "toporag-batcher") -> None:
+                 name: str = "toporag-batcher", workers: int = 1) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"DynamicBatcher: workers must be a whole number >= 1, got {workers!r}")
         self.config = config or BatchConfig()
         self.run_batch = run_batch
         self.queue: queue.Queue[Job | None] = queue.Queue(maxsize=self.config.max_queue)
-        self.stats = {"batches": 0, "jobs": 0, "max_batch_seen": 0}
+        self.stats = {"batches": 0, "jobs": 0, "max_batch_seen": 0, "workers": workers, "max_running_seen": 0}
         self.held: list[Job] = []  # jobs taken from the queue that belong to another group
+        self.take_lock = threading.Lock()  # one worker collects a batch at a time
+        self.stats_lock = threading.Lock()
+        self.running = 0  # batches inside run_batch now
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.loop, name=name, daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self.loop, name=f"{name}-{i}", daemon=True) for i in range(workers)]
+        for t in self.threads:
+            t.start()
 
     def submit(self, payload: Any, group: Hashable = None, timeout: float | None = None) -> Any:
         """Queue one job and wait for its result (re-raises the job's exception)."""
@@ -87,7 +101,8 @@ class DynamicBatcher:
             self.queue.put_nowait(None)
         except queue.Full:
             pass
-        self.thread.join(timeout=5)
+        for t in self.threads:
+            t.join(timeout=5)
 
     # -- the worker -------------------------------------------------------------------
     def next_job(self, timeout: float | None) -> Job | None:
@@ -99,9 +114,11 @@ class DynamicBatcher:
             return None
 
     def collect(self) -> list[Job]:
-        first = self.next_job(None)
+        """The next batch (empty once stopped); called under :attr:`take_lock`. The first job is
+        waited for in short polls, so every worker notices :meth:`close`."""
+        first = None
         while first is None and not self.stopped.is_set():
-            first = self.next_job(None)
+            first = self.next_job(0.25)
         if first is None:
             return []
         jobs = [first]
@@ -122,20 +139,31 @@ class DynamicBatcher:
 
     def loop(self) -> None:
         while not self.stopped.is_set():
-            jobs = self.collect()
+            with self.take_lock:
+                jobs = self.collect()
             jobs = [j for j in jobs if j is not None and not j.future.cancelled()]
-            if not jobs:
-                continue
-            try:
-                results = self.run_batch([j.payload for j in jobs])
-                if len(results) != len(jobs):
-                    raise RuntimeError(f"run_batch returned {len(results)} results for {len(jobs)} jobs")
-            except BaseException as e:  # noqa: BLE001 - every waiting caller gets the error
-                for j in jobs:
-                    j.future.set_exception(e)
-                continue
+            if jobs:
+                self.run(jobs)
+
+    def run(self, jobs: list[Job]) -> None:
+        """One ``run_batch`` call; its results (or its error) go to the jobs' futures."""
+        with self.stats_lock:
+            self.running += 1
+            self.stats["max_running_seen"] = max(self.stats["max_running_seen"], self.running)
+        try:
+            results = self.run_batch([j.payload for j in jobs])
+            if len(results) != len(jobs):
+                raise RuntimeError(f"run_batch returned {len(results)} results for {len(jobs)} jobs")
+        except BaseException as e:  # noqa: BLE001 - every waiting caller gets the error
+            for j in jobs:
+                j.future.set_exception(e)
+            return
+        finally:
+            with self.stats_lock:
+                self.running -= 1
+        with self.stats_lock:
             self.stats["batches"] += 1
             self.stats["jobs"] += len(jobs)
             self.stats["max_batch_seen"] = max(self.stats["max_batch_seen"], len(jobs))
-            for j, r in zip(jobs, results):
-                j.future.set_result(r)
+        for j, r in zip(jobs, results):
+            j.future.set_result(r)

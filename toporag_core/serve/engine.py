@@ -20,11 +20,20 @@
   round-off of the batched matrix products (checked by ``tests/test_serve.py``; on a GPU in
   bf16 the round-off is larger: turn batching off with ``--no-batching`` for bit-for-bit
   single-request behaviour).
+* **Workers**: with ``workers > 1`` the batcher runs that many batches at once, each on its own
+  :func:`replica` of the pipeline (new module objects over the *same* weight tensors: no extra
+  memory for weights). A replica is needed, not just a second thread on one model: the pipeline
+  serialises :meth:`~toporag_core.pipeline.TopoRAGPipeline.decode` under its lock, and a LoRA
+  checkpoint with a cacheable layout switches its adapters off and on around the frozen part's
+  pass, module state that a concurrent pass on the same modules would see.
 """
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -85,16 +94,30 @@ class GraphCache:
                     "max_graphs": self.max_graphs, "max_nodes": self.max_nodes}
 
 
+def replica(pipe: TopoRAGPipeline) -> TopoRAGPipeline:
+    """A pipeline that decodes like ``pipe`` with its own modules, lock and tokenizer, over the same
+    parameter and buffer tensors (a deep copy that shares every tensor: weights are read-only in
+    inference, so the copy costs the module objects only). For decoding only: its encoder is not set."""
+    model = pipe.model
+    shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    return TopoRAGPipeline(copy.deepcopy(model, shared), None, pipe.checkpoint, pipe.meta)
+
+
 class CoreEngine:
     """A loaded pipeline served to many threads (see the module docstring)."""
 
     def __init__(self, pipe: TopoRAGPipeline, batch: BatchConfig | None = None, max_graphs: int = 64,
                  max_cached_nodes: int = 500_000, name: str | None = None, upload_chunk: int = 256,
-                 embed_workers: int = 1, max_pending_uploads: int = 16) -> None:
+                 embed_workers: int = 1, max_pending_uploads: int = 16, workers: int = 1) -> None:
         self.pipe = pipe
         self.cache = GraphCache(max_graphs, max_cached_nodes)
         self.batch_config = batch or BatchConfig()
-        self.batcher = DynamicBatcher(self.run_batch, self.batch_config)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"CoreEngine: workers must be a whole number >= 1, got {workers!r}")
+        self.decoders: queue.Queue[TopoRAGPipeline] = queue.Queue()  # one pipeline per batch worker
+        for p in [pipe] + [replica(pipe) for _ in range(workers - 1)]:
+            self.decoders.put(p)
+        self.batcher = DynamicBatcher(self.run_batch, self.batch_config, workers=workers)
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.started = time.time()
         self.upload_chunk = int(upload_chunk)
@@ -240,5 +263,9 @@ class CoreEngine:
     def run_batch(self, jobs: list[tuple[DecodeJob, int | None]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """The neural part for ``B`` jobs of one ``max_new_tokens`` (the batcher groups by it):
         :meth:`TopoRAGPipeline.decode` (one encoder pass, label scoring / one batched generation)."""
-        rows, info = self.pipe.decode([j for j, _ in jobs], max_new_tokens=jobs[0][1])
+        pipe = self.decoders.get()  # never waits: as many pipelines as batch workers
+        try:
+            rows, info = pipe.decode([j for j, _ in jobs], max_new_tokens=jobs[0][1])
+        finally:
+            self.decoders.put(pipe)
         return [(r, info) for r in rows]

@@ -52,6 +52,7 @@ class ServeConfig:
     upload_chunk: int = 256
     max_pending_uploads: int = 16
     torch_threads: int | None = None
+    workers: int | None = None
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
@@ -65,9 +66,10 @@ class ServeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"ServeConfig.{name} must be a number of seconds > 0, got {value!r}")
-        if self.torch_threads is not None and (isinstance(self.torch_threads, bool) or
-                                               not isinstance(self.torch_threads, int) or self.torch_threads < 1):
-            raise ValueError(f"ServeConfig.torch_threads must be a whole number >= 1, got {self.torch_threads!r}")
+        for name in ("torch_threads", "workers"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"ServeConfig.{name} must be a whole number >= 1, got {value!r}")
         for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -83,9 +85,11 @@ def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None
         from ..pipeline import TopoRAGPipeline
 
         pipe = TopoRAGPipeline.load(checkpoint, llm=llm, device=device, encoder=encoder, dtype=dtype)
-    set_torch_threads(cfg, pipe.describe()["device"])
+    device = pipe.describe()["device"]
+    threads = set_torch_threads(cfg, device)
     return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes,
-                      upload_chunk=cfg.upload_chunk, max_pending_uploads=cfg.max_pending_uploads)
+                      upload_chunk=cfg.upload_chunk, max_pending_uploads=cfg.max_pending_uploads,
+                      workers=batch_workers(cfg, threads))
 
 
 def set_torch_threads(cfg: ServeConfig, device: str) -> int | None:
@@ -97,6 +101,16 @@ def set_torch_threads(cfg: ServeConfig, device: str) -> int | None:
     n = cfg.torch_threads or max(1, (os.cpu_count() or 1) // 2)
     torch.set_num_threads(n)
     return n
+
+
+def batch_workers(cfg: ServeConfig, torch_threads: int | None) -> int:
+    """:attr:`ServeConfig.workers`, or its default: ``cores // torch_threads`` on a CPU core
+    (``torch_threads`` as :func:`set_torch_threads` set it), one on a GPU (``None``)."""
+    if cfg.workers is not None:
+        return cfg.workers
+    if torch_threads is None:
+        return 1
+    return max(1, (os.cpu_count() or 1) // torch_threads)
 
 
 def bind(host: str, port: int) -> socket.socket:
