@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test bench clean lint
+.PHONY: install run test test-fast bench clean lint
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -27,6 +27,11 @@ lint: install
 
 test: install lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The quick tier while editing (under 2 minutes on 2 cores): no browser, no real models or data sets, no
+# multi-process training. `make test` is the whole suite and what CI runs.
+test-fast: install lint
+	$(PY) -m pytest -q -m "not slow and not browser and not training" $(PYTEST_ARGS)
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -83,6 +83,7 @@ def test_missing_file_and_missing_question(capsys, scene, tmp_path):
     assert code != 0 and "--question" in err
 
 
+@pytest.mark.slow
 def test_console_script_entry_point(scene):
     proc = subprocess.run([sys.executable, "-m", "toporag_core.cli", "lift", str(scene), "--json"],
                           capture_output=True, text=True, timeout=120)

@@ -61,6 +61,7 @@ def losses(folder: Path, rank: int = 0) -> list[float]:
     return json.loads((folder / f"losses-rank{rank}.json").read_text())["losses"]
 
 
+@pytest.mark.training
 def test_two_gloo_processes_give_the_one_process_loss_curve(runs):
     two, one = losses(runs["ddp2"]), losses(runs["ddp1"])
     assert len(two) == len(one) == 5
@@ -69,6 +70,7 @@ def test_two_gloo_processes_give_the_one_process_loss_curve(runs):
     assert len(set(np.round(one, 4))) > 1  # the curve moves: the check is not vacuous
 
 
+@pytest.mark.training
 def test_two_processes_end_with_train_py_weights(runs):
     a = load_file(str(runs["ddp2"] / "last" / "model.safetensors"))
     b = load_file(str(runs["train"] / "last" / "model.safetensors"))
@@ -77,6 +79,7 @@ def test_two_processes_end_with_train_py_weights(runs):
         np.testing.assert_allclose(a[k].numpy(), b[k].numpy(), atol=1e-5, err_msg=k)
 
 
+@pytest.mark.training
 def test_rank_zero_writes_one_checkpoint_and_one_log(runs):
     d = runs["ddp2"]
     assert sorted(p.name for p in d.iterdir() if p.is_dir()) == ["best", "last"]
@@ -90,6 +93,7 @@ def test_rank_zero_writes_one_checkpoint_and_one_log(runs):
     assert state["step"] == 5 and state["done"]
 
 
+@pytest.mark.training
 def test_two_processes_honour_schedule_stop_accumulation_and_selection(full_runs):
     """What the old DDP copy of the loop ignored: 2 processes now follow train()'s cosine lr, stop at
     stop_after_steps (4 of a 6-step schedule), accumulate 2 batches, bucket, give a rank an empty share of
@@ -159,6 +163,7 @@ def test_merge_command(tmp_path, capsys):
     assert [json.loads(x)["id"] for x in (tmp_path / "m.jsonl").read_text().splitlines()] == ["x", "y"]
 
 
+@pytest.mark.training
 def test_torchrun_runs_toporag_train_with_two_processes_and_eval_shards_merge(tmp_path):
     """The commands README gives: `torchrun --nproc_per_node=2 -m toporag_core.cli train ...` writes one
     checkpoint; `toporag eval --shard i/n` twice plus `toporag eval merge` equals one unsharded evaluation."""

@@ -139,6 +139,7 @@ def test_adjacency_matrices_match_definitions():
     assert cx.coadjacency_matrix(1).shape == (6, 6) and cx.coadjacency_matrix(1).toarray().trace() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "expla_graphs_train_dev.tsv").exists(), reason="../shared/data is absent")
 def test_all_explagraphs_graphs_lift():
     rows = read_explagraphs(SHARED / "expla_graphs_train_dev.tsv")
@@ -152,6 +153,7 @@ def test_all_explagraphs_graphs_lift():
     check_complex(lift(explagraphs_row_to_graph(rows[0])))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "webqsp_sample.json").exists(), reason="../shared/data is absent")
 def test_all_webqsp_graphs_lift():
     recs = read_webqsp(SHARED / "webqsp_sample.json")

@@ -73,6 +73,7 @@ def test_default_cache_follows_env(tmp_path, monkeypatch):
     assert default_llm_cache(tmp_path / "x") == tmp_path / "x"
 
 
+@pytest.mark.slow
 def test_real_packaged_smollm2_answers():
     """The packaged SmolLM2-135M-Instruct, converted once into the cache, answers through the model."""
     from toporag_core.model import QABatch, TopoRAGConfig, TopoRAGModel

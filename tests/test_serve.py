@@ -304,6 +304,7 @@ def test_core_down_or_slow_is_a_clear_error_not_a_hang():
         assert time.perf_counter() - t0 < 5
 
 
+@pytest.mark.slow
 def test_toporag_serve_command(checkpoint, tmp_path):
     env = {"PYTHONPATH": str(ROOT), "TOPORAG_ENCODER": "hashing", "PATH": "/usr/bin:/bin",
            "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOPORAG_CACHE": str(tmp_path)}
