@@ -221,6 +221,8 @@ def graph_summary(ss) -> None:
         st.page_link("pages/4_Ask.py", label="Ask: answer a question with a trained model")
         st.page_link("pages/5_Error_analysis.py", label="Error analysis: where predictions fail, and why")
         st.page_link("pages/6_Topology_vs_text.py", label="Topology vs text: do neighbours share meaning?")
+        st.page_link("pages/7_Hybrid_tables.py", label="Hybrid tables: retrieve over text and tables together")
+        st.page_link("pages/8_Document_graph.py", label="Document graph: multi-hop retrieval across documents")
 
 
 def lifting_notes(summary: dict) -> list[str]:

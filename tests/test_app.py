@@ -645,3 +645,11 @@ def test_learn_and_the_retrieval_lab_start_from_the_same_library_defaults():
     assert learn_page.slider(key="learn_k").value == lab.sidebar.slider(key="lab_k").value == p["k0"]
     assert learn_page.slider(key="learn_c2").value == p["c2"]
     assert learn_page.slider(key="learn_edge_cost").value == p["edge_cost"]
+
+
+def test_home_links_every_page():
+    """Home's "Next" list names every page of the app (a new page is never left unlinked)."""
+    import re
+
+    linked = set(re.findall(r'st\.page_link\("(pages/[^"]+\.py)"', (ROOT / "app.py").read_text()))
+    assert linked == {f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py")}
