@@ -38,6 +38,7 @@ A model without graph tokens (the frozen LLM, ``use_graph`` off) gets
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -194,7 +195,8 @@ def arm_tokens(model, st: SubcomplexTensors, seed: int = 0) -> dict[str, Tensor]
     return {"own": g[:1], "zeroed": torch.zeros_like(g[:1]), "permuted": g[1:2]}
 
 
-def _rows(question: str, context: str, n: int) -> QABatch:
+def qa_rows(question: str, context: str, n: int) -> QABatch:
+    """``n`` rows of one question and context, without cells (the soft prompt comes as ``soft``)."""
     return QABatch(cells=None, questions=[question] * n, contexts=[context] * n)
 
 
@@ -214,14 +216,14 @@ def _answer_logp(model, question: str, context: str, soft: Tensor, effect: Graph
     out = []
     for i in range(0, soft.shape[0], chunk):
         part = soft[i:i + chunk]
-        sc = model.score_choices(_rows(question, context, part.shape[0]), targets, soft=part,
+        sc = model.score_choices(qa_rows(question, context, part.shape[0]), targets, soft=part,
                                  truncate=evidence is None).double()
         out.append(sc.log_softmax(-1)[:, effect.labels.index(effect.answer)] if effect.closed else sc[:, 0])
     return torch.cat(out)
 
 
 def _closed_arms(model, question, context, tokens, effect: GraphTokenEffect, evidence: str | None) -> None:
-    sc = torch.stack([model.score_choices(_rows(question, context, 1), _targets(effect, evidence),
+    sc = torch.stack([model.score_choices(qa_rows(question, context, 1), _targets(effect, evidence),
                                           soft=tokens[a], truncate=evidence is None)[0].double() for a in ARMS])
     prob = sc.softmax(-1)
     j = effect.labels.index(effect.answer)
@@ -234,11 +236,11 @@ def _closed_arms(model, question, context, tokens, effect: GraphTokenEffect, evi
 def _open_arms(model, question, context, tokens, effect: GraphTokenEffect, max_new_tokens: int | None) -> None:
     soft = torch.cat([tokens[a] for a in ARMS])
     lp = _answer_logp(model, question, context, soft, effect, None)
-    rows = model.answer(_rows(question, context, len(ARMS)), choices=[None] * len(ARMS), soft=soft,
+    rows = model.answer(qa_rows(question, context, len(ARMS)), choices=[None] * len(ARMS), soft=soft,
                         max_new_tokens=max_new_tokens)
     for k, a in enumerate(ARMS):
         effect.logp[a] = float(lp[k])
-        effect.probs[a] = {effect.answer: float(np.exp(lp[k]))}
+        effect.probs[a] = {effect.answer: math.exp(float(lp[k]))}
         effect.answers[a] = rows[k]["answer"]
     effect.answers["own"] = effect.answer  # what the page showed (the own arm regenerates the same text)
 
