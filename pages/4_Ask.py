@@ -1,4 +1,5 @@
 """Ask: what does the trained model answer about this graph, from which cells, and how fast?"""
+import pandas as pd
 import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
@@ -96,6 +97,47 @@ decision = ask.route(checkpoint, graph, question, options) if remote is None els
 if decision is not None and question.strip():
     (st.warning if decision.rerouted else st.caption)(decision.line())
 inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
+ARMS_NOTE = ("Own = the answer's graph tokens; zeroed = none (the text alone); permuted = the same cells with each "
+             "rank's features moved by a seeded derangement. Same text and question in every column.")
+
+
+def measure_effects(answerer, ecx, answers, status) -> dict:
+    """``{method: GraphTokenEffect or error text}``: each answer under own / zeroed / permuted graph tokens."""
+    status.update(label="Measuring what the graph tokens did ...")
+    out = {}
+    for m, a in answers.items():
+        try:
+            out[m] = ask.graph_effect(answerer, ecx, question, a, max_new_tokens=max_new)
+        except Exception as e:  # noqa: BLE001 - the answer stands without its measurement
+            out[m] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def show_graph_effect(m, a, effect) -> None:
+    """The "What the graph tokens did" section of one answer: 3 arms, verdict, cells on demand."""
+    if effect is None:
+        st.caption("Not measured: a remote core answered (it sends no graph tokens back).")
+        return
+    if isinstance(effect, str):
+        st.warning(f"Could not measure the graph tokens: {effect}")
+        return
+    st.info(errors.escape_markdown(effect.verdict()))
+    if not effect.has_graph:
+        return
+    st.dataframe(pd.DataFrame(effect.table()), hide_index=True, key=f"ask_arms_{m}")
+    st.caption(ARMS_NOTE)
+    if effect.cells is None:
+        if st.button("Explain the graph tokens (which cells mattered)", key=f"ask_explain_{m}"):
+            with st.spinner("Leaving out one cell at a time ..."):
+                asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
+                ask.explain_cells(asker, get_embedded(key, tree, seed, graph), last["inputs"][5], a, effect)
+            st.rerun()
+        return
+    st.markdown("**Cells by attribution**: drop in the answer's log-probability when the cell (and what is on "
+                "it) is left out of the encoder's input; the text the LLM reads is unchanged")
+    st.dataframe(pd.DataFrame(ask.cells_effect_table(effect)), hide_index=True, key=f"ask_cells_effect_{m}")
+
+
 if st.button("Ask", key="ask_go", type="primary"):
     try:
         answers = {}
@@ -115,8 +157,10 @@ if st.button("Ask", key="ask_go", type="primary"):
                     status.update(label=f"Retrieving with {method_label(m)} and generating ...")
                     answers.update(ask.ask(answerer, ecx, question, [settings[m]], max_new_tokens=max_new,
                                            query=query))
+            effects = measure_effects(answerer, ecx, answers, status) if remote is None else {}
             status.update(label="Answered", state="complete")
-        ss["ask_last"] = {"inputs": inputs, "answers": answers, "route": decision}
+        ss["ask_last"] = {"inputs": inputs, "answers": answers, "route": decision, "effects": effects,
+                          "answerer": decision.checkpoint if decision is not None else checkpoint}
     except core.CoreError as e:
         st.error(f"The core could not answer: {e}")
     except ValueError as e:
@@ -163,6 +207,8 @@ for col, (m, a) in zip(cols, answers.items()):
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
                          column_config={"probability": st.column_config.ProgressColumn(
                              "probability", min_value=0.0, max_value=1.0, format="%.3f")})
+        with st.expander("What the graph tokens did", expanded=True):
+            show_graph_effect(m, a, (last.get("effects") or {}).get(m))
         cut = ask.cut_message(a)
         if cut is not None:
             st.warning(cut)
@@ -182,7 +228,7 @@ tab_cells, tab_context, tab_prompt, tab_time = st.tabs(["Retrieved cells", "Cont
 with tab_cells:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
         col.markdown(f"**{method_label(m)}**")
-        col.dataframe(ask.cells_frame(a.subcomplex), hide_index=True)
+        col.dataframe(ask.cells_frame(a.subcomplex), hide_index=True, key=f"ask_cells_{m}")
 with tab_context:
     for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
         col.markdown(f"**{method_label(m)}**: the textualized subcomplex, as the LLM read it"

@@ -62,6 +62,11 @@ def answer_codes(at: AppTest) -> list[str]:
     return [c.value for c in at.code[:n]]
 
 
+def frame_with(at: AppTest, column: str, nth: int = 0) -> pd.DataFrame:
+    """The ``nth`` table of the page with ``column`` (the retrieved cells have ``role``)."""
+    return [d.value for d in at.dataframe if column in d.value.columns][nth]
+
+
 def ask_question(at: AppTest, question: str) -> AppTest:
     at.run()
     at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value(question)
@@ -76,7 +81,7 @@ def test_ask_shows_the_answer_the_retrieved_cells_and_the_prompt(pipe):
     want = reference(pipe, samples.load_sample("scene"), QUESTION)
     assert want["answer"]  # a non-empty answer, or the check below could not tell pages apart
     assert answer_codes(at) == [want["answer"]]
-    cells = at.dataframe[0].value
+    cells = frame_with(at, "role")
     assert list(cells["text"][cells["dim"] == 0]) == want["subcomplex"].node_texts()
     assert (cells["dim"] == 1).sum() == want["subcomplex"].counts[1]
     assert (cells["dim"] == 2).sum() == want["subcomplex"].counts[2]
@@ -101,8 +106,8 @@ def test_ask_compare_answers_with_two_methods(pipe):
     a, b = (reference(pipe, graph, QUESTION, m) for m in ("toporag", "topk-triples"))
     assert a["context"] != b["context"]  # the two methods really retrieve different cells
     assert answer_codes(at) == [a["answer"], b["answer"]]
-    assert len(at.dataframe[0].value) == sum(a["subcomplex"].counts)
-    assert len(at.dataframe[1].value) == sum(b["subcomplex"].counts)
+    assert len(frame_with(at, "role")) == sum(a["subcomplex"].counts)
+    assert len(frame_with(at, "role", 1)) == sum(b["subcomplex"].counts)
 
 
 def test_ask_controls_change_the_retrieval_and_stale_answers_are_flagged(pipe):
@@ -113,7 +118,7 @@ def test_ask_controls_change_the_retrieval_and_stale_answers_are_flagged(pipe):
     at.run()
     want = reference(pipe, samples.load_sample("scene"), QUESTION, k0=1, k1=1, k2=1)
     assert answer_codes(at) == [want["answer"]]
-    assert len(at.dataframe[0].value) == sum(want["subcomplex"].counts)
+    assert len(frame_with(at, "role")) == sum(want["subcomplex"].counts)
     assert not any("changed since this answer" in i.value for i in at.info)
 
 
@@ -657,3 +662,21 @@ def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monke
     assert not any("Label probabilities" in m.value for m in at.markdown)
     assert any("this example's question comes without one" in c.value for c in at.caption)
     assert not any("not the example's own question" in c.value for c in at.caption)
+
+
+def test_ask_shows_what_the_graph_tokens_did_and_explains_the_cells(pipe):
+    at = ask_question(ask_page(), QUESTION)
+    assert not at.exception and not at.error
+    section = [e for e in at.expander if e.label == "What the graph tokens did"]
+    assert len(section) == 1
+    lines = [x.value for x in at.info]
+    assert any("The graph tokens moved log P(answer) by" in v for v in lines), lines
+    arms = frame_with(at, "generated")
+    assert list(arms["answer"]) == ["own tokens", "zeroed tokens", "permuted tokens"]
+    want = reference(pipe, samples.load_sample("scene"), QUESTION)
+    assert arms["generated"].iloc[0] == want["answer"]
+    at.button(key="ask_explain_toporag").click()
+    at = at.run()
+    assert not at.exception
+    cells = frame_with(at, "drop in log P")
+    assert 0 < len(cells) <= 10 and list(cells["drop in log P"]) == sorted(cells["drop in log P"], reverse=True)

@@ -22,6 +22,8 @@
   (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
   cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
   what a cut dropped (the same for a remote core, which sends the cut with its answer).
+* What the graph tokens did (:mod:`.graph_effect`): :func:`graph_effect` re-scores an answer with its
+  own, zeroed and permuted graph tokens; :func:`explain_cells` adds the leave-one-cell-out drops.
 * Tables for the page: retrieved cells, timings, the prompt layout.
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the p
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
+from .graph_effect import GraphTokenEffect, attribute, cells_table, graph_token_effect
 from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, checkpoint_info, graph_task,  # noqa: F401
                     label_question, own_question, route)
 
@@ -183,6 +186,33 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
                                evidence=r.get("evidence"), choices=tuple(choices) if choices else None)
     return out
+
+
+def _effect_inputs(pipe: TopoRAGPipeline, a: Answer) -> tuple[tuple[str, ...] | None, str | None]:
+    """The closed answer set an answer was scored over (``None``: open) and the evidence its labels were
+    scored after (an evidence-first answer only)."""
+    choices = a.choices or (tuple(a.label_probs) if a.label_probs else None)
+    evidence = a.evidence if choices and pipe.model.uses_evidence(choices) else None
+    return choices, evidence
+
+
+def graph_effect(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, a: Answer,
+                 max_new_tokens: int | None = None) -> GraphTokenEffect:
+    """The answer ``a`` (to ``question``) re-scored with its own, zeroed and permuted graph tokens."""
+    choices, evidence = _effect_inputs(pipe, a)
+    return graph_token_effect(pipe, ecx, a.subcomplex, question, a.context, a.answer, choices, evidence,
+                              max_new_tokens=max_new_tokens)
+
+
+def explain_cells(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, a: Answer,
+                  effect: GraphTokenEffect, cap: int = 40) -> None:
+    """Fill ``effect.cells``: the leave-one-cell-out drops of the answer's log-probability."""
+    attribute(pipe, ecx, a.subcomplex, question, a.context, effect, evidence=_effect_inputs(pipe, a)[1], cap=cap)
+
+
+def cells_effect_table(effect: GraphTokenEffect, top: int = 10) -> list[dict[str, Any]]:
+    """The ``top`` cells by leave-one-out drop (rows for the page; ``[]`` before :func:`explain_cells`)."""
+    return cells_table(effect.cells or [], top)
 
 
 def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
