@@ -167,3 +167,34 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
             pg.screenshot(path=str(tmp_path / "ask_route.png"))
         finally:
             browser.close()
+
+
+def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, tmp_path):
+    """The committed SceneGraphs checkpoint answers the built-in scene's question; the page then shows
+    "What the graph tokens did": the own / zeroed / permuted table and its verdict line."""
+    from toporag_core.studio.ask import CHECKPOINT_ROOT
+
+    folder = CHECKPOINT_ROOT / "scene_graphs"
+    if not (folder / "config.json").is_file():
+        pytest.skip("the SceneGraphs checkpoint is not committed here")
+    log = tmp_path_factory.mktemp("server_scene") / "streamlit.log"
+    with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
+                                "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_scene"))},
+                          drop_env=("TOPORAG_ENCODER", "TOPORAG_LLM")) as url:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+                pg.set_default_timeout(300_000)
+                pg.goto(url)
+                pg.get_by_text("Current graph:").wait_for()
+                pg.get_by_role("link", name="Ask").first.click()
+                pg.locator("textarea[aria-label='Question']").wait_for()
+                settle(pg)
+                pg.get_by_role("button", name="Ask", exact=True).click()
+                pg.locator(".st-key-ask_answer_toporag code").wait_for()
+                pg.get_by_text("What the graph tokens did").first.wait_for()
+                pg.get_by_text("The graph tokens moved").first.wait_for()
+                pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
+            finally:
+                browser.close()
