@@ -111,7 +111,10 @@ def test_leave_one_cell_out_drops(pipe, ecx):
                                      soft=torch.cat([own, without])).double().log_softmax(-1)
         j = CLOSED[1].index(r["answer"])
         want = float(sc[0, j] - sc[1, j])
-        assert want != 0 and c.drop == pytest.approx(want, abs=1e-6)  # ... and the answer's log-probability
+        # ... and the answer's log-probability. The tiny model's drops are ~1e-5 and the attribution scores
+        # the rows in batches of 8 (this check in a batch of 2): float32 summation order moves a drop by
+        # up to ~3e-6 across batch compositions and thread counts, hence the tolerance.
+        assert want != 0 and c.drop == pytest.approx(want, abs=6e-6)
     assert {c.dim for c in ge.attribute(pipe, ecx, sub, CLOSED[0], r["context"], e)} == {0, 1, 2}
     assert ge.cells_table(cells, top=3)[0]["text"] == cells[0].text
 
