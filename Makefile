@@ -28,10 +28,10 @@ lint: install
 test: install lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-# The quick tier while editing (under 2 minutes on 2 cores): no browser, no real models or data sets, no
-# multi-process training. `make test` is the whole suite and what CI runs.
+# The quick tier while editing (under 2 minutes on 2 cores, one pytest worker per core): no browser, no
+# real models or data sets, no training loops. `make test` is the whole suite and what CI runs.
 test-fast: install lint
-	$(PY) -m pytest -q -m "not slow and not browser and not training" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
 
 bench: install
 	$(PY) benchmarks/run_all.py

@@ -191,6 +191,7 @@ def test_kv_store_key_changes_with_the_frozen_part():
     assert kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2), "other") != keys[False]
 
 
+@pytest.mark.training
 def test_cached_training_with_kv_store_learns_through_the_graph(examples, tmp_path):
     """Same text for every example, labels alternate: only the graph tokens in the tail can tell
     them apart; accuracy-based selection with label scoring reaches all right on the training set."""

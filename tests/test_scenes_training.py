@@ -216,6 +216,7 @@ def test_scene_evidence_is_the_full_answer_without_its_yes_no(mini):
     assert TASKS["scene_graphs"].evidence is sd.scene_evidence and TASKS["expla_graphs"].evidence is None
 
 
+@pytest.mark.training
 def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_path, monkeypatch, capsys):
     """`toporag train --answer-style evidence` trains yes/no rows on "<evidence>. Answer: <label>",
     records the style in the checkpoint, and `toporag eval` then answers polar questions with a label
@@ -346,6 +347,7 @@ def test_scene_citation_copies_the_context_lines_from_the_asked_object_to_the_an
     assert TASKS["scene_graphs"].citation is sd.scene_citation and TASKS["expla_graphs"].citation is None
 
 
+@pytest.mark.training
 def test_train_cited_then_eval_writes_evidence_for_open_answers(mini, tmp_path, monkeypatch, capsys):
     """`toporag train --answer-style cited` trains yes/no rows on their evidence and open rows on their
     cited context lines (the count is printed and equals what the hooks give), records the style, and

@@ -93,6 +93,7 @@ def test_context_truncated_question_kept():
     assert layout["context_truncated"] and layout["input_tokens"] <= 64 and layout["question"] == question
 
 
+@pytest.mark.training
 def test_overfit_tiny_batch_through_the_graph_alone(examples):
     # Identical text for every example, labels alternate: only the graph tokens can tell them apart.
     same_text = [dataclasses.replace(e, question="Q?", context="") for e in examples[:4]]
