@@ -248,21 +248,28 @@ def concurrent_answers(url: str, jobs: list[tuple[TextualGraph, str]], setting) 
     return out
 
 
+def answers_equal_in_process(url: str, ref) -> list[dict]:
+    """Every sample question sent at once to the core at ``url``: each answer equals the in-process
+    pipeline ``ref``'s on the same graph and setting; returns the service's replies."""
+    jobs = [(g, q) for name, g in graphs().items() for q in QUESTIONS[name]]
+    setting = RetrievalSetting.make("toporag", k=2)
+    got = concurrent_answers(url, jobs, setting)
+    for (g, q), r in zip(jobs, got):
+        want = ref.answer(EmbeddedComplex.from_graph(g, HashingEncoder()), q, setting)
+        assert r["answer"] == want["answer"], (q, r["batch_size"])
+    return got
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 def test_dynamic_batching_gives_the_unbatched_answers(checkpoint, ref, enabled):
     srv = make_server(checkpoint, batch=BatchConfig(enabled=enabled, max_batch=8, max_wait_ms=200.0))
     try:
-        jobs = [(g, q) for name, g in graphs().items() for q in QUESTIONS[name]]
-        setting = RetrievalSetting.make("toporag", k=2)
-        got = concurrent_answers(srv.url, jobs, setting)
-        for (g, q), r in zip(jobs, got):
-            want = ref.answer(EmbeddedComplex.from_graph(g, HashingEncoder()), q, setting)
-            assert r["answer"] == want["answer"], (q, r["batch_size"])
+        got = answers_equal_in_process(srv.url, ref)
         sizes = [r["batch_size"] for r in got]
         if enabled:
             assert max(sizes) > 1, sizes  # 6 requests released together share forward passes
         else:
-            assert sizes == [1] * len(jobs)
+            assert sizes == [1] * len(got)
         assert len({a["answer"] for a in got}) > 1  # the test is not vacuous: answers differ by input
     finally:
         srv.stop()

@@ -24,7 +24,7 @@ from toporag_core.serve.server import ServeConfig, batch_workers, load_engine, s
 from toporag_core.studio import samples  # noqa: E402
 from toporag_core.testing import build_tiny_checkpoint, tiny_model  # noqa: E402
 
-from .test_serve import QUESTIONS, concurrent_answers, graphs  # noqa: E402
+from .test_serve import answers_equal_in_process  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -131,12 +131,7 @@ def test_two_workers_serve_the_in_process_answers(checkpoint):
     srv = start_background(load_engine(config, pipe=pipe), config)
     try:
         assert srv.engine.batcher.stats["workers"] == 2
-        jobs = [(g, q) for name, g in graphs().items() for q in QUESTIONS[name]]
-        setting = RetrievalSetting.make("toporag", k=2)
-        got = concurrent_answers(srv.url, jobs, setting)
-        for (g, q), r in zip(jobs, got):
-            want = ref.answer(EmbeddedComplex.from_graph(g, HashingEncoder()), q, setting)
-            assert r["answer"] == want["answer"], (q, r["batch_size"])
+        got = answers_equal_in_process(srv.url, ref)
         assert len({a["answer"] for a in got}) > 1
     finally:
         srv.stop()

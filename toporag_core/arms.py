@@ -40,10 +40,16 @@ def derangement(n: int, seed: int = 0) -> np.ndarray:
     return sigma
 
 
-def check_arm(arm: str, use_graph: bool) -> str:
-    """``arm`` if it is known and makes sense for the model; one clear ValueError otherwise."""
+def known_arm(arm: str) -> str:
+    """``arm`` if it is one of :data:`ARMS`; one clear ValueError otherwise."""
     if arm not in ARMS:
         raise ValueError(f"graph_tokens: unknown arm {arm!r}; choose one of {', '.join(ARMS)}")
+    return arm
+
+
+def check_arm(arm: str, use_graph: bool) -> str:
+    """``arm`` if it is known and makes sense for the model; one clear ValueError otherwise."""
+    known_arm(arm)
     if arm != "normal" and not use_graph:
         raise ValueError(f"graph_tokens: arm {arm!r} needs a checkpoint with graph tokens (this one has none)")
     return arm
@@ -66,8 +72,7 @@ class GraphTokenArm:
     _mean: Any = dataclasses.field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        if self.arm not in ARMS:
-            raise ValueError(f"graph_tokens: unknown arm {self.arm!r}; choose one of {', '.join(ARMS)}")
+        known_arm(self.arm)
         self._index = {str(e.id): i for i, e in enumerate(self.examples)}
         if self.arm == "permute":
             self._sigma = derangement(len(self.examples), self.seed)
