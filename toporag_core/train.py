@@ -98,6 +98,14 @@ class TrainConfig:
     # at 1e-3, reaches 0.67 validation accuracy at 1e-4).
     encoder_lr: float | None = _opt(None, "peak lr of the graph encoder (default --lr); the CW encoder's ReLU "
                                           "states die at LoRA learning rates (5e-4): use ~1e-4")
+    # Why graph-only rows: with the text in view a LoRA'd LLM learns the task from the text alone and the
+    # graph tokens settle into a constant (ExplaGraphs: another question's tokens changed 0 of 192 answers).
+    graph_only: float = _opt(0.0, "add this fraction of the training set again with the textualized context "
+                                  "removed (graph tokens + question only), so the answer must be read from the "
+                                  "graph tokens")
+    min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
+                                        "examples (norm of their std over norm of their mean) falls below this: "
+                                        "they collapsed into a constant (0 = only log it)", advanced=True)
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "eval_batch_size", "grad_accum", "bucket"):
@@ -109,6 +117,10 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.lr_schedule: one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if self.select not in SELECT_MODES:
             raise ValueError(f"TrainConfig.select: one of {SELECT_MODES}, got {self.select!r}")
+        if not 0.0 <= self.graph_only <= 1.0:
+            raise ValueError(f"TrainConfig.graph_only: a fraction in [0, 1], got {self.graph_only}")
+        if self.min_token_spread < 0:
+            raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
             raise ValueError(f"TrainConfig.encoder_lr: must be > 0 (or None), got {self.encoder_lr}")
 
@@ -143,6 +155,36 @@ def with_evidence_targets(examples: Sequence[Example], evidence: dict[str, str])
         else:
             out.append(e)
     return out, n
+
+
+GRAPH_ONLY_SUFFIX = "#graph-only"
+
+
+def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int = 0) -> list[Example]:
+    """``examples`` plus a seeded ``fraction`` of them again with an empty context and the id suffix
+    :data:`GRAPH_ONLY_SUFFIX` (their own frozen-part cache): graph tokens + question, as the ``only`` arm
+    of :mod:`~toporag_core.arms` reads them."""
+    k = int(round(fraction * len(examples)))
+    if k <= 0:
+        return list(examples)
+    pick = np.random.default_rng(seed).choice(len(examples), size=k, replace=False)
+    return list(examples) + [replace(examples[i], context="", id=f"{examples[i].id}{GRAPH_ONLY_SUFFIX}")
+                             for i in sorted(pick.tolist())]
+
+
+@torch.no_grad()
+def token_spread(model: TopoRAGModel, examples: Sequence[Example], batch_size: int = 16, limit: int = 64) -> float:
+    """``||std_i G_i|| / ||mean_i G_i||`` of the graph tokens ``G_i`` (``(T, H)`` flattened) of up to ``limit``
+    examples: 0 when every example gets the same tokens (an inert graph path)."""
+    rows = []
+    for i in range(0, min(limit, len(examples)), batch_size):
+        chunk = list(examples[i:min(i + batch_size, limit)])
+        cells = make_batch(chunk, with_answers=False).to(model.device).cells
+        rows.append(model.graph_tokens(cells).float().flatten(1).cpu())
+    g = torch.cat(rows)
+    if g.shape[0] < 2:
+        return math.nan
+    return float(g.std(0).norm() / g.mean(0).norm().clamp(min=1e-12))
 
 
 def make_batch(examples: list[Example], with_answers: bool = True, use_graph: bool = True,
@@ -425,6 +467,8 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
+    if cfg.graph_only and model.config.use_graph:
+        train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
     run = TrainingRun(model, train_set, val_set, cfg, Path(out), env, kv, extra_meta)
     if resume:
@@ -520,6 +564,12 @@ class TrainingRun:
                                   accuracy=cfg.select == "accuracy") if env.main else (0.0, None))
         v_loss, acc = env.broadcast([v_loss, math.nan if v_acc is None else v_acc])
         v_acc = None if math.isnan(acc) else acc
+        spread = math.nan
+        if model.config.use_graph:
+            was = model.training
+            model.eval()
+            spread = env.broadcast([token_spread(model, self.val_set) if env.main else 0.0])[0]
+            model.train(was)
         improved = self.improved(v_loss, v_acc)
         if improved:
             state.update(best_val=v_loss, best_acc=v_acc if v_acc is not None else -1.0,
@@ -536,8 +586,14 @@ class TrainingRun:
             self.write_state()
             self.log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": v_loss,
                                        "val_accuracy": v_acc, "best": improved, "seen": state["seen"],
-                                       "seconds": state["train_seconds"]}) + "\n")
+                                       "seconds": state["train_seconds"],
+                                       **({} if math.isnan(spread) else {"token_spread": spread})}) + "\n")
             self.log.flush()
+        if spread < cfg.min_token_spread:
+            raise RuntimeError(f"graph tokens collapsed at step {state['step']}: their spread across validation "
+                               f"examples is {spread:.2e} < min_token_spread {cfg.min_token_spread} (every question "
+                               f"gets nearly the same tokens); lower the encoder's learning rate (--encoder-lr), "
+                               f"add graph-only rows (--graph-only) or use graph_path='cells'")
         return state["bad_evals"] >= cfg.patience
 
     def over_budget(self) -> bool:

@@ -94,13 +94,19 @@ class RunOptions:
                              advanced=True)
     out: str | None = _opt(None, "output folder (default runs/<dataset>-<setting>-<encoder>-<mode>)")
     resume: bool = _opt(False, "continue from OUT/last")
+    init_from: str | None = _opt(None, "start from this checkpoint folder's trainable tensors where names and shapes "
+                                       "match (e.g. a LoRA trained before under another graph path)", advanced=True)
 
 
 # The TopoRAGConfig fields that are options, with their help (the model module keeps none), in --help order
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
     "encoder": {"help": "graph encoder: cwn (TopoRAG) or gcn ('w/o MTR')", "choices": _encoder_names},
     "llm": {"help": "local HF folder, hub id or packaged name of the frozen LLM"},
-    "num_graph_tokens": {"flag": "--graph-tokens", "help": "soft-prompt tokens the pooled graph becomes"},
+    "num_graph_tokens": {"flag": "--graph-tokens", "help": "soft-prompt tokens (cells path: a whole-subcomplex slot "
+                                                           "and up to N-1 cells)"},
+    "graph_path": {"help": "how the encoder becomes graph tokens: cells (one token per retrieved cell in text order) "
+                           "or pooled (one mean vector through an MLP, the older checkpoints)",
+                   "choices": ("pooled", "cells")},
     "projector_hidden": {"help": "projector width", "advanced": True},
     "lora_r": {"help": "LoRA rank"},
     "lora_alpha": {"help": "LoRA alpha"},
@@ -372,6 +378,12 @@ def run(args) -> int:
     cfg = model_config(plan, args.dataset, train_set[0].tensors.dim, closed_answer_set(args.answer_set, answers),
                        answer_token_limit(tok, train_set + val_set))
     model = TopoRAGModel(cfg, llm, tok)
+    if args.init_from and not args.resume:
+        from ..model import warm_start
+
+        counts = warm_start(model, args.init_from)
+        print(f"init from {args.init_from}: {counts['loaded']} tensors loaded, {counts['skipped']} skipped, "
+              f"{counts['new']} new", flush=True)
     kv = _kv_store(args, model, plan, train_set + val_set)
     meta = {"dataset": args.dataset, "retrieval": plan.prep.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set), "llm_dtype": dtype_name(model.dtype)}

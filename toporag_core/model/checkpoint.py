@@ -44,13 +44,41 @@ def load_trainable(model: nn.Module, state: dict[str, Tensor], where: str = "che
     own = {n: p for n, p in model.named_parameters() if p.requires_grad}
     missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or extra:
+        hint = ""
+        if any(n.startswith("projector.") for n in missing + extra):
+            hint = (f"; its graph tokens come from another path than this config's graph_path="
+                    f"{getattr(getattr(model, 'config', None), 'graph_path', '?')!r} (a config.json without "
+                    f"graph_path is an older checkpoint: 'pooled'); retrain it with `toporag train --recipe ...` "
+                    f"or fix graph_path in its config.json")
         raise ValueError(f"{where}: parameters do not match this model (missing {missing[:5]}, "
-                         f"unexpected {extra[:5]})")
+                         f"unexpected {extra[:5]}){hint}")
     with torch.no_grad():
         for n, p in own.items():
             if tuple(state[n].shape) != tuple(p.shape):
                 raise ValueError(f"{where}: {n} has shape {tuple(state[n].shape)}, expected {tuple(p.shape)}")
             p.copy_(state[n].to(p.dtype))
+
+
+def warm_start(model: nn.Module, folder: str | os.PathLike) -> dict[str, int]:
+    """Copy into ``model`` every trainable tensor of checkpoint ``folder`` whose name and shape match
+    (``toporag train --init-from``: e.g. a text-trained LoRA under a new graph path); the rest keep their
+    initialisation. Returns ``{"loaded", "skipped", "new"}`` tensor counts; ``ValueError`` when nothing
+    matches (another LLM or layout: starting from it would silently be starting from scratch)."""
+    from safetensors.torch import load_file
+
+    weights = Path(folder) / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"--init-from: {weights} not found (not a TopoRAG checkpoint folder)")
+    state = load_file(str(weights))
+    own = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    match = [n for n, t in state.items() if n in own and tuple(t.shape) == tuple(own[n].shape)]
+    if not match:
+        raise ValueError(f"--init-from {folder}: none of its {len(state)} tensors fits this model (another LLM, "
+                         f"LoRA setting or encoder width?)")
+    with torch.no_grad():
+        for n in match:
+            own[n].copy_(state[n].to(own[n].dtype))
+    return {"loaded": len(match), "skipped": len(state) - len(match), "new": len(own) - len(match)}
 
 
 def read_config(folder: str | os.PathLike) -> tuple[TopoRAGConfig, dict[str, Any]]:

@@ -17,6 +17,10 @@ from .styles import ANSWER_STYLES
 
 MODES = ("soft_prompt", "lora")
 GRAPH_POSITIONS = ("prefix", "before_question")
+# How the encoder's view becomes soft tokens (model/graph_tokens.py): "pooled" (one mean vector spread over
+# T tokens by an MLP, G-Retriever's; the shipped checkpoints before the cell path) | "cells" (one token per
+# retrieved cell in text order plus a whole-subcomplex slot)
+GRAPH_PATHS = ("pooled", "cells")
 CACHEABLE_POSITIONS = ("before_question",)  # layouts with a frozen, cacheable part
 
 # Retired config keys -> the only value a saved config may still hold (their old default).
@@ -60,6 +64,7 @@ class TopoRAGConfig:
     cwn: CWNConfig = field(default_factory=CWNConfig)
     use_graph: bool = True  # False: no encoder / soft prompt at all (the frozen-LLM baseline)
     num_graph_tokens: int = 1
+    graph_path: str = "pooled"  # a GRAPH_PATHS name; "cells" needs the cwn encoder and >= 2 graph tokens
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)
@@ -85,6 +90,14 @@ class TopoRAGConfig:
         _choose("graph_position", self.graph_position, GRAPH_POSITIONS)
         _choose("answer_style", self.answer_style, ANSWER_STYLES)
         _choose("question_form", self.question_form, sorted(QUESTION_FORMS))
+        _choose("graph_path", self.graph_path, GRAPH_PATHS)
+        if self.graph_path == "cells" and self.use_graph:
+            if self.encoder != "cwn":
+                raise ValueError(f"TopoRAGConfig.graph_path='cells' needs per-cell states: encoder 'cwn', "
+                                 f"got {self.encoder!r} (use graph_path='pooled')")
+            if self.num_graph_tokens < 2:
+                raise ValueError("TopoRAGConfig.graph_path='cells' needs num_graph_tokens >= 2 (a whole-subcomplex "
+                                 f"slot and at least one cell), got {self.num_graph_tokens}")
         for name in ("num_graph_tokens", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TopoRAGConfig.{name}: must be >= 1, got {getattr(self, name)}")

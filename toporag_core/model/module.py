@@ -1,8 +1,10 @@
 """TopoRAG's generator (eqs. 21-23): a frozen causal LM prompted by a cell-complex encoder.
 
-* ``graph_tokens``: CW encoder -> pooled ``(B, hidden)`` -> MLP projector -> ``(B, T, H)`` soft prompt
-  tokens in the LLM's embedding space (``T = num_graph_tokens``), placed where the layout says
-  (:mod:`~toporag_core.model.prompt`);
+* ``graph_tokens``: ``(B, T, H)`` soft prompt tokens in the LLM's embedding space (``T =
+  num_graph_tokens``), placed where the layout says (:mod:`~toporag_core.model.prompt`). Two paths
+  (``config.graph_path``): ``"cells"``, one token per retrieved cell from the CW encoder's cell states
+  plus a whole-subcomplex slot (:mod:`~toporag_core.model.graph_tokens`), and ``"pooled"``, the
+  encoder's mean-pooled ``(B, hidden)`` through G-Retriever's MLP projector (the older checkpoints);
 * ``forward(batch) -> loss``: mean cross-entropy over the answer tokens and the closing EOS (labels are
   ``-100`` everywhere else); in the cacheable layout the frozen part comes from its key/value cache
   (:mod:`~toporag_core.model.kv`) and only the tail runs with grad;
@@ -34,6 +36,7 @@ from ..nn import CellBatch, build_encoder
 from . import answering, checkpoint, decode, kv
 from .batch import QABatch
 from .config import CACHEABLE_POSITIONS, TopoRAGConfig
+from .graph_tokens import CellTokens, embedding_rms
 from .prompt import Prompter
 from .styles import get_style
 
@@ -56,9 +59,13 @@ class TopoRAGModel(nn.Module):
         self.encoder, self.projector = None, None
         if config.use_graph:
             self.encoder = build_encoder(config.encoder, config.cwn)
-            self.projector = nn.Sequential(  # G-Retriever's projector shape
-                nn.Linear(self.encoder.out_dim, config.projector_hidden), nn.Sigmoid(),
-                nn.Linear(config.projector_hidden, config.num_graph_tokens * hidden))
+            if config.graph_path == "cells":
+                self.projector = CellTokens(config.cwn.in_dim, self.encoder.out_dim, config.projector_hidden,
+                                            hidden, config.num_graph_tokens, embedding_rms(llm))
+            else:
+                self.projector = nn.Sequential(  # G-Retriever's projector shape
+                    nn.Linear(self.encoder.out_dim, config.projector_hidden), nn.Sigmoid(),
+                    nn.Linear(config.projector_hidden, config.num_graph_tokens * hidden))
         if config.mode == "lora":
             from peft import LoraConfig, inject_adapter_in_model
 
@@ -147,6 +154,8 @@ class TopoRAGModel(nn.Module):
 
     def graph_tokens(self, cells: CellBatch) -> Tensor:
         """``(B, T, H)`` soft prompt tokens from a batch of subcomplexes."""
+        if self.config.graph_path == "cells":
+            return self.projector(self.encoder.cell_states(cells), cells).float()
         pooled = self.pooled(cells)
         return self.projector(pooled).view(pooled.shape[0], self.config.num_graph_tokens, self.llm_hidden)
 
