@@ -1,0 +1,112 @@
+"""Do the graph tokens carry the subcomplex? Ablation arms of a checkpoint on a full test split, paired.
+
+For each checkpoint: ``toporag eval --graph-tokens ARM`` for every arm (normal, permute, zero, only;
+``arms.py`` says what each feeds the LLM), then the paired table (exact McNemar against ``normal``,
+:func:`toporag_core.evaluate.paired_table`) with the majority answer beside it, and the goals of the
+graph-token work checked on it:
+
+* ``permute`` (another question's graph tokens) at least ``--min-drop`` points below ``normal``, p < 0.01;
+* ``only`` (graph tokens + question, no text) at least ``--min-only``;
+* ``normal`` at least ``--min-normal``.
+
+Predictions go to ``--out`` (one JSONL per checkpoint and arm; a rerun resumes them), so the table can be
+rebuilt without answering again. One thread on a shared 2-core CPU takes about 7-15 minutes per arm on
+ExplaGraphs' 554 test questions.
+
+    python benchmarks/bench_graph_tokens.py --checkpoint assets/checkpoints/expla_graphs --out runs/arms
+    python benchmarks/bench_graph_tokens.py --checkpoint runs/x/best --limit 64        # a quick look
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import require_shared  # noqa: E402
+
+ARMS = ("normal", "permute", "zero", "only")
+
+
+def run_arm(checkpoint: Path, dataset: str, arm: str, out: Path, split: str, limit: int | None, threads: int,
+            data_dir: str | None) -> Path:
+    cmd = [sys.executable, "-m", "toporag_core.cli", "eval", "--checkpoint", str(checkpoint), "--dataset", dataset,
+           "--split", split, "--threads", str(threads), "--graph-tokens", arm, "--out", str(out), "--resume"]
+    if limit:
+        cmd += ["--limit", str(limit)]
+    if data_dir:
+        cmd += ["--data-dir", data_dir]
+    print(f"[{checkpoint.name or checkpoint}] {arm}: {' '.join(cmd[3:])}", file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return out
+
+
+def table(files: dict[str, Path]) -> list[dict]:
+    from toporag_core.evaluate import paired_table
+
+    return paired_table({k: str(v) for k, v in files.items()}, "normal")
+
+
+def goals(rows: list[dict], min_drop: float, min_only: float, min_normal: float) -> list[tuple[str, bool, str]]:
+    acc = {r["run"]: r for r in rows if r["group"] == "all"}
+    normal = acc["normal"]["accuracy"]
+    out = [(f"normal >= {min_normal}", normal >= min_normal, f"{normal:.3f}")]
+    if "permute" in acc:
+        drop, p = normal - acc["permute"]["accuracy"], acc["permute"]["p_value"]
+        out.append((f"permute >= {100 * min_drop:.0f} points below normal, p < 0.01",
+                    drop >= min_drop and p < 0.01, f"{100 * drop:+.1f} points, p = {p:.2g}"))
+    if "only" in acc:
+        out.append((f"only >= {min_only}", acc["only"]["accuracy"] >= min_only, f"{acc['only']['accuracy']:.3f}"))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", action="append", default=None,
+                    help="checkpoint folder (repeatable; default: the shipped ExplaGraphs one)")
+    ap.add_argument("--dataset", default=None, help="default: the checkpoint's own")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default="runs/bench_graph_tokens")
+    ap.add_argument("--min-drop", type=float, default=0.03)
+    ap.add_argument("--min-only", type=float, default=0.70)
+    ap.add_argument("--min-normal", type=float, default=0.85)
+    args = ap.parse_args()
+    import json
+
+    from toporag_core.model.checkpoint import read_config
+
+    for ckpt in map(Path, args.checkpoint or [ROOT / "assets/checkpoints/expla_graphs"]):
+        _, meta = read_config(ckpt)
+        dataset = args.dataset or meta.get("dataset", "expla_graphs")
+        if dataset == "expla_graphs" and not args.data_dir:
+            require_shared("expla_graphs_train_dev.tsv")
+        out = Path(args.out) / (ckpt.parent.name if ckpt.name == "best" else ckpt.name)
+        out.mkdir(parents=True, exist_ok=True)
+        files = {arm: run_arm(ckpt, dataset, arm, out / f"{arm}.jsonl", args.split, args.limit, args.threads,
+                              args.data_dir) for arm in args.arms.split(",")}
+        rows = table(files)
+        cfg = meta.get("config", {})
+        print(f"\n## {ckpt} ({dataset}, {args.split}, graph_path={cfg.get('graph_path', 'pooled')}, "
+              f"{cfg.get('num_graph_tokens')} graph tokens)\n")
+        print("| arm | n | accuracy | only this arm right | only normal right | McNemar p vs normal |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            p = "reference" if r["reference"] else f"{r['p_value']:.2g}"
+            print(f"| {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
+                  f"{r['only_reference_right']} | {p} |")
+        print("\n| goal | met | measured |\n|---|---|---|")
+        for name, ok, val in goals(rows, args.min_drop, args.min_only, args.min_normal):
+            print(f"| {name} | {'yes' if ok else 'NO'} | {val} |")
+        (out / "table.json").write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
