@@ -264,3 +264,36 @@ def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory,
                 pg.screenshot(path=str(tmp_path / "ask_yes_no.png"))
             finally:
                 browser.close()
+
+
+# ---------------------------------------------------------------------------------------------- first use
+def test_first_embedding_shows_progress_and_kaping_then_reuses_it_in_the_browser(tmp_path_factory):
+    """The real encoder on a fresh cache and a WebQSP graph of ~1,900 nodes: the lab's first embedding
+    shows a progress bar counting texts, and Top-k triples (KAPING) afterwards runs on those cell
+    embeddings (no second bar, no new embedding)."""
+    from toporag_core.studio import samples
+
+    if not any(r.get("id") == WEBQSP_ID for r in samples.webqsp_records()):
+        pytest.skip("no ../shared/data/webqsp_sample.json with WebQTest-20 on this machine")
+    log = tmp_path_factory.mktemp("server_first_use") / "streamlit.log"
+    with streamlit_server(log, {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_first_use"))},
+                          drop_env=("TOPORAG_ENCODER",)) as url:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+                pg.set_default_timeout(300_000)
+                pg.goto(f"{url}/Retrieval_lab?graph=webqsp:{WEBQSP_ID}")
+                bar = pg.get_by_test_id("stProgress").filter(
+                    has_text=re.compile(r"embedding [\d,]+/[\d,]+ texts .*\(every cell, once per graph\)"))
+                bar.first.wait_for()  # a real count of texts, while it runs
+                bar.first.wait_for(state="detached")
+                pg.locator("textarea[aria-label='Question']").wait_for()
+                settle(pg)
+                pg.get_by_test_id("stSelectbox").filter(has_text="Method").first.click()
+                pg.get_by_role("option", name="Top-k triples (KAPING)").click()
+                pg.get_by_text(re.compile(r"^Top-k triples \(KAPING\): \d+ 0-cells")).first.wait_for()
+                settle(pg)
+                assert pg.get_by_test_id("stProgress").count() == 0
+            finally:
+                browser.close()
