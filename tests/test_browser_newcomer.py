@@ -136,6 +136,17 @@ def test_webqsp_labels_at_k8_side_by_side_in_the_browser(server, page):
     assert all(d["w"] < 720 for d in drawn)  # really side by side
 
 
+@pytest.mark.parametrize("key", ["scene", "kg", "argument"])
+def test_sample_views_draw_readable_edge_labels_in_the_browser(server, page, key):
+    """The built-in samples in Explore: edge labels are drawn (not left to tooltips) at >= 9 px, under
+    no node label and inside the panel."""
+    page.goto(f"{server}/Explore?graph=sample:{key}")
+    page.get_by_text("Explore the complex").first.wait_for()
+    settle(page)
+    drawn = [_check_labels(v) for v in _visible_views(page)]
+    assert drawn and any(len(d["edges"]) >= 3 for d in drawn)
+
+
 # ---------------------------------------------------------------------------------------------- item 4
 CHERRIES = ("Producer,Buyer,Variety,Week,Volume (t)\n"
             "Quintaria Estates,Vexmart,Zorblax,29,42.5\n"
