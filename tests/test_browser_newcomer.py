@@ -127,8 +127,8 @@ def test_webqsp_labels_at_k8_side_by_side_in_the_browser(server, page):
     page.locator("textarea[aria-label='Question']").wait_for()
     _set_slider(page, "k (cells per dimension)", 8)
     page.get_by_text("Compare two methods").click()
+    page.locator("iframe:visible").nth(1).wait_for()  # the second method's view, beside the first
     settle(page)
-    page.get_by_text("Second method").wait_for()
     views = _visible_views(page)
     assert len(views) == 2, "compare mode shows two views side by side"
     drawn = [_check_labels(v) for v in views]
