@@ -4,7 +4,7 @@ import streamlit as st
 
 from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import resources
-from toporag_core.studio import ask, core, errors, state
+from toporag_core.studio import ask, claim, core, errors, state
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, show_view
@@ -113,6 +113,19 @@ def measure_effects(answerer, ecx, answers, status) -> dict:
     return out
 
 
+def show_claim_evidence(m, ev) -> None:
+    """A yes/no answer's evidence: the retrieved facts about the question's claim (:mod:`.claim`)."""
+    st.markdown(claim.evidence_markdown(ev))
+    if ev.facts:
+        with st.container(key=f"ask_claim_{m}"):
+            st.code("\n".join(f for f, _ in ev.facts), language=None, wrap_lines=True)
+    note = claim.sentence_note(ev)
+    if note:
+        st.caption(note)
+        if ev.backed:
+            st.code(ev.sentence, language=None, wrap_lines=True)
+
+
 def show_graph_effect(m, a, effect) -> None:
     """The "What the graph tokens did" section of one answer: 3 arms, verdict, cells on demand."""
     if effect is None:
@@ -195,7 +208,9 @@ for col, (m, a) in zip(cols, answers.items()):
         occurs = ask.occurrence_note(a)
         if occurs:
             st.caption(occurs)
-        if a.evidence is not None:
+        if claim.is_yes_no_answer(a):  # evidence read from the retrieved facts, never the model's sentence
+            show_claim_evidence(m, claim.claim_evidence(asked, a.subcomplex, a.evidence))
+        elif a.evidence is not None:
             st.markdown(ask.evidence_heading(a, errors.is_citation(a.evidence)))
             with st.container(key=f"ask_evidence_{m}"):
                 st.code(a.evidence or "(no evidence written)", language=None, wrap_lines=True)

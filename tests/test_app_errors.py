@@ -21,6 +21,10 @@ from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.lift import lift  # noqa: E402
 from toporag_core.studio import errors  # noqa: E402
 from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+from toporag_core.predictions import field_names  # noqa: E402
+
+MISSING_LABEL = field_names('label')  # how a missing field is named: with the names read for it
+MISSING_BOTH = f"{field_names('prediction')}, {MISSING_LABEL}"
 
 ROOT = Path(__file__).resolve().parents[1]
 Q_GUNS = "Argument 1: Guns cause harm. Argument 2: Guns should be banned. Answer support or counter:"
@@ -92,7 +96,7 @@ def test_loading_a_file_shows_accuracy_failure_counts_and_bad_lines(tmp_path):
     assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("2", "1")
     warn = at.warning[0].value
     assert "2 bad line(s) skipped, 5 loaded" in warn
-    assert "line 4: not valid JSON" in warn and "a.jsonl, line 7: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in warn
+    assert "line 4: not valid JSON" in warn and errors.escape_markdown(f"a.jsonl, line 7: missing field(s) {MISSING_BOTH}") in warn
     table = frame(at, "line")
     assert list(table["id"]) == ["1", "2", "3", "4", "5"]
     assert list(table["line"]) == [1, 2, 3, 5, 6]  # line numbers of the file, around the bad lines
@@ -324,7 +328,7 @@ def test_fully_invalid_file_keeps_the_previous_predictions(tmp_path):
     assert not at.exception
     err = at.error[0].value
     assert "bad.jsonl: no valid prediction in 2 line(s)" in err
-    assert "line 1: missing field(s) label (or gold, answers, target)" in err and "line 2: not valid JSON" in err
+    assert errors.escape_markdown(f"line 1: missing field(s) {MISSING_LABEL}") in err and "line 2: not valid JSON" in err
     assert "Still using the previously loaded predictions: a.jsonl." in [i.value for i in at.info]
     m = metrics(at)
     assert (m["Examples"], m["Accuracy"]) == ("5", "40.0%")
@@ -346,7 +350,7 @@ def test_fully_invalid_first_file_loads_nothing(tmp_path):
     bad.write_text('{"id": "1"}\n')
     at = load(page().run(), bad)
     assert not at.exception
-    assert "line 1: missing field(s) prediction (or answer, pred), label (or gold, answers, target)" in at.error[0].value
+    assert errors.escape_markdown(f"line 1: missing field(s) {MISSING_BOTH}") in at.error[0].value
     assert not any("Still using" in i.value for i in at.info) and not at.metric
 
 
@@ -521,7 +525,7 @@ def test_page_names_the_fields_before_upload_and_accepts_an_answer_gold_upload()
     message naming the file, the line and the field while the rest loads."""
     at = page().run()
     captions = [c.value for c in at.caption]
-    assert any("prediction (or answer, pred)" in c and "label (or gold, answers, target)" in c for c in captions)
+    assert any("prediction (or answer, pred," in c and "label (or gold, answers, target," in c for c in captions)
     lines = [json.dumps({"id": "q1", "question": "Where is the Eiffel Tower?", "answer": "Paris", "gold": "Paris",
                          "dataset": "webqsp"}),
              json.dumps({"id": "q2", "question": "Capital of Germany?", "answer": "Bonn", "gold": ["Berlin"],
@@ -541,7 +545,30 @@ def test_page_names_the_fields_before_upload_and_accepts_an_answer_gold_upload()
     assert list(table["label"]) == ["Paris", "Berlin", "yes"]
     warn = at.warning[0].value
     assert "1 bad line(s) skipped, 3 loaded" in warn
-    assert "mine.jsonl, line 3: missing field(s) label (or gold, answers, target)" in warn
+    assert errors.escape_markdown(f"mine.jsonl, line 3: missing field(s) {MISSING_LABEL}") in warn
+
+
+def test_page_loads_files_without_ids_in_the_common_layouts():
+    """The layouts people have: ``question/answer/gold`` with no id, ``prediction`` + ``answer`` (the
+    reference), ``output`` / ``ground_truth``: each loads, a line is known by its number, and the
+    fields (id optional) are named on the page before anything is uploaded."""
+    at = page().run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "id (or qid, question_id" in captions and "(else the line number)" in captions
+    assert "with prediction present, answer is read as the label" in captions
+    lines = [json.dumps({"question": "Where is the Eiffel Tower?", "answer": "Paris", "gold": "Paris"}),
+             json.dumps({"question": "Capital of Germany?", "prediction": "Bonn", "answer": "Berlin"}),
+             json.dumps({"qid": "w3", "query": "Largest planet?", "output": "Jupiter", "ground_truth": ["Jupiter"]})]
+    at.file_uploader(key="err_upload").set_value(("plain.jsonl", "\n".join(lines).encode(), "application/json"))
+    at.run()
+    at.button(key="err_load_upload").click()
+    at.run()
+    assert not at.exception and not at.error and not at.warning
+    table = frame(at, "line")
+    assert list(table["id"]) == ["1", "2", "w3"]
+    assert list(table["prediction"]) == ["Paris", "Bonn", "Jupiter"]
+    assert list(table["label"]) == ["Paris", "Berlin", "Jupiter"]
+    assert metrics(at)["Correct"] == "2"
 
 
 def test_file_text_shown_as_markdown_is_escaped(tmp_path):

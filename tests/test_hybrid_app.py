@@ -116,3 +116,24 @@ def test_follow_top_moves_the_selection_only_when_the_top_changes():
     assert ss["k"] == "upload.md"
     view.follow_top(ss, "k", [])
     assert ss["k"] == "upload.md"
+
+
+def test_page_term_table_rows_are_the_heatmaps_rows():
+    """On the page itself: every query term's best cell, by the row the term table names, is the cell
+    of that row on the heatmap (its text is the table's value, and an outline spans that row)."""
+    import html
+    import json
+
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    fig = json.loads(at.get("plotly_chart")[1].proto.spec)
+    heat = fig["data"][0]
+    best = [d.value for d in at.dataframe if list(d.value.columns)[:2] == ["term", "row"]][0]
+    best = best[best["row"].notna()]
+    assert len(best) >= 1
+    for _, b in best.iterrows():
+        row = int(b["row"])
+        col = heat["x"].index(next(i for i, h in enumerate(fig["layout"]["xaxis"]["ticktext"])
+                                   if h == html.escape(b["column"])))
+        assert heat["y"][row - 1] == row and heat["text"][row - 1][col] == html.escape(str(b["value"]))
+        assert any(s["y0"] < row < s["y1"] and s["x0"] < col < s["x1"] for s in fig["layout"]["shapes"])

@@ -68,7 +68,7 @@ def test_lenient_reader_takes_answer_gold_and_skips_a_bad_line_keeping_the_rest(
     assert p.records[0]["question"] == "Where is the Eiffel Tower?" and p.records[0]["cells"] == {
         "nodes": [], "edges": [], "cells2": []}
     assert [e.line for e in p.errors] == [3, 4]
-    assert p.messages()[0] == "mine.jsonl, line 3: missing field(s) label (or gold, answers, target)"
+    assert p.messages()[0] == f"mine.jsonl, line 3: missing field(s) {P.field_names('label')}"
     assert p.messages()[1].startswith("mine.jsonl, line 4: not valid JSON")
     bad = P.parse_lenient(json.dumps({"id": 1, "answer": "x", "gold": {"a": 1}}), "m.jsonl")
     assert str(bad.errors[0]) == "line 1: field 'gold' must be a string or a list, got dict"
@@ -76,6 +76,22 @@ def test_lenient_reader_takes_answer_gold_and_skips_a_bad_line_keeping_the_rest(
     both = P.load_lenient(json.dumps({"id": 1, "prediction": "Paris", "answer": "Lyon", "label": "Paris"}).encode(), "u")
     assert both.records[0]["prediction"] == "Paris" and both.records[0]["correct"] is True
     assert "answer" in P.accepted_fields() and "gold" in P.accepted_fields()
+
+
+def test_lenient_reader_takes_lines_without_ids_and_the_common_field_names():
+    lines = [json.dumps({"question": "q", "answer": "Paris", "gold": "Paris"}),
+             json.dumps({"prediction": "Lyon", "answer": "Paris"}),  # answer = the reference here
+             json.dumps({"question_id": 7, "response": "x", "expected": "y"}),
+             json.dumps({"id": [1], "answer": "a", "gold": "a"}),
+             json.dumps({"output": "a"})]
+    p = P.parse_lenient("\n".join(lines), "plain.jsonl")
+    assert [(r["id"], r["prediction"], r["label"], r["correct"]) for r in p.records] == [
+        ("1", "Paris", "Paris", True), ("2", "Lyon", "Paris", False), ("7", "x", "y", False)]
+    assert p.messages()[0] == "plain.jsonl, line 4: field 'id' must be a string or a number, got [1]"
+    assert p.messages()[1].startswith("plain.jsonl, line 5: missing field(s) label (or gold, answers")
+    # an answer that is the only prediction field stays the prediction
+    solo = P.parse_lenient(json.dumps({"answer": "Paris", "target": "Paris"}), "s.jsonl")
+    assert solo.records[0]["prediction"] == "Paris" and solo.records[0]["label"] == "Paris"
 
 
 def test_merge_round_trip_and_order(tmp_path):

@@ -341,6 +341,19 @@ class CachedEncoder:
             raise ValueError(f"CachedEncoder.prefetch: chunk_size must be >= 1, got {chunk_size}")
         return self._fill([str(t) for t in texts], False, on_progress, chunk_size or self.chunk_size)
 
+    def uncached(self, texts: Sequence[str]) -> int:
+        """How many distinct texts of ``texts`` are in neither the memory nor the disk cache (what a
+        :meth:`prefetch` of them would encode); found vectors are kept in memory. The app asks this
+        before drawing a progress bar, so a graph whose texts are all cached draws none."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(str(t) for t in texts) if t not in self._mem]
+            if missing:
+                try:
+                    self._lookup(missing)
+                except sqlite3.DatabaseError as e:
+                    self._heal(e)
+            return sum(t not in self._mem for t in missing)
+
     def _fill(self, texts: list[str], show_progress: bool, on_progress: ProgressCallback | None, chunk: int) -> int:
         """Make every text of ``texts`` a key of the memory cache. The lock is held for the lookups and
         for storing each chunk, never across the model: a long job releases it between chunks, so a

@@ -2,9 +2,10 @@
 
 Every good line becomes a clean record; a bad line becomes one :class:`LineError` naming the line
 and the field, and the rest still loads (a half-written last line of a killed run is just one such
-line). Fields may carry the common names of :data:`~.schema.ALIASES` (``answer`` / ``pred`` for
-the prediction, ``gold`` / ``answers`` / ``target`` for the label); a record without ``correct`` is
-scored with its dataset's GraphQA metric (:func:`score`).
+line). Fields may carry the common names of :data:`~.schema.ALIASES` (``answer`` / ``pred`` /
+``output`` ... for the prediction, ``gold`` / ``answers`` / ``target`` / ``ground_truth`` ... for the
+label; ``answer`` is the label when ``prediction`` is there too); a line without an id is known by its
+line number; a record without ``correct`` is scored with its dataset's GraphQA metric (:func:`score`).
 
 A clean record has ``id`` (text), ``prediction`` (text), ``label`` (as given: text, number or a
 list of answers), ``correct`` (bool), ``cells {nodes, edges, cells2}`` (texts), ``question``,
@@ -57,6 +58,15 @@ def _key(obj: dict[str, Any], canonical: str) -> str | None:
     return next((k for k in ALIASES.get(canonical, (canonical,)) if k in obj), None)
 
 
+def _keys(obj: dict[str, Any]) -> dict[str, str | None]:
+    """The key of ``obj`` for each canonical field. ``{"prediction": ..., "answer": ...}`` with no
+    label alias is the common "model output + reference answer" layout: there ``answer`` is the label."""
+    keys = {k: _key(obj, k) for k in ALIASES}
+    if keys["label"] is None and keys["prediction"] not in (None, "answer") and "answer" in obj:
+        keys["label"] = "answer"
+    return keys
+
+
 def score(prediction: str, label: Any, dataset: str = "") -> bool:
     """A record's correctness by its dataset's GraphQA metric (a registered task's, or the metric of
     that name); WebQSP's Hit (a normalised gold answer inside the prediction) without a dataset."""
@@ -95,11 +105,12 @@ def _cells(obj: dict[str, Any]) -> dict[str, list]:
             "cells2": [[str(n) for n in c] for c in cells.get("cells2") or [] if isinstance(c, list)]}
 
 
-def check_record(obj: Any) -> dict[str, Any]:
-    """One parsed line -> a clean record (module docstring), or ``ValueError`` naming the field."""
+def check_record(obj: Any, line: int | None = None) -> dict[str, Any]:
+    """One parsed line -> a clean record (module docstring), or ``ValueError`` naming the field; a
+    line without an id gets ``line`` (its 1-based number) as its id."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
-    keys = {k: _key(obj, k) for k in ALIASES}
+    keys = _keys(obj)
     missing = [field_names(k) for k in REQUIRED if keys[k] is None]
     if missing:
         raise ValueError(f"missing field(s) {', '.join(missing)}")
@@ -112,7 +123,10 @@ def check_record(obj: Any) -> dict[str, Any]:
         raise ValueError(f"field 'support_covered' must be true/false, got {obj['support_covered']!r}")
     pred = obj[keys["prediction"]]
     rec = dict(obj)
-    rec.update(id=str(obj[keys["id"]]), prediction="" if pred is None else str(pred), label=label)
+    rid = obj[keys["id"]] if keys["id"] else line
+    if rid is None or isinstance(rid, (dict, list)):
+        raise ValueError(f"field {keys['id'] or 'id'!r} must be a string or a number, got {rid!r}")
+    rec.update(id=str(rid), prediction="" if pred is None else str(pred), label=label)
     rec["correct"] = _correct(obj, rec["prediction"], label)
     rec["cells"] = cells
     q = obj.get(keys["question"]) if keys["question"] else None
@@ -132,7 +146,7 @@ def parse_lenient(text: str, name: str = "predictions") -> Predictions:
         if not line.strip():
             continue
         try:
-            rec = check_record(json.loads(line))
+            rec = check_record(json.loads(line), no)
         except json.JSONDecodeError as e:
             out.errors.append(LineError(no, f"not valid JSON ({e.msg}, column {e.colno})"))
             continue

@@ -19,12 +19,13 @@ OPTIONAL_FIELDS = ("evidence", "support_covered")
 
 # The lenient reader's canonical fields and, for each, the keys it accepts, first found wins.
 ALIASES: dict[str, tuple[str, ...]] = {
-    "id": ("id",),
-    "prediction": ("prediction", "answer", "pred"),
-    "label": ("label", "gold", "answers", "target"),
-    "question": ("question",),
+    "id": ("id", "qid", "question_id", "example_id", "uid"),
+    "prediction": ("prediction", "answer", "pred", "predicted", "output", "response", "model_answer"),
+    "label": ("label", "gold", "answers", "target", "gold_answer", "gold_answers", "ground_truth", "reference",
+              "expected"),
+    "question": ("question", "query"),
 }
-REQUIRED = ("id", "prediction", "label")
+REQUIRED = ("prediction", "label")  # a line without an id is known by its line number
 
 
 def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, probability: Any, correct: bool,
@@ -56,7 +57,8 @@ def field_names(canonical: str) -> str:
 
 def accepted_fields() -> str:
     """One sentence naming the fields an uploaded predictions file needs and the aliases read for them."""
-    required = ", ".join(field_names(k) for k in REQUIRED)
-    return (f"One JSON object per line with {required}; optional: correct (true/false, scored with the "
+    required = " and ".join(field_names(k) for k in REQUIRED)
+    return (f"One JSON object per line with {required} (with prediction present, answer is read as the label); "
+            f"optional: {field_names('id')} (else the line number), correct (true/false, scored with the "
             f"dataset's metric when absent), {field_names('question')}, cells {{nodes, edges, cells2}}, context, "
             f"qtype, method, dataset, evidence, support_covered. `toporag eval --out` writes all of them.")

@@ -23,7 +23,8 @@ that, with the view fitted to its panel, node labels are :data:`LABEL_PX` and ed
 :data:`EDGE_LABEL_PX` on screen; since labels scale with the zoom like everything else, they never
 overlap at any zoom. The page fits the view box (nodes and labels plus a margin), not the nodes
 alone, so no label is cut at the panel's edge. The painter publishes what it drew as
-``window.TOPORAG_DRAWN`` (text and box), which the browser test checks.
+``window.TOPORAG_DRAWN`` and ``window.TOPORAG_DRAWN_EDGES`` (text, DOM box, font size on screen), which
+the browser tests check.
 
 The view's height is ``height_px``; :attr:`GraphView.frame_height` is the iframe height
 that shows all of it (the page has no margins), so no view is clipped.
@@ -195,6 +196,8 @@ EDGE_LABEL_PX = 10.0   # edge-label font size on screen, likewise
 LABEL_LINE = 1.25      # line height / font size
 LABEL_PAD_PX = 2.0     # padding around a label's text
 VIEW_MARGIN_PX = 6.0   # free border between the labelled view and the panel's edge
+FIT_ROUNDS = 10        # place / refit rounds of layout_labels at most
+FIT_SLACK = 0.98       # a fit within 2% of the scale the labels were sized for is taken (labels >= 98% size)
 _RINGS_OPTIONAL, _RINGS_ALWAYS = 2, 8  # rings of candidate places tried for a label
 # em widths of Arial (a little generous: the painter shrinks a text that is wider than its box, never the box)
 _NARROW, _WIDE = set("fijlrtI.,;:!|'\" ()[]"), set("mwMW@%")
@@ -331,15 +334,18 @@ def layout_labels(node_xy: np.ndarray, node_r: np.ndarray, labelled: np.ndarray,
     labelled = np.asarray(labelled, dtype=np.int64)
     xy, radii = node_xy[labelled].reshape(-1, 2), node_r[labelled]
     scale = min((w_px - 2 * VIEW_MARGIN_PX) / extent[0], (h_px - 2 * VIEW_MARGIN_PX) / extent[1])
-    for _ in range(6):
+    for attempt in range(FIT_ROUNDS):
         font, pad = LABEL_PX / scale, LABEL_PAD_PX / scale
         boxes = place_node_labels(xy, radii + pad, _label_sizes(node_lines, font, pad), always)
         box = _union(discs, boxes) if len(node_xy) else np.zeros(4)
         span = np.maximum(box[2:] - box[:2], 1e-9)
         fit = min((w_px - 2 * VIEW_MARGIN_PX) / span[0], (h_px - 2 * VIEW_MARGIN_PX) / span[1])
-        if fit >= 0.98 * scale:
+        if fit >= FIT_SLACK * scale:
             break
-        scale = fit
+        # Labels grow (in canvas units) as the scale falls and push the box out, so scale = fit creeps
+        # down towards its fixed point; after two plain rounds step past fit (by fit / scale again),
+        # which lands at or below the fixed point, where the labels fit at their full size.
+        scale = fit if attempt < 2 else fit * fit / scale
     margin = VIEW_MARGIN_PX / scale
     view = box + np.array([-margin, -margin, margin, margin])
     efont, epad = EDGE_LABEL_PX / scale, 1.0 / scale
@@ -408,7 +414,8 @@ function toporagFit(network) {
 }
 function toporagText(network, ctx, lines, box, fs, colour) {
   // The lines centred in their box (canvas units, placed by the server so that no two boxes meet);
-  // a text measured wider than its box is drawn smaller, never past the box. Returns the DOM box.
+  // a text measured wider than its box is drawn smaller, never past the box. Returns the DOM box and
+  // the font size drawn, in screen pixels (what the browser test reads).
   var w = 0, f = fs;
   ctx.font = f + "px Arial, sans-serif";
   lines.forEach(function (t) { w = Math.max(w, ctx.measureText(t).width); });
@@ -424,7 +431,7 @@ function toporagText(network, ctx, lines, box, fs, colour) {
     ctx.fillText(t, x, y);
   });
   var tl = network.canvasToDOM({x: box[0], y: box[1]}), br = network.canvasToDOM({x: box[2], y: box[3]});
-  return [tl.x, tl.y, br.x, br.y];
+  return {box: [tl.x, tl.y, br.x, br.y], px: f * network.getScale()};
 }
 function toporagLabels(network, ctx) {
   var pos = network.getPositions(TOPORAG_LABELS.map(function (l) { return l.id; }));
@@ -433,7 +440,8 @@ function toporagLabels(network, ctx) {
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
   TOPORAG_EDGE_LABELS.forEach(function (lab) {
-    edges.push({id: lab.id, text: lab.text, box: toporagText(network, ctx, [lab.text], lab.box, lab.fs, "#444444")});
+    var t = toporagText(network, ctx, [lab.text], lab.box, lab.fs, "#444444");
+    edges.push({id: lab.id, text: lab.text, box: t.box, px: t.px});
   });
   TOPORAG_LABELS.forEach(function (lab) {
     var p = pos[lab.id], b = lab.box;
@@ -446,8 +454,8 @@ function toporagLabels(network, ctx) {
       ctx.strokeStyle = "rgba(90,90,90,0.7)";
       ctx.stroke();
     }
-    var box = toporagText(network, ctx, lab.lines, b, lab.fs, lab.always ? "#111111" : "#333333");
-    drawn.push({id: lab.id, text: lab.lines.join(" "), always: lab.always, box: box});
+    var t = toporagText(network, ctx, lab.lines, b, lab.fs, lab.always ? "#111111" : "#333333");
+    drawn.push({id: lab.id, text: lab.lines.join(" "), always: lab.always, box: t.box, px: t.px});
   });
   ctx.restore();
   window.TOPORAG_DRAWN = drawn;

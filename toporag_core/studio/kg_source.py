@@ -68,7 +68,10 @@ def _name_upload(db: Path, filename: str) -> str:
         n += 1
         name = f"{base} ({n})"
     names[db.name] = name
-    (imports_dir() / NAMES_FILE).write_text(json.dumps(names, indent=1))
+    path = imports_dir() / NAMES_FILE
+    tmp = path.with_name(f"{NAMES_FILE}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(names, indent=1))
+    os.replace(tmp, path)  # atomic: a killed write never leaves a half-written names file
     return name
 
 

@@ -66,9 +66,24 @@ def embed_with_progress(cx: CellComplex, encoder: CachedEncoder, on_progress: Pr
     return embed_complex(cx, encoder, show_progress=False)
 
 
-def _progress_bar():
-    bar = st.progress(0.0, text="Embedding every cell (once per graph) ...")
-    return bar, progress_callback(lambda frac, text: bar.progress(frac, text=f"{text} (every cell, once per graph)"))
+def _progress_bar(what: str = "every cell"):
+    bar = st.progress(0.0, text=f"Embedding {what} (once per graph) ...")
+    return bar, progress_callback(lambda frac, text: bar.progress(frac, text=f"{text} ({what}, once per graph)"))
+
+
+def prefetch_texts(texts, choice: str, what: str) -> None:
+    """Encode the texts of ``texts`` the encoder ``choice`` has not cached yet, with a progress bar in
+    the page while that runs (none when all are cached): node methods' text index encodes the node
+    texts inside a cached function, where a bar cannot be drawn, so they are put in the encoder's
+    cache here first (after the lab's cell embedding they all are, and nothing is drawn)."""
+    encoder = get_encoder(choice)
+    if not encoder.uncached(texts):
+        return
+    bar, update = _progress_bar(what)
+    try:
+        encoder.prefetch(list(texts), update, chunk_size=EMBED_BATCH)
+    finally:
+        bar.empty()
 
 
 def _get_embeddings(graph_key: str, tree: str, seed: int, choice: str, cx: CellComplex) -> CellEmbeddings:

@@ -24,7 +24,7 @@ from ..topo import (UNREACHABLE, TopoNodeIndex, TopoRetrieval, resolve_target, r
                     text_similarity_by_distance, topology_text_correlation)
 from ..topo.retriever import SCORE_NAMES
 from ..retrieval import get_method, method_label, method_names
-from .resources import get_encoder
+from .resources import get_encoder, prefetch_texts
 
 BASELINES = ("text", "random")  # node baselines shown beside a node method
 TARGET_FROM_QUESTION, TARGET_PICKED = "most similar to the question", "a node I pick"
@@ -49,10 +49,19 @@ def node_methods() -> list[str]:
 # ---------------------------------------------------------------------------------------- indexes
 @st.cache_resource(max_entries=16, show_spinner="Embedding the nodes (texts, walks or GraphWave roles: a few "
                                                  "seconds on thousands of nodes, once per graph) ...")
-def get_node_index(graph_key: str, method: str, encoder_choice: str, _graph: TextualGraph) -> TopoNodeIndex:
+def _node_index(graph_key: str, method: str, encoder_choice: str, _graph: TextualGraph) -> TopoNodeIndex:
     """The top-``INDEX_K`` node index of the graph with fingerprint ``graph_key`` for ``method``
     (``proximity | role | text | random``); ``_graph`` is not hashed."""
     return TopoNodeIndex.build(_graph, method=method, K=INDEX_K, encoder=get_encoder(encoder_choice), seed=INDEX_SEED)
+
+
+def get_node_index(graph_key: str, method: str, encoder_choice: str, graph: TextualGraph) -> TopoNodeIndex:
+    """The top-``INDEX_K`` node index of the graph with fingerprint ``graph_key`` for ``method``
+    (``proximity | role | text | random``), built once per graph. The node texts go through the
+    encoder cache first, with a progress bar in the page when any is new (:func:`.resources.prefetch_texts`)."""
+    if method == "text":
+        prefetch_texts(graph.node_text, encoder_choice, "the node texts")
+    return _node_index(graph_key, method, encoder_choice, graph)
 
 
 def text_embeddings(graph_key: str, encoder_choice: str, graph: TextualGraph) -> np.ndarray:
