@@ -91,6 +91,9 @@ def main() -> int:
         out.mkdir(parents=True, exist_ok=True)
         files = {arm: run_arm(ckpt, dataset, arm, out / f"{arm}.jsonl", args.split, args.limit, args.threads,
                               args.data_dir) for arm in args.arms.split(",")}
+        if "normal" not in files:
+            print(f"{out}: arms {sorted(files)} answered; the table needs the normal arm too", file=sys.stderr)
+            continue
         rows = table(files)
         cfg = meta.get("config", {})
         print(f"\n## {ckpt} ({dataset}, {args.split}, graph_path={cfg.get('graph_path', 'pooled')}, "
