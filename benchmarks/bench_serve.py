@@ -503,6 +503,7 @@ def main() -> None:
                          "graph variant, so a new context)")
     ap.add_argument("--baseline-root", default=None,
                     help="another checkout (the code before a change): its server runs first in every workload")
+    ap.add_argument("--baseline-label", default="before", help="the baseline server's name in the tables")
     ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the decode profile")
     args = ap.parse_args()
 
@@ -527,9 +528,7 @@ def main() -> None:
         runs = [(ROOT, c, None) for c in args.answer_configs.split(";")]
         if args.baseline_root:
             root = Path(args.baseline_root).resolve()
-            sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True).stdout.strip()
-            runs.insert(0, (root, "default", f"before ({sha or 'baseline'})"))
+            runs.insert(0, (root, "default", args.baseline_label))
         for root, c, label in runs:
             cfg = answer_config(checkpoint, answer_env, [] if c.strip() == "default" else c.split(), jobs, args,
                                 root, label)
