@@ -19,14 +19,19 @@ Two ``toporag serve`` subprocesses (their own interpreters, as in production), e
   options; ``default`` = none): answer throughput at the ``--levels`` concurrencies (req/s,
   p50/p95/p99, errors, mean batch, server RSS, the load average at the start and end of the level:
   the machine may be shared), then ``--repeat`` more c1 / c16 pairs, and per server the ratio
-  c16 / c1 of each pair. c1 and c16 always run against the same server. Every level is bounded by
-  ``--seconds`` and ``--max-requests``; every request by ``--timeout``.
+  c16 / c1 of each pair and its context-store hits. c1 and c16 always run against the same server.
+  ``--workloads``: ``repeated`` (6 sample requests cycled) and ``distinct`` (every request a new
+  graph variant, so a new context); ``--baseline-root``: a checkout of older code whose server runs
+  first in each workload (before / after in one run). Every level is bounded by ``--seconds`` and
+  ``--max-requests``; every request by ``--timeout``.
 
-Finally an in-process **decode profile**: ``TopoRAGPipeline.decode`` on 1, 4 and 8 jobs at once,
-seconds per call and per row, which says whether a batch is cheaper per row than single requests.
+Finally an in-process **profile** (:func:`decode_profile`): seconds per row of the frozen pass, the
+tail + label scoring in two passes and in one, and the whole ``decode`` without and with a warm
+context store, for 1 row and 16 rows, which says where a batch is cheaper per row.
 
     .venv/bin/python benchmarks/bench_serve.py [--tiny] [--seconds 15] [--fuzz 300]
-    .venv/bin/python benchmarks/bench_serve.py --only-answers --answer-configs "default;--workers 1"
+    .venv/bin/python benchmarks/bench_serve.py --only-answers --answer-configs "default;--kv-cache-mb 0"
+    .venv/bin/python benchmarks/bench_serve.py --only-answers --baseline-root ../before --answer-configs default
 """
 from __future__ import annotations
 
