@@ -19,18 +19,24 @@ Two ``toporag serve`` subprocesses (their own interpreters, as in production), e
   options; ``default`` = none): answer throughput at the ``--levels`` concurrencies (req/s,
   p50/p95/p99, errors, mean batch, server RSS, the load average at the start and end of the level:
   the machine may be shared), then ``--repeat`` more c1 / c16 pairs, and per server the ratio
-  c16 / c1 of each pair. c1 and c16 always run against the same server. Every level is bounded by
-  ``--seconds`` and ``--max-requests``; every request by ``--timeout``.
+  c16 / c1 of each pair and its context-store hits. c1 and c16 always run against the same server.
+  ``--workloads``: ``repeated`` (6 sample requests cycled) and ``distinct`` (every request a new
+  graph variant, so a new context); ``--baseline-root``: a checkout of older code whose server runs
+  first in each workload (before / after in one run). Every level is bounded by ``--seconds`` and
+  ``--max-requests``; every request by ``--timeout``.
 
-Finally an in-process **decode profile**: ``TopoRAGPipeline.decode`` on 1, 4 and 8 jobs at once,
-seconds per call and per row, which says whether a batch is cheaper per row than single requests.
+Finally an in-process **profile** (:func:`decode_profile`): seconds per row of the frozen pass, the
+tail + label scoring in two passes and in one, and the whole ``decode`` without and with a warm
+context store, for 1 row and 16 rows, which says where a batch is cheaper per row.
 
     .venv/bin/python benchmarks/bench_serve.py [--tiny] [--seconds 15] [--fuzz 300]
-    .venv/bin/python benchmarks/bench_serve.py --only-answers --answer-configs "default;--workers 1"
+    .venv/bin/python benchmarks/bench_serve.py --only-answers --answer-configs "default;--kv-cache-mb 0"
+    .venv/bin/python benchmarks/bench_serve.py --only-answers --baseline-root ../before --answer-configs default
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -56,11 +62,12 @@ QUESTIONS = {"scene": ["What is the red cup made of?", "What is next to the plat
 
 
 # ----------------------------------------------------------------------------- servers
-def start_server(checkpoint: str, env: dict, extra: list[str]) -> tuple[subprocess.Popen, str]:
+def start_server(checkpoint: str, env: dict, extra: list[str], root: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """A ``toporag serve`` subprocess on 127.0.0.1 running the code of the checkout ``root``."""
     cmd = [sys.executable, "-m", "toporag_core.cli", "serve", "--host", HOST, "--port", "0", "--device", "cpu",
            "--checkpoint", checkpoint, *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**env, "TOPORAG_CORE_TOKEN": TOKEN}, cwd=ROOT)
+                            env={**env, "TOPORAG_CORE_TOKEN": TOKEN, "PYTHONPATH": str(root)}, cwd=root)
     t0, lines = time.time(), []
     while time.time() - t0 < 300:
         line = proc.stdout.readline()
@@ -256,20 +263,23 @@ def retrieve_during_upload(url: str, n_idle: int, nodes: int, edges: int) -> dic
 
 
 # ----------------------------------------------------------------------------- 5. answer throughput
-def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_requests: int, timeout: float) -> dict:
+def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_requests: int, timeout: float,
+                 order=None) -> dict:
+    """``clients`` threads sending answers for ``seconds`` (at most ``max_requests``); each request
+    takes the next job of ``order`` (an iterator of indices into ``jobs`` shared by the levels of
+    one server, so a "distinct" workload never repeats a request)."""
     from toporag_core.serve.client import CoreClient, CoreError
 
     lat, batch, errors = [], [], []
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
     count = iter(range(max_requests))
+    order = itertools.count() if order is None else order
 
     def client(i: int) -> None:
         with CoreClient(url, token=TOKEN, timeout=timeout) as c:
-            k = i
             while time.perf_counter() < deadline and next(count, None) is not None:
-                g, q = jobs[k % len(jobs)]
-                k += 1
+                g, q = jobs[next(order) % len(jobs)]
                 t = time.perf_counter()
                 try:
                     r = c.answer(g, q, max_new_tokens=16)
@@ -292,23 +302,30 @@ def answer_level(url: str, pid: int, jobs, clients: int, seconds: float, max_req
             "first_error": errors[:1], "load": (load0, os.getloadavg()[0])}
 
 
-def answer_config(checkpoint: str, env: dict, extra: list[str], jobs, args) -> dict:
-    """One answer server (``extra`` options): the ``--levels``, then ``--repeat`` more c1 / c16 pairs."""
+def answer_config(checkpoint: str, env: dict, extra: list[str], jobs, args, root: Path = ROOT,
+                  label: str | None = None) -> dict:
+    """One answer server (``extra`` options, the code of ``root``): the ``--levels``, then ``--repeat``
+    more c1 / c16 pairs. ``jobs``: the workload (:func:`workload`); its first 6 are the warm-up."""
     from toporag_core.serve.client import CoreClient
 
-    proc, url = start_server(checkpoint, env, extra)
+    proc, url = start_server(checkpoint, env, extra, root)
     try:
         with CoreClient(url, token=TOKEN, timeout=args.timeout) as c:  # upload + warm up
-            for g, q in jobs:
+            for g, q in jobs[:6]:
                 c.answer(g, q, max_new_tokens=16)
             info = c.info()
         levels = [int(n) for n in args.levels.split(",")] + [1, 16] * args.repeat
-        rows = [answer_level(url, proc.pid, jobs, n, args.seconds, args.max_requests, args.timeout) for n in levels]
+        order = itertools.count(6)
+        rows = [answer_level(url, proc.pid, jobs, n, args.seconds, args.max_requests, args.timeout, order)
+                for n in levels]
+        with CoreClient(url, token=TOKEN, timeout=args.timeout) as c:
+            kv = c.info().get("kv_store")
     finally:
         proc.terminate()
         proc.wait(30)
     return {"desc": f"{info['checkpoint']} on {info['device']} ({info['dtype']})", "rows": rows,
-            "workers": info["batching"].get("workers", 1), "options": " ".join(extra) or "default"}
+            "workers": info["batching"].get("workers", 1), "options": label or " ".join(extra) or "default",
+            "kv": kv, "sent": next(order) - 6}
 
 
 def pair_ratios(rows: list[dict]) -> list[float]:
@@ -323,68 +340,124 @@ def pair_ratios(rows: list[dict]) -> list[float]:
     return out
 
 
-def workload():
+def workload(distinct: int = 0):
+    """The answer requests: the 6 sample (graph, question) pairs, cycled by the clients
+    (``distinct=0``: "repeated", 6 contexts, which a context cache holds after the warm-up), or
+    ``distinct`` rounds of them over graph variants whose node texts carry the round number
+    (``"cup (r17)"``): every request a new graph and so a new context ("distinct", nothing to reuse;
+    each variant is embedded when first sent, inline)."""
+    from toporag_core.graph import TextualGraph
     from toporag_core.studio import samples
 
     graphs = {k: samples.load_sample(k) for k in QUESTIONS}
-    return [(graphs[k], q) for k in QUESTIONS for q in QUESTIONS[k]]
+    base = [(graphs[k], q) for k in QUESTIONS for q in QUESTIONS[k]]
+    if not distinct:
+        return base
+    return [(TextualGraph([f"{t} (r{r})" for t in g.node_text], g.edge_index, g.edge_text, name=g.name), q)
+            for r in range(distinct) for g, q in base]
 
 
-def decode_profile(checkpoint: str, jobs, sizes=(1, 4, 8), repeats: int = 2) -> list[tuple[int, int, float]]:
-    """``(torch threads, B, seconds)`` of one ``TopoRAGPipeline.decode`` call on ``B`` jobs (best of
-    ``repeats``), with every core (torch's default) and with the service's default (half of them)."""
+def decode_profile(checkpoint: str, jobs, sizes=(1, 16)) -> list[dict]:
+    """Where an answer's neural time goes, one row against a batch (in process, torch on one thread,
+    the service's default on 2 cores; best of 2 for one row, 1 for a batch), seconds per row of:
+
+    * ``frozen``: the frozen part's pass (chat prefix + context, :func:`~toporag_core.model.kv.context_kv`;
+      cacheable layouts only);
+    * ``two_pass``: tail + label scoring as before this change (``prompt_pass``, then the candidates as
+      ``B x C`` rows over a repeated cache), from precomputed frozen caches;
+    * ``fused``: the same scores in one pass (:func:`~toporag_core.model.decode.score_choices` without
+      a prompt), from precomputed frozen caches;
+    * ``decode``: the whole ``TopoRAGPipeline.decode`` without a context store (every frozen part
+      computed) and ``decode_warm`` with a warm :class:`~toporag_core.model.FrozenKVStore`."""
     import torch
 
+    from toporag_core.model import FrozenKVStore, QABatch
+    from toporag_core.model.kv import context_kv
+    from toporag_core.nn import collate, subcomplex_tensors
     from toporag_core.pipeline import DecodeJob, TopoRAGPipeline
     from toporag_core.retrieval import EmbeddedComplex, retrieve
 
+    torch.set_num_threads(1)
     pipe = TopoRAGPipeline.load(checkpoint, device="cpu")
-    setting = pipe.default_setting()
+    m, setting = pipe.model, pipe.default_setting()
     djobs = []
-    for g, q in jobs:
+    for g, q in jobs[:6]:
         ecx = EmbeddedComplex.from_graph(g, pipe.encoder)
         sub = retrieve(ecx, q, setting=setting)
         question = pipe.prompt_for(q)
         djobs.append(DecodeJob(sub, ecx, question, pipe.fit_context(sub, question).text, pipe.choices_for(question)))
-    out = []
-    for threads in sorted({os.cpu_count() or 1, max(1, (os.cpu_count() or 1) // 2)}, reverse=True):
-        torch.set_num_threads(threads)
-        for b in sizes:
-            batch = [djobs[i % len(djobs)] for i in range(b)]
-            best = float("inf")
-            for _ in range(repeats):
-                t = time.perf_counter()
-                pipe.decode(batch, max_new_tokens=16)
-                best = min(best, time.perf_counter() - t)
-            out.append((threads, b, best))
-    return out
+
+    def best(fn, n: int) -> float:
+        out = float("inf")
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            out = min(out, time.perf_counter() - t)
+        return out
+
+    rows = []
+    for b in sizes:
+        n = 2 if b == 1 else 1
+        part = [djobs[i % len(djobs)] for i in range(b)]
+        cands = part[0].choices or ("yes", "no")
+        qs, cs = [j.question for j in part], [j.context for j in part]
+        with torch.no_grad():
+            soft = m.graph_tokens(collate([subcomplex_tensors(j.sub, j.ecx.emb, use_cells2=pipe.use_cells2)
+                                           for j in part])) if m.config.use_graph else None
+            row = {"b": b, "frozen": float("nan"), "two_pass": float("nan"), "fused": float("nan")}
+            if m.cacheable:
+                row["frozen"] = best(lambda: context_kv(m, QABatch(None, qs, cs)), n) / b
+                kvs = context_kv(m, QABatch(None, qs, cs))
+                row["two_pass"] = best(lambda: m.score_choices(QABatch(None, qs, cs, kv=kvs), cands, prompt=m.prompt_pass(
+                    QABatch(None, qs, cs, kv=kvs), soft)), n) / b
+                row["fused"] = best(lambda: m.score_choices(QABatch(None, qs, cs, kv=kvs), cands, soft=soft), n) / b
+        pipe.kv_store = None
+        row["decode"] = best(lambda: pipe.decode(part, max_new_tokens=16), n) / b
+        pipe.kv_store = FrozenKVStore()
+        pipe.decode(part, max_new_tokens=16)
+        row["decode_warm"] = best(lambda: pipe.decode(part, max_new_tokens=16), n) / b
+        row["load"] = os.getloadavg()[0]
+        rows.append(row)
+    return rows
 
 
 # ----------------------------------------------------------------------------- report
 def report_answers(configs: list[dict]) -> None:
     print(f"\n### 5. Answer throughput ({configs[0]['desc']})\n")
-    print("| server options | workers | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | errors | "
+    print("| workload | server | workers | concurrency | requests | req/s | p50 ms | p95 ms | p99 ms | errors | "
           "mean batch | server RSS MB | load avg start -> end |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cfg in configs:
         for r in cfg["rows"]:
-            print(f"| {cfg['options']} | {cfg['workers']} | {r['clients']} | {r['requests']} | {r['rps']:.2f} | "
-                  f"{r['p'][0]:.0f} | {r['p'][1]:.0f} | {r['p'][2]:.0f} | {r['errors']} | {r['batch']:.2f} | "
-                  f"{r['rss']:.0f} | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
-    print()
+            print(f"| {cfg['workload']} | {cfg['options']} | {cfg['workers']} | {r['clients']} | {r['requests']} | "
+                  f"{r['rps']:.2f} | {r['p'][0]:.0f} | {r['p'][1]:.0f} | {r['p'][2]:.0f} | {r['errors']} | "
+                  f"{r['batch']:.2f} | {r['rss']:.0f} | {r['load'][0]:.1f} -> {r['load'][1]:.1f} |")
+    print("\n| workload | server | req/s c16 / c1 of each pair (same server) | context store hits / misses / "
+          "shared in a batch |\n|---|---|---|---|")
     for cfg in configs:
-        ratios = pair_ratios(cfg["rows"])
-        print(f"req/s c16 / c1 ({cfg['options']}): {', '.join(f'{x:.2f}' for x in ratios)}")
+        kv = cfg.get("kv")
+        kvs = f"{kv['hits']} / {kv['misses']} / {kv['shared_in_batch']}" if kv else "off"
+        print(f"| {cfg['workload']} | {cfg['options']} | {', '.join(f'{x:.2f}' for x in pair_ratios(cfg['rows']))} "
+              f"| {kvs} |")
+    for cfg in configs:
         for r in cfg["rows"]:
             if r["first_error"]:
-                print(f"first error ({cfg['options']}, c{r['clients']}): {r['first_error'][0]}")
+                print(f"first error ({cfg['workload']}, {cfg['options']}, c{r['clients']}): {r['first_error'][0]}")
 
 
-def report_profile(profile) -> None:
-    print("\n### 6. Decode profile (in-process TopoRAGPipeline.decode, max_new_tokens 16)\n")
-    print("| torch threads | jobs per call | seconds per call | seconds per row |\n|---|---|---|---|")
-    for th, b, s in profile:
-        print(f"| {th} | {b} | {s:.3f} | {s / b:.3f} |")
+def report_profile(profile: list[dict]) -> None:
+    print("\n### 6. Where the neural time goes (in process, torch 1 thread; seconds per row)\n")
+    print("| rows per call | frozen part (prefix + context) | tail + scoring, two passes (before) | "
+          "tail + scoring, one fused pass | decode, no context store | decode, warm context store | load avg |")
+    print("|---|---|---|---|---|---|---|")
+    for r in profile:
+        print(f"| {r['b']} | {r['frozen']:.3f} | {r['two_pass']:.3f} | {r['fused']:.3f} | {r['decode']:.3f} | "
+              f"{r['decode_warm']:.3f} | {r['load']:.1f} |")
+    if len(profile) > 1:
+        a, b = profile[0], profile[-1]
+        print(f"\nper-row cost, {b['b']} rows against 1: frozen {b['frozen'] / a['frozen']:.2f}, fused tail + "
+              f"scoring {b['fused'] / a['fused']:.2f}, decode without store {b['decode'] / a['decode']:.2f}, "
+              f"with a warm store {b['decode_warm'] / a['decode_warm']:.2f}")
 
 
 def report(bad, big, slow, upl, args) -> None:
@@ -427,9 +500,15 @@ def main() -> None:
     ap.add_argument("--max-requests", type=int, default=400, help="request bound of one concurrency level")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--repeat", type=int, default=1, help="more c1 / c16 pairs after the levels, per server")
-    ap.add_argument("--answer-configs", default="default;--workers 1",
+    ap.add_argument("--answer-configs", default="default;--kv-cache-mb 0",
                     help="answer servers to compare, ';'-separated extra toporag serve options (default: none)")
     ap.add_argument("--only-answers", action="store_true", help="tables 5 (and 6 unless --no-profile) only")
+    ap.add_argument("--workloads", default="repeated,distinct",
+                    help="answer workloads: repeated (6 sample requests cycled), distinct (every request a new "
+                         "graph variant, so a new context)")
+    ap.add_argument("--baseline-root", default=None,
+                    help="another checkout (the code before a change): its server runs first in every workload")
+    ap.add_argument("--baseline-label", default="before", help="the baseline server's name in the tables")
     ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the decode profile")
     args = ap.parse_args()
 
@@ -448,12 +527,21 @@ def main() -> None:
     answer_env = hashing_env if args.tiny else {k: v for k, v in env.items() if k != "TOPORAG_CACHE"}
     if args.tiny:
         os.environ["TOPORAG_ENCODER"] = "hashing"
-    jobs = workload()
-    configs = [answer_config(checkpoint, answer_env, [] if c.strip() == "default" else c.split(), jobs, args)
-               for c in args.answer_configs.split(";")]
+    configs = []
+    for name in args.workloads.split(","):
+        jobs = workload(distinct=120 if name == "distinct" else 0)
+        runs = [(ROOT, c, None) for c in args.answer_configs.split(";")]
+        if args.baseline_root:
+            root = Path(args.baseline_root).resolve()
+            runs.insert(0, (root, "default", args.baseline_label))
+        for root, c, label in runs:
+            cfg = answer_config(checkpoint, answer_env, [] if c.strip() == "default" else c.split(), jobs, args,
+                                root, label)
+            configs.append({**cfg, "workload": name})
+            print(f"done: {name} / {cfg['options']}: c16/c1 {pair_ratios(cfg['rows'])}", flush=True)
     report_answers(configs)
     if args.profile:
-        report_profile(decode_profile(checkpoint, jobs))
+        report_profile(decode_profile(checkpoint, workload()))
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}.")
 
 

@@ -612,3 +612,47 @@ def test_kv_build_refuses_up_front_when_the_disk_cannot_hold_it(examples, tmp_pa
     assert len(small) == 0 and not list((tmp_path / "small").iterdir())
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, 10 * need))
     assert len(small.build(m, examples, show_progress=False)) == len(examples)
+
+
+@pytest.mark.parametrize("position", ["prefix", "before_question"])
+def test_one_fused_scoring_pass_gives_the_two_pass_scores(examples, position):
+    """score_choices without a prompt (prompt and candidates in one pass under the tree mask) equals
+    the prompt pass followed by the candidates over a repeated cache, for candidates of different
+    token lengths and per-row lists; a row alone scores as in the batch."""
+    torch.manual_seed(5)
+    m = tiny_model(in_dim=DIM, mode="lora", graph_position=position, tokens=2, seed=3).eval()
+    with torch.no_grad():  # non-zero adapters: the tail and candidates run with LoRA on
+        for n, p in m.llm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)
+    rows = [["yes", "no, not at all"], ["a blue cup", "b"], ["red", "Answer: a red glass cup"]]
+    batch = make_batch(examples[:3], with_answers=False)
+    soft = m.graph_tokens(batch.cells)
+    fused = m.score_choices(batch, rows, soft=soft, truncate=False)
+    two = m.score_choices(batch, rows, prompt=m.prompt_pass(batch, soft), truncate=False)
+    assert fused.shape == (3, 2)
+    torch.testing.assert_close(fused, two, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(fused[:, 0], fused[:, 1], atol=1e-2)  # not vacuous: candidates differ
+    for i in range(3):
+        one = make_batch(examples[i:i + 1], with_answers=False)
+        alone = m.score_choices(one, rows[i], soft=soft[i:i + 1], truncate=False)
+        torch.testing.assert_close(alone[0], fused[i], atol=1e-4, rtol=1e-4)
+
+
+def test_candidate_mask_keeps_candidates_apart():
+    from toporag_core.model.decode import candidate_mask
+
+    fmask = torch.tensor([[0, 1]])  # one padded frozen position
+    tmask = torch.tensor([[0, 1, 1]])  # one padded tail position
+    real = torch.tensor([[[True, True], [True, False]]])  # candidate 1 has one step
+    sees = candidate_mask(fmask, tmask, real, torch.float32)[0, 0] == 0  # (Q=7, K=9)
+    frozen, tail, c0, c1 = [0, 1], [2, 3, 4], [5, 6], [7, 8]
+    assert sees.shape == (7, 9)
+    assert sees[1, [1, 3, 4]].tolist() == [True, True, False]  # tail query 1: real frozen, tail <= itself
+    assert not sees[:, 0].any() and not sees[1:, 2].any()  # padding is seen by no real query
+    assert sees[0, 2]  # ... but a padded query sees itself (finite output)
+    assert sees[3, c0].tolist() == [True, False] and not sees[3, c1].any()  # c0 step 0
+    assert sees[4, c0].tolist() == [True, True] and not sees[4, c1].any()  # c0 step 1
+    assert sees[5, c1].tolist() == [True, False] and not sees[5, c0].any()  # c1 step 0, never c0
+    assert sees[5, frozen].tolist() == [False, True] and sees[5, tail].tolist() == [False, True, True]
+    assert not sees[:6, 8].any() and sees[6, 8]  # c1's padded step: seen only by itself

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
+from .model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
@@ -61,6 +61,8 @@ class TopoRAGPipeline:
         self.meta = meta or {}
         self._lock = threading.Lock()
         self._enc_lock = threading.Lock()
+        # Frozen-part caches reused across decode() calls (cacheable layouts; the core service sets one)
+        self.kv_store: FrozenKVStore | None = None
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -215,6 +217,9 @@ class TopoRAGPipeline:
         over the batch, then :meth:`TopoRAGModel.answer` (label scoring for rows with a closed answer
         set, batched greedy decoding for the rest; left padding, so a row's answer does not depend
         on its batch). Thread-safe (runs under :attr:`lock`); the core service batches requests here.
+        With :attr:`kv_store` set (a :class:`~toporag_core.model.FrozenKVStore`) and a cacheable layout,
+        the frozen part of each row (chat prefix + context) is read once per distinct context and
+        reused from the store afterwards; only the tail and the label scoring run per batch.
 
         Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence"}, ...], {"encode",
         "generate", "batch_size"})``.
@@ -228,6 +233,8 @@ class TopoRAGPipeline:
                 batch = batch.to(self.model.device)
                 soft = self.model.graph_tokens(batch.cells)
             t1 = time.perf_counter()
+            if self.kv_store is not None and self.model.cacheable:
+                batch.kv = self.kv_store.lookup(self.model, batch)
             rows = self.model.answer(batch, choices=[j.choices for j in jobs], soft=soft, max_new_tokens=max_new_tokens)
             t2 = time.perf_counter()
         out = []

@@ -54,6 +54,9 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="answer batches decoded at once, each on its own model replica over shared weights "
                         "(default: on a CPU the cores divided by --torch-threads, on CUDA 1)")
+    p.add_argument("--kv-cache-mb", type=int, default=c.kv_cache_mb,
+                   help="megabytes of context key/value caches kept for reuse across answers "
+                        "(checkpoints with a cacheable layout; 0: off)")
     p.add_argument("--upload-chunk", type=int, default=c.upload_chunk,
                    help="texts per encoder call when embedding an upload (a question waits at most one chunk)")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"))
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                       request_timeout_s=args.request_timeout, header_timeout_s=args.header_timeout,
                       body_timeout_s=args.body_timeout, max_connections=args.max_connections,
                       upload_chunk=args.upload_chunk, torch_threads=args.torch_threads,
-                      workers=args.workers, log_level=args.log_level)
+                      workers=args.workers, kv_cache_mb=args.kv_cache_mb, log_level=args.log_level)
     engine = load_engine(cfg, checkpoint=args.checkpoint, llm=args.llm, device=args.device,
                          dtype=args.dtype)
     d = engine.pipe.describe()

@@ -6,6 +6,7 @@ One concept per file, read in this order:
 * :mod:`.styles` - the answer-style registry (``label`` / ``evidence`` / ``cited``);
 * :mod:`.prompt` - the prompt layout in token ids, a question's phrasing and answer set (model and pipeline);
 * :mod:`.batch` - :class:`QABatch`, what the model eats; :mod:`.kv` - the frozen part's key/value cache;
+  :mod:`.kvstore` - :class:`FrozenKVStore`, those caches deduplicated and reused across batches (serving);
 * :mod:`.graph_tokens` - :class:`CellTokens`, one graph token per retrieved cell (``graph_path="cells"``);
 * :mod:`.module` - :class:`TopoRAGModel`, the ``nn.Module``: graph tokens, inputs, loss;
 * :mod:`.decode` - greedy / prompt-lookup / citation-constrained generation, label scoring;
@@ -19,6 +20,7 @@ from .config import (CACHEABLE_POSITIONS, GRAPH_PATHS, GRAPH_POSITIONS, MODES, Q
                      RETIRED_VALUES, TopoRAGConfig, graphqa_prompt)
 from .decode import CONSTRAIN_TOP_K, lookup_draft
 from .graph_tokens import CellTokens
+from .kvstore import FrozenKVStore
 from .module import IGNORE_INDEX, TopoRAGModel
 from .prompt import Prompter, choices_for, question_prompt
 from .styles import ANSWER_STYLES, LOOKUP_TOKENS, AnswerStyle, get_style, register_style
@@ -27,4 +29,4 @@ __all__ = ["TopoRAGConfig", "TopoRAGModel", "QABatch", "Prompter", "AnswerStyle"
            "register_style", "QUESTION_FORMS", "graphqa_prompt", "choices_for", "question_prompt", "short_answer",
            "is_clean", "is_yes_no", "yes_no_choices", "evidence_target", "split_evidence", "lookup_draft",
            "LOOKUP_TOKENS", "CONSTRAIN_TOP_K", "IGNORE_INDEX", "MODES", "GRAPH_POSITIONS", "CACHEABLE_POSITIONS",
-           "RETIRED_KEYS", "RETIRED_VALUES", "GRAPH_PATHS", "CellTokens", "warm_start"]
+           "RETIRED_KEYS", "RETIRED_VALUES", "GRAPH_PATHS", "CellTokens", "warm_start", "FrozenKVStore"]

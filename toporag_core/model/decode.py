@@ -260,28 +260,69 @@ def _candidate_rows(choices, n: int) -> list[list[str]]:
     return rows
 
 
-@torch.no_grad()
-def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, prompt: tuple | None = None,
-                  truncate: bool = True) -> Tensor:
-    """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:
-    ``sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` (no length normalisation).
+def candidate_mask(fmask: Tensor, tmask: Tensor, real: Tensor, dtype: torch.dtype) -> Tensor:
+    """The additive attention mask ``(B, 1, Q, K)`` of one pass over a prompt tail and its candidates
+    (``Q = T + C*S`` queries, ``K = P + Q`` keys), from the frozen mask ``fmask (B, P)``, the tail's
+    ``tmask (B, T)`` and which candidate steps are real, ``real (B, C, S)``:
 
-    ``choices``: one candidate list for every row, or one list per row (all of length ``C``;
-    the evidence path scores ``"<row's evidence>. Answer: <label>"``). The prompt runs once
-    (or comes in as ``prompt``, a ``prompt_pass`` result, whose cache is then used up);
-    its cache is repeated for the ``C`` candidates, which run as one batch of ``B x C``
-    rows. ``truncate``: cut candidates at ``max_new_tokens`` as training cuts answers.
+    * a tail query ``q`` sees the real frozen positions and the real tail positions ``<= q``;
+    * step ``s`` of candidate ``c`` sees the real frozen and tail positions and steps ``<= s`` of ``c``
+      (never another candidate: ``C`` continuations of one prompt side by side, "tree attention");
+    * every query sees itself (a padded position gets a finite output that no real query reads).
     """
-    rows = _candidate_rows(choices, len(batch))
-    cut = model.config.max_new_tokens if truncate else None
-    eos = model.prompter.pieces["eos"]
-    cands = [[model.prompter.ids(c)[:cut] + eos for c in r] for r in rows]  # B x C token lists
-    if any(len(c) == len(eos) for r in cands for c in r):
-        raise ValueError(f"score_choices: a candidate tokenises to nothing: {rows}")
-    past, mask, pos, logits = prompt if prompt is not None else model.prompt_pass(batch, soft)
+    n_b, n_t = tmask.shape
+    n_cs = real.shape[1] * real.shape[2]
+    dev = tmask.device
+    tm = tmask.bool()
+    tail = torch.cat([torch.ones(n_t, n_t, dtype=torch.bool, device=dev).tril()[None] & tm[:, None, :],
+                      tm[:, None, :].expand(n_b, n_cs, n_t)], dim=1)  # (B, Q, T)
+    c_idx = torch.arange(real.shape[1], device=dev).repeat_interleave(real.shape[2])
+    s_idx = torch.arange(real.shape[2], device=dev).repeat(real.shape[1])
+    own = (c_idx[:, None] == c_idx[None, :]) & (s_idx[None, :] <= s_idx[:, None])  # (C*S, C*S)
+    cand = torch.cat([torch.zeros(n_b, n_t, n_cs, dtype=torch.bool, device=dev),
+                      own[None] & real.reshape(n_b, 1, n_cs)], dim=1)  # (B, Q, C*S)
+    n_q = n_t + n_cs
+    allowed = torch.cat([fmask.bool()[:, None, :].expand(n_b, n_q, fmask.shape[1]), tail, cand], dim=2)
+    q = torch.arange(n_q, device=dev)
+    allowed[:, q, fmask.shape[1] + q] = True
+    out = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill_(~allowed, torch.finfo(dtype).min)
+    return out[:, None]
+
+
+def _score_fused(model, batch: QABatch, cands: list[list[list[int]]], soft: Tensor | None) -> Tensor:
+    """:func:`score_choices` in one forward pass: the prompt tail and every row's ``C`` candidates
+    (``S`` steps each, padded) run together under :func:`candidate_mask`, the frozen part (if any)
+    from its cache; the vocabulary head only at the tail's last position and the candidate steps."""
+    past, mask, pos, embeds = model.prompt_inputs(batch, soft)
+    n_b, n_t = pos.shape
+    n_c, steps = len(cands[0]), max(len(c) for r in cands for c in r) - 1
+    dev, pad = model.device, model.pad_id
+    ids = torch.tensor([[c[:-1] + [pad] * (steps - len(c) + 1) for c in r] for r in cands], device=dev)  # (B, C, S)
+    real = torch.tensor([[[1] * (len(c) - 1) + [0] * (steps - len(c) + 1) for c in r] for r in cands],
+                        dtype=torch.bool, device=dev)
+    tgt = torch.tensor([[c[1:] + [0] * (steps - len(c) + 1) for c in r] for r in cands], device=dev)
+    cand_e = model.llm.get_input_embeddings()(ids.view(n_b, n_c * steps)).to(embeds.dtype)
+    cand_pos = (pos[:, -1:] + 1 + torch.arange(steps, device=dev)).repeat(1, n_c)  # (B, C*S)
+    p_len = mask.shape[1] - n_t
+    attn = candidate_mask(mask[:, :p_len], mask[:, p_len:], real, model.dtype)
+    hidden = model.llm.get_decoder()(inputs_embeds=torch.cat([embeds, cand_e], 1), attention_mask=attn,
+                                     position_ids=torch.cat([pos, cand_pos], 1), past_key_values=past,
+                                     use_cache=past is not None).last_hidden_state
+    last = hidden[:, n_t - 1:].reshape(n_b * (1 + n_c * steps), -1)  # 2-D: a 3-D slice would run as a slow bmm
+    lp = torch.log_softmax(model.llm.get_output_embeddings()(last).float(), -1).view(n_b, 1 + n_c * steps, -1)
+    first = torch.tensor([[c[0] for c in r] for r in cands], device=dev)
+    scores = lp[:, 0].gather(1, first)  # (B, C)
+    step_lp = lp[:, 1:].view(n_b, n_c, steps, -1).gather(-1, tgt[..., None])[..., 0]  # (B, C, S)
+    return scores + (step_lp * real).sum(-1)
+
+
+def _score_after_prompt(model, cands: list[list[list[int]]], prompt: tuple) -> Tensor:
+    """:func:`score_choices` from a ``prompt_pass`` result: its cache repeated for the ``C``
+    candidates, which run as one batch of ``B x C`` rows (the cache is used up)."""
+    past, mask, pos, logits = prompt
     dev = model.device
     first = torch.log_softmax(logits, -1)  # (B, V)
-    n_b, n_c = len(batch), len(rows[0])
+    n_b, n_c = len(cands), len(cands[0])
     scores = first.gather(1, torch.tensor([[c[0] for c in r] for r in cands], device=dev)).clone()  # (B, C)
     flat = [c for r in cands for c in r]  # B*C, row-major (row b's candidates together)
     steps = max(len(c) for c in flat) - 1
@@ -297,3 +338,29 @@ def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, pr
         lp = torch.log_softmax(out.logits.float(), -1).gather(-1, tgt[..., None])[..., 0]  # (B*C, steps)
         scores = scores + (lp * real).sum(-1).view(n_b, n_c)
     return scores
+
+
+@torch.no_grad()
+def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, prompt: tuple | None = None,
+                  truncate: bool = True) -> Tensor:
+    """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:
+    ``sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` (no length normalisation).
+
+    ``choices``: one candidate list for every row, or one list per row (all of length ``C``;
+    the evidence path scores ``"<row's evidence>. Answer: <label>"``). Without ``prompt`` the
+    prompt and all candidates run in **one** forward pass (:func:`_score_fused`: the candidates side
+    by side after the prompt under :func:`candidate_mask`; the frozen part's cache is read once, not
+    copied ``C`` times, and the vocabulary head runs on ``1 + C*S`` positions a row). With
+    ``prompt`` (a ``prompt_pass`` result, whose cache is then used up) its cache is repeated for
+    the ``C`` candidates, which run as one batch of ``B x C`` rows. Both give the same scores up to
+    float round-off. ``truncate``: cut candidates at ``max_new_tokens`` as training cuts answers.
+    """
+    rows = _candidate_rows(choices, len(batch))
+    cut = model.config.max_new_tokens if truncate else None
+    eos = model.prompter.pieces["eos"]
+    cands = [[model.prompter.ids(c)[:cut] + eos for c in r] for r in rows]  # B x C token lists
+    if any(len(c) == len(eos) for r in cands for c in r):
+        raise ValueError(f"score_choices: a candidate tokenises to nothing: {rows}")
+    if prompt is not None or not eos:
+        return _score_after_prompt(model, cands, prompt if prompt is not None else model.prompt_pass(batch, soft))
+    return _score_fused(model, batch, cands, soft)

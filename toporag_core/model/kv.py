@@ -49,17 +49,21 @@ def context_kv(model, batch: QABatch) -> list[Tensor]:
 
 
 def cache_from_kv(kvs: list[Tensor], dtype: torch.dtype, device: torch.device, llm_config):
-    """A left-padded ``DynamicCache`` from per-example caches, and its attention mask ``(B, S)``."""
+    """A left-padded ``DynamicCache`` from per-example caches, and its attention mask ``(B, S)``: per
+    layer one contiguous ``(B, kv_heads, S, head_dim)`` key and value tensor, zero where padded."""
     from transformers import DynamicCache
 
     n = [int(t.shape[3]) for t in kvs]
-    length, (layers, two, heads, _, hd) = max(n), kvs[0].shape
-    kv = kvs[0].new_zeros((len(kvs), layers, two, heads, length, hd), dtype=dtype)
-    for i, t in enumerate(kvs):
-        kv[i, :, :, :, length - n[i]:] = t.to(dtype)
+    length, (layers, _, heads, _, hd) = max(n), kvs[0].shape
+    data = []
+    for j in range(layers):
+        k, v = (kvs[0].new_zeros((len(kvs), heads, length, hd), dtype=dtype) for _ in range(2))
+        for i, t in enumerate(kvs):
+            k[i, :, length - n[i]:] = t[j, 0]
+            v[i, :, length - n[i]:] = t[j, 1]
+        data.append((k, v))
     mask = torch.tensor([[0] * (length - k) + [1] * k for k in n], dtype=torch.long, device=device)
-    cache = DynamicCache(ddp_cache_data=[(kv[:, j, 0], kv[:, j, 1]) for j in range(layers)], config=llm_config)
-    return cache, mask
+    return DynamicCache(ddp_cache_data=data, config=llm_config), mask
 
 
 def frozen_cache(model, batch: QABatch, frozen_rows: list[list[int]]):

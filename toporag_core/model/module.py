@@ -220,6 +220,12 @@ class TopoRAGModel(nn.Module):
         logits = head(hidden[:, :-1][keep])
         return nn.functional.cross_entropy(logits.float(), target[keep])
 
+    def prompt_inputs(self, batch: QABatch, soft: Tensor | None = None):
+        """The prompt without answers: ``(past | None, attention_mask (B, P + T), position_ids (B, T),
+        tail embeds (B, T, H))`` (the frozen part's cache and the left-padded tail, as :meth:`forward`
+        and :meth:`prompt_pass` read them)."""
+        return self._inputs(batch, with_answers=False, soft=soft)[:4]
+
     def prompt_pass(self, batch: QABatch, soft: Tensor | None):
         """Run the whole prompt: ``(cache, attention_mask, last position_ids (B, 1), next-token logits (B, V))``."""
         past, mask, pos, embeds, _ = self._inputs(batch, with_answers=False, soft=soft)

@@ -26,6 +26,12 @@
   serialises :meth:`~toporag_core.pipeline.TopoRAGPipeline.decode` under its lock, and a LoRA
   checkpoint with a cacheable layout switches its adapters off and on around the frozen part's
   pass, module state that a concurrent pass on the same modules would see.
+* **Frozen-part reuse** (``kv_cache_mb > 0``, checkpoints with a cacheable layout): the workers
+  share one :class:`~toporag_core.model.FrozenKVStore`, so the frozen part (chat prefix + context,
+  most of a prompt) is read once per distinct context: within a batch and across requests. On a
+  CPU that pass is compute-bound (``B`` rows cost ``B`` times one), the rest of an answer (tail +
+  label scoring) is one weight read per forward pass whatever ``B``: with the context reused, a
+  batch costs little more than one request.
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ from typing import Any
 
 
 from ..validate import LIFTINGS, check_lifting, check_seed
+from ..model import FrozenKVStore
 from ..pipeline import DecodeJob, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
@@ -100,7 +107,9 @@ def replica(pipe: TopoRAGPipeline) -> TopoRAGPipeline:
     inference, so the copy costs the module objects only). For decoding only: its encoder is not set."""
     model = pipe.model
     shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
-    return TopoRAGPipeline(copy.deepcopy(model, shared), None, pipe.checkpoint, pipe.meta)
+    rep = TopoRAGPipeline(copy.deepcopy(model, shared), None, pipe.checkpoint, pipe.meta)
+    rep.kv_store = pipe.kv_store  # thread-safe; one store for all workers
+    return rep
 
 
 class CoreEngine:
@@ -108,8 +117,11 @@ class CoreEngine:
 
     def __init__(self, pipe: TopoRAGPipeline, batch: BatchConfig | None = None, max_graphs: int = 64,
                  max_cached_nodes: int = 500_000, name: str | None = None, upload_chunk: int = 256,
-                 embed_workers: int = 1, max_pending_uploads: int = 16, workers: int = 1) -> None:
+                 embed_workers: int = 1, max_pending_uploads: int = 16, workers: int = 1,
+                 kv_cache_mb: int = 0) -> None:
         self.pipe = pipe
+        if kv_cache_mb > 0 and pipe.model.cacheable:
+            pipe.kv_store = FrozenKVStore(int(kv_cache_mb) << 20)
         self.cache = GraphCache(max_graphs, max_cached_nodes)
         self.batch_config = batch or BatchConfig()
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -148,6 +160,7 @@ class CoreEngine:
                             for n, m in METHODS.items()},
                 "batching": {**self.batch_config.__dict__, **self.batcher.stats},
                 "cache": self.cache.stats(), "uploads": self.jobs.stats(),
+                "kv_store": self.pipe.kv_store.stats() if self.pipe.kv_store is not None else None,
                 "uptime_s": round(time.time() - self.started, 1)}
 
     # -- graphs ---------------------------------------------------------------------------

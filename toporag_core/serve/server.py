@@ -34,7 +34,11 @@ class ServeConfig:
     ``torch_threads``: torch's intra-op threads on a CPU core (``None``: half the cores, at least one;
     on CUDA left as it is). torch's default, every core, made batched answers no faster than single
     ones on a busy 2-core machine: the OpenMP workers of one forward pass fought the request threads
-    (and other processes) for the cores, a batch of 8 took 10.1 s instead of 0.28 s on one thread."""
+    (and other processes) for the cores, a batch of 8 took 10.1 s instead of 0.28 s on one thread.
+    ``kv_cache_mb``: megabytes of frozen-part key/value caches kept for reuse (a
+    :class:`~toporag_core.model.FrozenKVStore`, checkpoints with a cacheable layout only): a context
+    already read is not read again, and a batch reads each distinct context once; 0: off (every row's
+    frozen part is computed in its batch)."""
 
     host: str = "127.0.0.1"
     port: int = 8765
@@ -53,6 +57,7 @@ class ServeConfig:
     max_pending_uploads: int = 16
     torch_threads: int | None = None
     workers: int | None = None
+    kv_cache_mb: int = 256
     log_level: str = "warning"
 
     def __post_init__(self) -> None:
@@ -70,6 +75,8 @@ class ServeConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"ServeConfig.{name} must be a whole number >= 1, got {value!r}")
+        if isinstance(self.kv_cache_mb, bool) or not isinstance(self.kv_cache_mb, int) or self.kv_cache_mb < 0:
+            raise ValueError(f"ServeConfig.kv_cache_mb must be a whole number >= 0, got {self.kv_cache_mb!r}")
         for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -89,7 +96,7 @@ def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None
     threads = set_torch_threads(cfg, device)
     return CoreEngine(pipe, cfg.batch, max_graphs=cfg.max_graphs, max_cached_nodes=cfg.max_cached_nodes,
                       upload_chunk=cfg.upload_chunk, max_pending_uploads=cfg.max_pending_uploads,
-                      workers=batch_workers(cfg, threads))
+                      workers=batch_workers(cfg, threads), kv_cache_mb=cfg.kv_cache_mb)
 
 
 def set_torch_threads(cfg: ServeConfig, device: str) -> int | None:
