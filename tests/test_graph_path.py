@@ -166,18 +166,3 @@ def test_training_on_the_cells_path_logs_spread_and_reads_graph_only_rows(tmp_pa
     batch = make_batch(examples[:2])
     assert model(batch).isfinite()
 
-
-def test_partial_context_rows_keep_headers_and_drop_some_lines(examples):
-    import numpy as np
-
-    from toporag_core.train import PARTIAL_SUFFIX, drop_lines, with_partial_context_rows
-
-    ctx = "node_id,node_attr\n0,a\n1,b\n2,c\n3,d\n\nsrc,edge_attr,dst\n0,x,1\n1,y,2\n2,z,3"
-    out = drop_lines(ctx, np.random.default_rng(0), keep=0.5)
-    blocks = out.split("\n\n")
-    assert [b.split("\n")[0] for b in blocks] == ["node_id,node_attr", "src,edge_attr,dst"]
-    assert set(out.split("\n")) <= set(ctx.split("\n")) and len(out.split("\n")) < len(ctx.split("\n"))
-    assert drop_lines(ctx, np.random.default_rng(0), keep=1.0) == ctx
-    rows = with_partial_context_rows(examples, 0.5, seed=2)
-    assert len(rows) == 3 and all(r.id.endswith(PARTIAL_SUFFIX) for r in rows)
-    assert rows == with_partial_context_rows(examples, 0.5, seed=2)  # seeded

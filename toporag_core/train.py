@@ -103,11 +103,6 @@ class TrainConfig:
     graph_only: float = _opt(0.0, "add this fraction of the training set again with the textualized context "
                                   "removed (graph tokens + question only), so the answer must be read from the "
                                   "graph tokens")
-    # Why partial-context rows: with the whole text in view the graph tokens are redundant and the LLM may
-    # ignore them; with part of the lines gone the answer needs both.
-    partial_context: float = _opt(0.0, "add this fraction of the training set again with about half of the "
-                                       "context's lines dropped (each block's header kept), so the answer must "
-                                       "combine the text with the graph tokens")
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -124,8 +119,6 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.select: one of {SELECT_MODES}, got {self.select!r}")
         if not 0.0 <= self.graph_only <= 1.0:
             raise ValueError(f"TrainConfig.graph_only: a fraction in [0, 1], got {self.graph_only}")
-        if not 0.0 <= self.partial_context <= 1.0:
-            raise ValueError(f"TrainConfig.partial_context: a fraction in [0, 1], got {self.partial_context}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
@@ -177,33 +170,6 @@ def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int
     pick = np.random.default_rng(seed).choice(len(examples), size=k, replace=False)
     return list(examples) + [replace(examples[i], context="", id=f"{examples[i].id}{GRAPH_ONLY_SUFFIX}")
                              for i in sorted(pick.tolist())]
-
-
-PARTIAL_SUFFIX = "#partial"
-
-
-def drop_lines(context: str, rng: np.random.Generator, keep: float = 0.5) -> str:
-    """``context`` with each line dropped with probability ``1 - keep``, except the first line of every
-    blank-line-separated block (a CSV header such as ``node_id,node_attr``) and the blank lines."""
-    out = []
-    for block in context.split("\n\n"):
-        lines = block.split("\n")
-        kept = [ln for ln in lines[1:] if rng.random() < keep]
-        out.append("\n".join(lines[:1] + kept))
-    return "\n\n".join(out)
-
-
-def with_partial_context_rows(examples: Sequence[Example], fraction: float, seed: int = 0,
-                              keep: float = 0.5) -> list[Example]:
-    """A seeded ``fraction`` of ``examples`` again with part of their context's lines dropped
-    (:func:`drop_lines`) and the id suffix :data:`PARTIAL_SUFFIX`; only the new rows are returned."""
-    k = int(round(fraction * len(examples)))
-    if k <= 0:
-        return []
-    rng = np.random.default_rng(seed + 1)
-    pick = sorted(rng.choice(len(examples), size=k, replace=False).tolist())
-    return [replace(examples[i], context=drop_lines(examples[i].context, rng, keep),
-                    id=f"{examples[i].id}{PARTIAL_SUFFIX}") for i in pick]
 
 
 @torch.no_grad()
@@ -501,9 +467,8 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
-    if model.config.use_graph and (cfg.graph_only or cfg.partial_context):
-        train_set = (with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
-                     + with_partial_context_rows(train_set, cfg.partial_context, cfg.seed))
+    if cfg.graph_only and model.config.use_graph:
+        train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
     run = TrainingRun(model, train_set, val_set, cfg, Path(out), env, kv, extra_meta)
     if resume:

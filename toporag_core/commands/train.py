@@ -106,7 +106,7 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
                                                            "and up to N-1 cells)"},
     "graph_path": {"help": "how the encoder becomes graph tokens: cells (one token per retrieved cell in text order) "
                            "or pooled (one mean vector through an MLP, the older checkpoints)",
-                   "choices": ("pooled", "cells")},
+                   "choices": ("pooled", "cells"), "advanced": True},
     "projector_hidden": {"help": "projector width", "advanced": True},
     "lora_r": {"help": "LoRA rank"},
     "lora_alpha": {"help": "LoRA alpha"},
