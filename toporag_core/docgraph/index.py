@@ -475,10 +475,12 @@ def _neighbours(x: np.ndarray, level: np.ndarray, doc: np.ndarray, k: int, old: 
 
 def build_index(corpus: Corpus, encoder, out: str | os.PathLike | None = None, config: IndexConfig | None = None,
                 on_progress: Progress | None = None, prune: bool = False, rebuild: bool = False,
-                log: Callable[[str], None] | None = None) -> tuple[DocGraphIndex, dict[str, Any]]:
+                log: Callable[[str], None] | None = None,
+                encoder_spec: str | None = None) -> tuple[DocGraphIndex, dict[str, Any]]:
     """Index ``corpus`` (into ``out`` when given: resumable, incremental, atomic; see the module
     docstring). Returns ``(index, report)``, the report counting added / replaced / kept / removed
-    documents, texts encoded and seconds per stage."""
+    documents, texts encoded and seconds per stage. ``encoder_spec`` (what :func:`~toporag_core.embed.get_encoder`
+    is given to load the encoder again) is stored for ``retrieve`` / ``eval``."""
     cfg = config or IndexConfig()
     t_all = time.perf_counter()
     out = None if out is None else Path(out)
@@ -563,6 +565,7 @@ def build_index(corpus: Corpus, encoder, out: str | os.PathLike | None = None, c
     bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b).fit(bm_texts)
     t_bm25 = time.perf_counter() - t
     stats = {"documents": len(ids), "nodes": len(text), "paragraphs": int(paras.size),
+             "encoder_spec": encoder_spec or (old.stats.get("encoder_spec") if old else None) or name,
              "levels": {lv: int((level == i).sum()) for i, lv in enumerate(("document", "section", "paragraph",
                                                                                 "sentence"), 1)}}
     index = DocGraphIndex(ids=ids, titles=titles, fingerprints=fps, text=text, level=level, parent=parent, doc=doc,
