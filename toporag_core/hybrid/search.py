@@ -33,7 +33,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -295,7 +295,7 @@ class HybridIndex:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
         if cfg.fusion == "linear" and self.lexical is None:
-            cfg = SearchConfig(**{**asdict(cfg), "fusion": "weighted"})
+            cfg = replace(cfg, fusion="weighted")
         t0 = time.perf_counter()
         rs = self.route_scores(question, cfg)
         t1 = time.perf_counter()
@@ -331,14 +331,14 @@ class HybridIndex:
                             for r, i in enumerate(top_k(fused, cfg.k))]
         else:
             out["fused"] = self.fuse(out, conf if cfg.route == "both" else {cfg.route: 1.0},
-                                     cfg if cfg.fusion != "linear" else SearchConfig(**{**asdict(cfg),
-                                                                                        "fusion": "weighted"}))
+                                     cfg if cfg.fusion != "linear" else replace(cfg, fusion="weighted"))
         out["confidence"] = conf
         out["reranked"] = None
         if reranker is not None and out["fused"]:
             out["reranked"] = self.rerank(question, out["fused"], reranker, rs["cell_sims"], cfg)
         t3 = time.perf_counter()
         out["_cell_sims"] = rs["cell_sims"]
+        out["_routes"] = rs  # raw per-unit scores of every route (evaluation reuses them)
         out["timings"] = {"encode_and_routes": t1 - t0, "lists": t2 - t1, "fuse_rerank": t3 - t2,
                           "retrieve": t3 - t0, "total": t3 - t0}
         return out
