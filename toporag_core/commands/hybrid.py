@@ -146,10 +146,13 @@ def _open_index(path: str, encoder_spec: str | None):
     from ..hybrid import HybridIndex, load_folder
 
     if (Path(path) / "index.json").is_file():
-        if encoder_spec is None:  # the index's own MiniLM in numpy, attached on the first question
-            return HybridIndex.load(path)
+        from ..hybrid.numpy_minilm import NumpyMiniLM
+
+        idx = HybridIndex.load(path)
+        if encoder_spec is None and idx.meta.get("encoder") == NumpyMiniLM.name:
+            return idx  # the index's MiniLM in numpy, attached on the first question (no torch import)
         enc = get_encoder(encoder_spec)
-        idx = HybridIndex.load(path, enc)
+        idx.encoder = enc
         if idx.meta.get("encoder") != enc.name:
             raise ValueError(f"{path}: index was built with encoder {idx.meta.get('encoder')!r}, "
                              f"not {enc.name!r} (pass --encoder)")

@@ -138,15 +138,21 @@ def evaluation_report(index: HybridIndex, questions: list[dict], runs: dict, wei
             "methods": {name: {k: v for k, v in row.items() if k != "per_question"} for name, row in table.items()}}
 
 
-def fit_fusion(index: HybridIndex, questions: list[dict], runs: dict, seed: int = 0) -> tuple[FusionWeights,
-                                                                                                QueryRouter, list]:
+MIN_ROUTER_QUESTIONS = 50  # fewer (or one answer source only): no question router is fitted
+
+
+def fit_fusion(index: HybridIndex, questions: list[dict], runs: dict,
+               seed: int = 0) -> tuple[FusionWeights, QueryRouter | None, list]:
     """Fit the question router on ``questions`` and the fusion weights on their route scores (the
-    router's probabilities cross-fitted, 5 folds): see :func:`~toporag_core.hybrid.fusion.fit_weights`."""
+    router's probabilities cross-fitted, 5 folds): see :func:`~toporag_core.hybrid.fusion.fit_weights`.
+    With fewer than :data:`MIN_ROUTER_QUESTIONS` questions, or one answer source only, no router."""
     texts = [q["question"] for q in questions]
     src = np.array([q["type"] for q in questions])
     needs_table, needs_text = src != "text", src != "table"
-    router = QueryRouter.fit(texts, needs_table, needs_text)
-    p = QueryRouter.cross_fit(texts, needs_table, needs_text, seed=seed)
+    router, p = None, np.ones((len(questions), 2))
+    if len(questions) >= MIN_ROUTER_QUESTIONS and all(0 < y.sum() < y.size for y in (needs_table, needs_text)):
+        router = QueryRouter.fit(texts, needs_table, needs_text)
+        p = QueryRouter.cross_fit(texts, needs_table, needs_text, seed=seed)
     gold = gold_matrix(index, questions)
     weights, grid = fit_weights({k: runs[k] for k in ("bm25", "dense", "table")}, gold, src, index.is_table,
                                 index.groups, p)

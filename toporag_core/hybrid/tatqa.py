@@ -39,7 +39,7 @@ from .tables import Table, table_text
 
 SOURCES = ("table", "text", "table-text")
 _NUMBER = re.compile(r"^[\s$€£¥(]*[-+−–]?\s*[$€£¥]?\s*\d[\d,]*(\.\d+)?\s*%?\)?\s*$")
-_YEARISH = re.compile(r"^\s*(fy|fiscal|q[1-4])?\s*'?(19|20)?\d{2}\s*[a-z]*\s*$", re.I)
+_YEARISH = re.compile(r"^\s*((fy|fiscal|q[1-4])\s*'?\d{2,4}|'\d{2}|(19|20)\d{2})\s*[a-z]*\s*$", re.I)
 MAX_HEADER_ROWS = 3
 
 
