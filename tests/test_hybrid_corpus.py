@@ -11,11 +11,11 @@ from toporag_core.embed import HashingEncoder
 from toporag_core.hybrid.corpus import read_hybrid_corpus
 from toporag_core.hybrid.evaluate import ndcg_recall
 from toporag_core.hybrid.fusion import DocGroups, FusionWeights, QueryRouter, fuse_scores, minmax_rows
-from toporag_core.hybrid.labelled import evaluation_report, gold_matrix, run_questions
+from toporag_core.hybrid.labelled import gold_matrix
 from toporag_core.hybrid.lexical import Lexical
 from toporag_core.hybrid.metrics import ndcg_at_k, recall_at_k
 from toporag_core.hybrid.search import HybridIndex, SearchConfig
-from toporag_core.hybrid.tatqa import TatqaError, load_tatqa, parse_tatqa, split_by_context, split_header
+from toporag_core.hybrid.tatqa import TatqaError, load_tatqa, split_by_context, split_header
 
 
 def _context(uid: str, table: list[list[str]], paragraphs: list[str], questions: list[tuple]) -> dict:
