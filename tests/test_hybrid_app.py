@@ -116,3 +116,27 @@ def test_follow_top_moves_the_selection_only_when_the_top_changes():
     assert ss["k"] == "upload.md"
     view.follow_top(ss, "k", [])
     assert ss["k"] == "upload.md"
+
+
+def test_page_opens_an_index_folder_and_searches_it(tmp_path):
+    import json
+
+    from tests.test_hybrid_corpus import tatqa_fixture
+    from toporag_core.hybrid.tatqa import parse_tatqa
+
+    units = parse_tatqa(tatqa_fixture(), "fixture").units
+    HybridIndex.build_units(units, HashingEncoder()).save(tmp_path / "ix")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    at.sidebar.text_input(key="hy_index").set_value(str(tmp_path / "ix")).run()
+    assert not at.exception and not at.error
+    q = "What is the capacity of the Lakeside solar park?"
+    at.text_input(key="hy_index_question").set_value(q).run()
+    assert not at.exception
+    want = HybridIndex.load(tmp_path / "ix", HashingEncoder()).search(q, SearchConfig(k=10))["fused"]
+    fused = [d.value for d in at.dataframe if "kind" in d.value.columns][0]
+    assert list(fused["unit"]) == [r["uid"] for r in want] and fused["unit"][0] == "borealis:1-1"
+    assert len(at.get("plotly_chart")) == 1  # the best table's cell heatmap
+    at.sidebar.text_input(key="hy_index").set_value(str(tmp_path / "nowhere")).run()
+    assert not at.exception and "Index not opened" in at.error[0].value
+    json.dumps(fused.to_dict())  # plain values

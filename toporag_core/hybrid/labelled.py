@@ -48,10 +48,13 @@ def gold_matrix(index: HybridIndex, questions: list[dict]) -> np.ndarray:
 
 def run_questions(index: HybridIndex, questions: list[dict], cfg: SearchConfig | None = None,
                   progress=None) -> dict:
-    """One search per question: ``{"bm25", "dense", "table" (Q, U), "p" (Q, 2), "fused" (Q, U), "ms" (Q,)}``."""
+    """One search per question: ``{"bm25", "dense", "table" (Q, U), "p" (Q, 2), "ranked" (Q, U), "ms" (Q,)}``;
+    ``ranked`` is the search's own final ranking as a score (``-rank`` on its top ``k``, ``-inf`` elsewhere),
+    for configurations whose fusion is not the linear one (e.g. the earlier two-route fusion)."""
     cfg = cfg or SearchConfig()
     n, u = len(questions), len(index.units)
     out = {k: np.zeros((n, u)) for k in ("bm25", "dense", "table")}
+    out["ranked"] = np.full((n, u), -np.inf)
     out["p"] = np.ones((n, 2))
     out["ms"] = np.zeros(n)
     t_last = time.perf_counter()
@@ -63,6 +66,8 @@ def run_questions(index: HybridIndex, questions: list[dict], cfg: SearchConfig |
         for k in ("bm25", "dense", "table"):
             out[k][i] = rs[k]
         out["p"][i] = rs["p"]
+        ranking = res["reranked"] or res["fused"]
+        out["ranked"][i, [r["unit"] for r in ranking]] = -np.arange(1, len(ranking) + 1)
         if progress is not None and (time.perf_counter() - t_last > 2 or i == n - 1):
             progress(i + 1, n)
             t_last = time.perf_counter()

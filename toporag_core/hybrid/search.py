@@ -427,6 +427,22 @@ class HybridIndex:
         return {"grid": grid, "best": best, "header": tab.header, "rows": tab.rows, "terms": result["terms"]}
 
 
+def open_index(folder: str | os.PathLike, encoder=None) -> HybridIndex:
+    """Open an index folder for searching: a MiniLM index gets the numpy MiniLM (fast first query);
+    another index gets ``encoder``, which must be the one it was built with (``ValueError`` otherwise)."""
+    from .numpy_minilm import NumpyMiniLM
+
+    idx = HybridIndex.load(folder)
+    built = idx.meta.get("encoder")
+    if built == NumpyMiniLM.name:
+        return idx
+    if encoder is None or encoder.name != built:
+        raise ValueError(f"{folder}: index was built with encoder {built!r}, not "
+                         f"{getattr(encoder, 'name', None)!r}; choose that encoder")
+    idx.encoder = encoder
+    return idx
+
+
 def index_text(unit: Unit) -> str:
     """What BM25 and the dense encoder see of a unit: narrative text, or a table as
     :func:`~toporag_core.hybrid.tables.table_text` (header once, one ``label: header value; ...`` line per row)."""
