@@ -270,7 +270,9 @@ class HybridIndex:
         """Every route's raw scores over all ``U`` units: ``bm25``, ``dense`` (cosine), ``table`` (CALI,
         ``nan`` on narrative units), plus ``terms``, ``cell_sims``, ``best_row`` and the router's ``p``."""
         cfg = cfg or SearchConfig()
+        t0 = time.perf_counter()
         terms, qvec, qterms = self.encode_query(question)
+        encode_s = time.perf_counter() - t0
         from ..embed import single_thread_blas
 
         with single_thread_blas():
@@ -282,7 +284,7 @@ class HybridIndex:
         bm25 = self.lexical.scores(question) if self.lexical else np.zeros(len(self.units))
         p = self.router.predict(question) if self.router else (1.0, 1.0)
         return {"terms": terms, "qvec": qvec, "bm25": bm25, "dense": dense, "table": table, "p": p,
-                "cell_sims": sc["cell_sims"] if sc else None, "cali": sc}
+                "encode_s": encode_s, "cell_sims": sc["cell_sims"] if sc else None, "cali": sc}
 
     def fusion_weights(self, cfg: SearchConfig) -> FusionWeights:
         if cfg.weights is not None:
@@ -339,8 +341,9 @@ class HybridIndex:
         t3 = time.perf_counter()
         out["_cell_sims"] = rs["cell_sims"]
         out["_routes"] = rs  # raw per-unit scores of every route (evaluation reuses them)
-        out["timings"] = {"encode_and_routes": t1 - t0, "lists": t2 - t1, "fuse_rerank": t3 - t2,
-                          "retrieve": t3 - t0, "total": t3 - t0}
+        enc = rs["encode_s"]
+        out["timings"] = {"encode": enc, "routes": t1 - t0 - enc, "lists": t2 - t1, "fuse_rerank": t3 - t2,
+                          "retrieve": t3 - t0 - enc, "total": t3 - t0}
         return out
 
     @staticmethod
