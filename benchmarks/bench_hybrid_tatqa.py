@@ -25,7 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from toporag_core.hybrid.corpus import tatqa_questions  # noqa: E402
-from toporag_core.hybrid.labelled import evaluation_report, gold_matrix, run_questions  # noqa: E402
+from toporag_core.hybrid.labelled import (  # noqa: E402
+    evaluation_report,
+    gold_matrix,
+    latency,
+    run_questions,
+    warm_encoder_for,
+)
 from toporag_core.hybrid.metrics import ndcg_at_k, paired_bootstrap, recall_at_k  # noqa: E402
 from toporag_core.hybrid.search import HybridIndex, SearchConfig  # noqa: E402
 
@@ -56,9 +62,12 @@ def main() -> None:
     report = [q for q in questions if q["context"] not in fitted]
     idx.search(report[0]["question"])
     first_ms = (time.perf_counter() - t0) * 1000
-    runs = run_questions(idx, report)
+    lat = latency(idx, report[1:151])
+    warm = warm_encoder_for(idx)
+    runs = run_questions(idx, report, warm_encoder=warm)
     weights = idx.fusion_weights(SearchConfig())
     rep = evaluation_report(idx, report, runs, weights)
+    rep["p50_ms"], rep["p95_ms"] = float(np.median(lat)), float(np.quantile(lat, 0.95))
     old = run_questions(idx, report, SearchConfig(fusion="weighted"))  # the earlier default: dense prose + CALI
     gold = gold_matrix(idx, report)
     src = np.array([q["type"] for q in report])
@@ -94,8 +103,10 @@ def main() -> None:
     print(f"| hybrid_vs_earlier_default | {old_vs['n']} | {old_vs['mean_diff']:+.3f} | "
           f"[{old_vs['ci95'][0]:+.3f}, {old_vs['ci95'][1]:+.3f}] | {old_vs['p_boot']:.4f} | {old_vs['p_wilcoxon']:.2g} |")
     print("\n| latency | ms |\n|---|---|")
-    print(f"| search p50 (warm, {len(report)} questions, query encoding included) | {rep['p50_ms']:.0f} |")
+    print(f"| search p50 (warm process, {lat.size} new questions, query encoding included) | {rep['p50_ms']:.0f} |")
     print(f"| search p95 | {rep['p95_ms']:.0f} |")
+    print(f"| search p50 without query encoding (vectors given; {len(report)} questions) | "
+          f"{float(np.median(runs['ms'])):.0f} |")
     print(f"| first query in process (open index folder + encoder + first ranking) | {first_ms:.0f} |")
     print(f"| first query as a fresh `toporag hybrid search --json` process (Python start-up included) | "
           f"{fresh_ms:.0f} |")

@@ -253,14 +253,25 @@ class HybridIndex:
         return self.encoder
 
     def encode_query(self, question: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """``(terms, q (d,), Q (K, d))``: the question vector and its terms' vectors (terms cached in memory)."""
+        """``(terms, q (d,), Q (K, d))``: the question vector and its terms' vectors (texts already seen,
+        or given to :meth:`warm_queries`, come from memory)."""
         terms = query_terms(question) or [question.strip()]
-        new = [t for t in terms if t not in self._term_vecs]
-        vecs = self.query_encoder().encode([question] + new)
-        if len(self._term_vecs) > 50_000:
-            self._term_vecs.clear()
-        self._term_vecs.update(zip(new, vecs[1:]))
-        return terms, vecs[0], np.stack([self._term_vecs[t] for t in terms])
+        new = [t for t in dict.fromkeys([question] + terms) if t not in self._term_vecs]
+        if new:
+            vecs = self.query_encoder().encode(new)
+            if len(self._term_vecs) > 50_000:
+                self._term_vecs.clear()
+            self._term_vecs.update(zip(new, vecs))
+        return terms, self._term_vecs[question], np.stack([self._term_vecs[t] for t in terms])
+
+    def warm_queries(self, questions: list[str], encoder) -> None:
+        """Encode many questions and their terms in one batched call of ``encoder`` (e.g. a
+        :class:`~toporag_core.embed.CachedEncoder` around the same model) before searching them:
+        evaluation and fitting, where per-question latency is not what is measured."""
+        texts = list(dict.fromkeys(t for q in questions for t in [q] + (query_terms(q) or [q.strip()])))
+        texts = [t for t in texts if t not in self._term_vecs]
+        if texts:
+            self._term_vecs.update(zip(texts, np.asarray(encoder.encode(texts), np.float32)))
 
     def route_narrative(self, qvec: np.ndarray) -> np.ndarray:
         """``(N_A,)`` cosine of every narrative unit."""
