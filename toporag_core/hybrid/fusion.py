@@ -94,17 +94,29 @@ class DocGroups:
         return out
 
 
+def normalise_routes(bm25: np.ndarray, dense: np.ndarray, table: np.ndarray,
+                     is_table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n_b, n_d, n_c)``: each route min-max scaled over its units, ``n_c = 0`` on narrative units."""
+    return minmax_rows(bm25), minmax_rows(dense), np.where(is_table, minmax_rows(table), 0.0)
+
+
+def combine(norm: tuple[np.ndarray, np.ndarray, np.ndarray], is_table: np.ndarray, groups: DocGroups,
+            weights: FusionWeights, p_table=1.0, p_text=1.0) -> np.ndarray:
+    """The fused score ``s'`` from normalised routes (:func:`normalise_routes`)."""
+    n_b, n_d, n_c = norm
+    if not weights.use_router:
+        p_table = p_text = 1.0
+    s = n_b + weights.w_dense * n_d + weights.w_table * np.asarray(p_table) * n_c
+    if weights.w_prior:
+        s = s + weights.w_prior * np.where(is_table, np.asarray(p_table) - 0.5, np.asarray(p_text) - 0.5)
+    return groups.propagate(s, weights.w_doc)
+
+
 def fuse_scores(bm25: np.ndarray, dense: np.ndarray, table: np.ndarray, is_table: np.ndarray, groups: DocGroups,
                 weights: FusionWeights, p_table=1.0, p_text=1.0) -> np.ndarray:
     """The fused score ``s'`` (module docstring) of every unit; inputs ``(..., U)`` (``table`` is
     ``nan``/``-inf`` on narrative units); ``p_table``/``p_text`` scalars or ``(..., 1)``."""
-    if not weights.use_router:
-        p_table = p_text = 1.0
-    s = minmax_rows(bm25) + weights.w_dense * minmax_rows(dense)
-    s = s + weights.w_table * np.asarray(p_table) * np.where(is_table, minmax_rows(table), 0.0)
-    if weights.w_prior:
-        s = s + weights.w_prior * np.where(is_table, np.asarray(p_table) - 0.5, np.asarray(p_text) - 0.5)
-    return groups.propagate(s, weights.w_doc)
+    return combine(normalise_routes(bm25, dense, table, is_table), is_table, groups, weights, p_table, p_text)
 
 
 class QueryRouter:
@@ -185,10 +197,10 @@ def fit_weights(route_scores: dict[str, np.ndarray], gold: np.ndarray, sources: 
     kinds = sorted(set(sources.tolist()))
     ref = {s: max(base["bm25"][sources == s].mean(), base["dense"][sources == s].mean()) for s in kinds}
     rows = []
+    norm = normalise_routes(route_scores["bm25"], route_scores["dense"], route_scores["table"], is_table)
     for vals in itertools.product(*grid.values()):
         w = FusionWeights(**dict(zip(grid.keys(), vals)))
-        nd = ndcg_at_k(fuse_scores(route_scores["bm25"], route_scores["dense"], route_scores["table"], is_table,
-                                   groups, w, p[:, :1], p[:, 1:]), gold)
+        nd = ndcg_at_k(combine(norm, is_table, groups, w, p[:, :1], p[:, 1:]), gold)
         per = {s: float(nd[sources == s].mean()) for s in kinds}
         rows.append({"weights": w.to_dict(), "ndcg10": float(nd.mean()), "by_source": per,
                      "worst_margin": min(per[s] - ref[s] for s in kinds)})

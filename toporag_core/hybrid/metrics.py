@@ -15,9 +15,17 @@ import numpy as np
 
 
 def top_k_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    """``(Q, min(k, U))`` unit indices, best first; non-finite scores rank last."""
+    """``(Q, min(k, U))`` unit indices, best first (equal scores: lower index first; a tie across the
+    k-th place may keep either unit); non-finite scores rank last. ``argpartition``, then a sort of k."""
     s = np.where(np.isfinite(scores), scores, -np.inf)
-    return np.argsort(-s, axis=1, kind="stable")[:, :k]
+    k = min(k, s.shape[1])
+    if k < s.shape[1]:
+        part = np.argpartition(-s, k - 1, axis=1)[:, :k]
+    else:
+        part = np.broadcast_to(np.arange(s.shape[1]), s.shape).copy()
+    sub = np.take_along_axis(s, part, axis=1)
+    order = np.lexsort((part, -sub), axis=1)
+    return np.take_along_axis(part, order, axis=1)
 
 
 def ndcg_at_k(scores: np.ndarray, gold: np.ndarray, k: int = 10) -> np.ndarray:
