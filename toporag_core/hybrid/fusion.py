@@ -40,10 +40,10 @@ class FusionWeights:
     """Weights of the linear fusion (module docstring); the defaults are the fitted ones
     (docs/results/hybrid_tatqa.md, fit half of the TAT-QA test contexts, seed 0)."""
 
-    w_dense: float = 1.0
+    w_dense: float = 0.5
     w_table: float = 0.25
     w_prior: float = 0.0
-    w_doc: float = 0.2
+    w_doc: float = 0.3
     use_router: bool = True
 
     def __post_init__(self) -> None:
