@@ -1,5 +1,6 @@
 """Hybrid tables: route a document into prose and tables, search both routes, see which cell
-matched which query term, and (on request) answer with the frozen LLM."""
+matched which query term, and (on request) answer with the frozen LLM. Or open an index folder
+written by `toporag hybrid index CORPUS --out DIR` (a user's corpus, TAT-QA) and search it."""
 import streamlit as st
 
 from toporag_core.hybrid import (
@@ -13,6 +14,7 @@ from toporag_core.hybrid import (
     read_upload,
     view,
 )
+from toporag_core.hybrid.search import open_index
 from toporag_core.studio.resources import encoder_choice, get_encoder
 
 st.set_page_config(page_title="Hybrid tables", layout="wide")
@@ -24,11 +26,65 @@ def sample_corpus(n_docs: int, seed: int):
     return generate(GeneratorConfig(n_docs=n_docs, n_questions=max(6, n_docs // 4), seed=seed))
 
 
+@st.cache_resource(max_entries=2, show_spinner="Opening the index ...")
+def saved_index(path: str, mtime: float, choice: str):
+    try:
+        return open_index(path)  # a MiniLM index: queried with the numpy MiniLM, no model to load
+    except ValueError:
+        return open_index(path, get_encoder(choice))
+
+
 @st.cache_resource(max_entries=4, show_spinner="Indexing (cells embedded once) ...")
 def corpus_index(key: str, choice: str, tau: float, _texts: dict):
     docs = [parse_document(t, d, RouterConfig(tau=tau)) for d, t in _texts.items()]
     return HybridIndex.build(docs, get_encoder(choice))
 
+
+with st.sidebar:
+    st.header("Corpus")
+    folder = st.text_input("Index folder (from `toporag hybrid index CORPUS --out DIR`); empty: sample corpus",
+                           "", key="hy_index").strip()
+
+if folder:
+    from pathlib import Path
+
+    with st.sidebar:
+        k = st.slider("k", 1, 20, 10, key="hy_k")
+    st.title("Hybrid tables")
+    try:
+        mtime = (Path(folder) / "index.json").stat().st_mtime if (Path(folder) / "index.json").is_file() else 0.0
+        idx = saved_index(folder, mtime, encoder_choice())
+    except (FileNotFoundError, ValueError, OSError) as e:
+        st.error(f"Index not opened: {e}")
+        st.stop()
+    d = idx.describe()
+    st.caption(f"Index {folder}: {d['units']} units ({d['narrative']} text, {d['tables']} tables), "
+               f"{d['cali']['cells_kept']} cells, encoder {d['encoder']}; fusion: "
+               + ("fitted weights " + str(d["fitted_fusion"]) if d["fitted_fusion"] else "default weights")
+               + (", question router on" if d["router"] else ", no question router") + ".")
+    question = st.text_input("Question", "", key="hy_index_question")
+    if not question.strip():
+        st.info("Type a question to search the index.")
+        st.stop()
+    res = idx.search(question, SearchConfig(k=k))
+    st.subheader("Fused ranking")
+    st.dataframe(view.fused_frame(idx, res), hide_index=True)
+    cols = st.columns(3)
+    for col, (title, key) in zip(cols, [("BM25 (lexical)", "lexical"), ("Dense (MiniLM)", "dense"),
+                                        ("Tables (CALI)", "table")]):
+        with col:
+            st.subheader(title)
+            st.dataframe(view.route_frame(idx, res[key]), hide_index=True)
+    st.caption(f"Question router: p(table) = {res['router']['p_table']:.2f}, p(text) = {res['router']['p_text']:.2f}."
+               f" Query terms: {', '.join(res['terms'])}. Search took {res['timings']['total'] * 1000:.0f} ms.")
+    if res["table"]:
+        opts = [h["uid"] for h in res["table"]]
+        view.follow_top(ss, "hy_index_table", opts)
+        pick = st.selectbox("Table to inspect", opts, key="hy_index_table")
+        ex = idx.explain_table(res, res["table"][opts.index(pick)]["unit"])
+        st.plotly_chart(view.cell_heatmap(ex), key="hy_index_heat")
+        st.dataframe(view.best_cell_frame(ex), hide_index=True)
+    st.stop()
 
 with st.sidebar:
     st.header("Document")

@@ -23,7 +23,7 @@ PKG = ROOT / "toporag_core"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("graph", "metrics")),
-    ("io", ("io",)),
+    ("io", ("io", "corpus")),
     ("complex", ("complex", "lift", "validate")),
     ("embeddings", ("embed",)),
     ("topology", ("topo",)),

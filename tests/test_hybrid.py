@@ -32,7 +32,8 @@ from toporag_core.hybrid import (
     query_terms,
     route_text,
 )
-from toporag_core.hybrid.evaluate import BM25, ndcg_recall, parse_corpus, router_f1
+from toporag_core.hybrid.evaluate import ndcg_recall, parse_corpus, router_f1
+from toporag_core.hybrid.lexical import Lexical
 from toporag_core.hybrid.index import CellIndex, cell_text
 
 ENC = HashingEncoder(384)
@@ -271,8 +272,8 @@ def test_minmax_and_ndcg():
 
 
 def test_bm25_ranks_the_document_with_the_rare_term_first():
-    bm = BM25([["cherry", "price"], ["cherry", "lapins", "price"], ["cherry"]])
-    s = bm.scores(["lapins", "price"])
+    bm = Lexical.build(["cherry price", "cherry lapins price", "cherry"])
+    s = bm.scores("lapins price")
     assert s.argmax() == 1 and s[2] == 0.0
 
 

@@ -137,3 +137,27 @@ def test_page_term_table_rows_are_the_heatmaps_rows():
                                    if h == html.escape(b["column"])))
         assert heat["y"][row - 1] == row and heat["text"][row - 1][col] == html.escape(str(b["value"]))
         assert any(s["y0"] < row < s["y1"] and s["x0"] < col < s["x1"] for s in fig["layout"]["shapes"])
+
+
+def test_page_opens_an_index_folder_and_searches_it(tmp_path):
+    import json
+
+    from tests.test_hybrid_corpus import tatqa_fixture
+    from toporag_core.hybrid.tatqa import parse_tatqa
+
+    units = parse_tatqa(tatqa_fixture(), "fixture").units
+    HybridIndex.build_units(units, HashingEncoder()).save(tmp_path / "ix")
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.run()
+    at.sidebar.text_input(key="hy_index").set_value(str(tmp_path / "ix")).run()
+    assert not at.exception and not at.error
+    q = "What is the capacity of the Lakeside solar park?"
+    at.text_input(key="hy_index_question").set_value(q).run()
+    assert not at.exception
+    want = HybridIndex.load(tmp_path / "ix", HashingEncoder()).search(q, SearchConfig(k=10))["fused"]
+    fused = [d.value for d in at.dataframe if "kind" in d.value.columns][0]
+    assert list(fused["unit"]) == [r["uid"] for r in want] and fused["unit"][0] == "borealis:1-1"
+    assert len(at.get("plotly_chart")) == 1  # the best table's cell heatmap
+    at.sidebar.text_input(key="hy_index").set_value(str(tmp_path / "nowhere")).run()
+    assert not at.exception and "Index not opened" in at.error[0].value
+    json.dumps(fused.to_dict())  # plain values

@@ -9,12 +9,14 @@ import sys
 COMMANDS = ("lift", "retrieve", "ask", "train", "eval", "compare", "data", "hybrid", "kg", "serve", "docgraph")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every sub-command, or only ``only`` (``main`` passes the command being run, so
+    ``toporag hybrid search`` does not import the modules of the other commands: torch among them)."""
     from .commands._common import OneLineParser
 
     parser = OneLineParser(prog="toporag", description="TopoRAG: cell-complex retrieval over textual graphs")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
+    for name in COMMANDS if only not in COMMANDS else (only,):
         try:
             mod = importlib.import_module(f"toporag_core.commands.{name}")
         except ModuleNotFoundError as e:
@@ -26,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:  # e.g. `toporag retrieve ... | head`

@@ -9,6 +9,17 @@
   their traversals deformed (labels, distances, adjusted Rand index against the question type);
 * ``eval DATA``: recall of both gold articles, answer in context (and EM/F1 with ``--llm``)
   against dense top-k sentences at the same token budget.
+
+A whole corpus (:mod:`toporag_core.docgraph.index`, :mod:`toporag_core.docgraph.corpus_search`):
+
+* ``index CORPUS --out DIR``: a JSONL / folder / BEIR / HotpotQA corpus (``--format``, default
+  auto) -> a stored index; resumable (progress on stderr), incremental into an existing DIR, atomic;
+* ``retrieve --index DIR -q QUESTION``: the ranking (documents the graph's context shows first);
+* ``eval HOTPOTQA.json --index DIR``: the questions against the indexed corpus with BM25, dense and
+  the title rule at the same number of articles; rows streamed to ``--out``, progress on stderr;
+* ``convert HOTPOTQA.json --out corpus.jsonl``: a HotpotQA / 2Wiki file's paragraphs as a JSONL corpus;
+* ``generate-corpus --articles N --questions Q --out DIR``: a generated corpus with HotpotQA-format
+  multi-hop questions asked against it (``corpus.jsonl``, ``questions.json``).
 """
 from __future__ import annotations
 
@@ -39,9 +50,9 @@ def _traversal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--theta", type=float, default=0.6, help="semantic edge threshold (default 0.6)")
 
 
-def _source_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="folder of text files, a text file, generator output (folder or JSON), "
-                                  "or a built graph folder")
+def _source_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
+    p.add_argument("source", nargs="?" if optional else None,
+                   help="folder of text files, a text file, generator output (folder or JSON), or a built graph folder")
     p.add_argument("--record", type=int, default=0, help="record of a generator / HotpotQA file (default 0)")
 
 
@@ -60,8 +71,10 @@ def register(subparsers) -> None:
     b.add_argument("--theta", type=float, default=0.6)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=run_build)
-    r = sub.add_parser("retrieve", help="traverse the graph for a question")
-    _source_args(r)
+    r = sub.add_parser("retrieve", help="traverse the graph for a question (or rank a corpus index's documents)")
+    _source_args(r, optional=True)
+    r.add_argument("--index", default=None, help="a corpus index folder (`docgraph index`): rank its documents")
+    _search_args(r)
     r.add_argument("--question", "-q", default=None, help="the question (default: the record's question)")
     _traversal_args(r)
     r.add_argument("--evolve", action="store_true", help="update edge weights after the question (built graph: saved)")
@@ -69,12 +82,40 @@ def register(subparsers) -> None:
     r.set_defaults(func=run_retrieve)
     e = sub.add_parser("eval", help="evaluate against dense top-k sentences at equal token budget")
     e.add_argument("data", help="generator output folder or HotpotQA-distractor JSON")
+    e.add_argument("--index", default=None, help="answer the questions against this corpus index instead of "
+                                                 "each record's own paragraphs")
+    _search_args(e)
     e.add_argument("--n", type=int, default=None, help="first N records only")
     _traversal_args(e)
     e.add_argument("--llm", action="store_true", help="also EM/F1 with the packaged LLM (slow on CPU)")
     e.add_argument("--out", default=None, help="write per-question rows as JSON lines")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=run_eval)
+    ix = sub.add_parser("index", help="index a corpus (JSONL / folder / BEIR / HotpotQA file) into DIR")
+    ix.add_argument("corpus", help="a JSONL of {id|title, text}, a folder of .txt/.md, a BEIR folder, or a "
+                                   "HotpotQA/2Wiki JSON file")
+    ix.add_argument("--out", required=True, help="index folder (an existing index is extended)")
+    ix.add_argument("--format", default="auto", help="corpus format (auto, jsonl, folder, beir, hotpotqa)")
+    ix.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
+    ix.add_argument("--embed", default="pooled", choices=("pooled", "every"),
+                    help="pooled (default): encode paragraphs, sections/documents get their mean; every: each node")
+    ix.add_argument("--sentences", action="store_true", help="store sentence nodes too (~5x the texts to encode)")
+    ix.add_argument("--neighbours", type=int, default=4, help="semantic neighbours stored per paragraph (default 4)")
+    ix.add_argument("--chunk-size", type=int, default=256, help="texts per encoder call / resumable chunk")
+    ix.add_argument("--prune", action="store_true", help="drop indexed documents that are not in CORPUS")
+    ix.add_argument("--rebuild", action="store_true", help="ignore an existing index in --out")
+    ix.add_argument("--json", action="store_true")
+    ix.set_defaults(func=run_index)
+    cv = sub.add_parser("convert", help="a HotpotQA / 2Wiki file's paragraphs -> a JSONL corpus")
+    cv.add_argument("data", help="HotpotQA / 2WikiMultihopQA JSON (original or Hugging Face layout)")
+    cv.add_argument("--out", required=True, help="corpus .jsonl to write")
+    cv.set_defaults(func=run_convert)
+    gc = sub.add_parser("generate-corpus", help="a generated corpus with multi-hop questions asked against it")
+    gc.add_argument("--articles", type=int, default=1000, help="articles (two paragraphs each; default 1000)")
+    gc.add_argument("--questions", type=int, default=100, help="questions (default 100)")
+    gc.add_argument("--seed", type=int, default=0)
+    gc.add_argument("--out", required=True, help="folder for corpus.jsonl and questions.json")
+    gc.set_defaults(func=run_generate_corpus)
     c = sub.add_parser("cluster", help="cluster questions by FGW between the graphs their traversals deform")
     c.add_argument("data", help="generator output folder or HotpotQA-distractor JSON")
     c.add_argument("--n", type=int, default=40, help="first N records (default 40; Q^2 / 2 FGW calls)")
@@ -82,6 +123,36 @@ def register(subparsers) -> None:
     _traversal_args(c)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_cluster)
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-articles", type=int, default=10, help="index: documents in the neighbourhood (default 10)")
+    p.add_argument("--bm25-candidates", type=int, default=8, help="index: BM25 candidates (default 8)")
+    p.add_argument("--dense-candidates", type=int, default=8, help="index: dense candidates (default 8)")
+    p.add_argument("--seed-candidates", type=int, default=3,
+                   help="index: best candidates whose named titles and neighbours join (default 3)")
+    p.add_argument("--k", type=int, default=10, help="index: length of the ranking (default 10)")
+
+
+def _search_config(args):
+    from ..docgraph.corpus_search import SearchConfig
+
+    cfg = _config(args)
+    cfg.mention_scope = "content"
+    return SearchConfig(bm25_candidates=args.bm25_candidates, dense_candidates=args.dense_candidates,
+                        seed=args.seed_candidates, max_articles=args.max_articles, theta=args.theta, k=args.k,
+                        traversal=cfg)
+
+
+def _open_index(args):
+    """``(index, searcher)``: the index and its encoder (the one it was built with unless ``--encoder``)."""
+    from ..docgraph.corpus_search import CorpusSearcher
+    from ..docgraph.index import DocGraphIndex
+    from ..embed import get_encoder
+
+    index = DocGraphIndex.load(args.index)
+    spec = args.encoder or index.stats.get("encoder_spec") or index.encoder_name
+    return index, CorpusSearcher(index, get_encoder(spec), _search_config(args))
 
 
 def _config(args):
@@ -146,11 +217,122 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_index(args: argparse.Namespace) -> int:
+    from ..corpus import read_corpus
+    from ..docgraph.index import IndexConfig, build_index
+    from ..embed import encoder_spec, get_encoder, stderr_progress
+
+    cfg = IndexConfig(embed=args.embed, sentence_nodes=args.sentences, neighbours=args.neighbours,
+                      chunk_size=args.chunk_size)
+    corpus = read_corpus(args.corpus, args.format)
+    for msg in corpus.skipped:
+        print(f"toporag: skipped {msg}", file=sys.stderr)
+    print(f"toporag: read {len(corpus):,} documents ({corpus.format}) from {args.corpus}", file=sys.stderr)
+    spec = encoder_spec(args.encoder)
+    _, report = build_index(corpus, get_encoder(spec, cached=False), args.out, cfg, on_progress=stderr_progress,
+                            prune=args.prune, rebuild=args.rebuild, encoder_spec=spec,
+                            log=lambda m: print(f"toporag: {m}", file=sys.stderr))
+    sec = report["seconds"]
+    emit(report, args.json, f"{report['documents']:,} documents ({report['added']:,} added, {report['replaced']:,} "
+                            f"replaced, {report['kept']:,} kept, {report['removed']:,} removed), "
+                            f"{report['nodes']:,} nodes, {report['texts_encoded']:,} texts encoded in "
+                            f"{sec['embed']:.1f} s; total {sec['total']:.1f} s -> {args.out}")
+    return 0
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    import os
+
+    from ..corpus import load_multihop, multihop_corpus
+
+    corpus = multihop_corpus(load_multihop(args.data))
+    out = Path(args.out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with open(tmp, "w") as f:
+        f.writelines(json.dumps({"id": d.id, "title": d.title, "text": d.text}, ensure_ascii=False) + "\n"
+                     for d in corpus.documents)
+    os.replace(tmp, out)
+    print(f"wrote {len(corpus):,} documents (paragraphs of {len(corpus.queries):,} questions) to {out}")
+    return 0
+
+
+def run_generate_corpus(args: argparse.Namespace) -> int:
+    import os
+
+    from ..docgraph.corpus_gen import generate_corpus
+
+    recs, docs = generate_corpus(args.articles, args.questions, args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("corpus.jsonl", "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)),
+                       ("questions.json", json.dumps(recs, ensure_ascii=False))):
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, out / name)
+    print(f"wrote {len(docs):,} articles ({2 * len(docs):,} paragraphs) to {out / 'corpus.jsonl'} and "
+          f"{len(recs)} questions to {out / 'questions.json'}")
+    return 0
+
+
+def run_retrieve_index(args: argparse.Namespace) -> int:
+    if not args.question or not args.question.strip():
+        raise ValueError("--question is required with --index (a non-empty question)")
+    index, searcher = _open_index(args)
+    res = searcher.search(args.question)
+    out = res.to_dict(index)
+    lines = [f"{r['rank']:>3}. {r['title']}{'  [context]' if r['in_context'] else ''}" for r in out["ranking"]]
+    lines += [f"({res.articles} articles in the context; neighbourhood {len(res.neighbourhood)}; "
+              f"{1000 * res.timings['total']:.0f} ms)", "", res.context]
+    emit(out, args.json, "\n".join(lines))
+    return 0
+
+
+def run_eval_index(args: argparse.Namespace) -> int:
+    import time
+
+    from ..corpus import load_multihop
+    from ..docgraph.corpus_eval import iter_rows, summarize
+
+    recs = load_multihop(args.data)[: args.n]
+    t0 = time.perf_counter()
+    index, searcher = _open_index(args)
+    print(f"toporag: index {args.index}: {index.num_docs:,} documents, {index.num_nodes:,} nodes "
+          f"(loaded in {time.perf_counter() - t0:.1f} s); {len(recs)} questions", file=sys.stderr)
+    rows, stopped = [], False
+    sink = open(args.out, "w") if args.out else None
+    try:
+        for row in iter_rows(recs, searcher):
+            rows.append(row)
+            if sink:
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                sink.flush()
+            n = len(rows)
+            if n == len(recs) or n % 10 == 0 or n < 4:
+                both = sum(r["recall_both"] for r in rows) / n
+                bm = sum(r["bm25_recall_both"] for r in rows) / n
+                print(f"toporag: eval {n}/{len(recs)}: recall_both {both:.3f} (BM25 {bm:.3f}), "
+                      f"last {row['ms']:.0f} ms", file=sys.stderr)
+    except KeyboardInterrupt:
+        stopped = True
+        print(f"toporag: stopped after {len(rows)} questions; summary of those", file=sys.stderr)
+    finally:
+        if sink:
+            sink.close()
+    summary = summarize(rows, {"index_documents": index.num_docs, "encoder": index.encoder_name,
+                               "stopped_early": stopped})
+    emit(summary, args.json, "\n".join(f"{k}: {v}" for k, v in summary.items()))
+    return 130 if stopped else 0
+
+
 def run_retrieve(args: argparse.Namespace) -> int:
     from ..docgraph import Traverser
     from ..docgraph.evolve import evolve
     from ..embed import get_encoder
 
+    if args.index:
+        return run_retrieve_index(args)
+    if not args.source:
+        raise ValueError("give a SOURCE (documents, generator output or a built graph) or --index DIR")
     cfg = _config(args)
     enc = get_encoder(args.encoder)
     g, rec, skipped = load_source(args.source, args.record, enc, args.theta)
@@ -183,6 +365,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from ..docgraph.generate import load_records
     from ..embed import get_encoder
 
+    if args.index:
+        return run_eval_index(args)
     cfg = _config(args)
     recs = load_records(args.data)[: args.n]
     answerer = LLMAnswerer() if args.llm else None

@@ -54,11 +54,15 @@ class BuildConfig:
         semantic_scope: ``"same_level"`` (default) or ``"all"`` node pairs are compared.
         max_paragraph_chars: a longer paragraph is rejected with a message naming the file
             and line (one huge paragraph would be one node that swamps every context).
+        sentence_nodes: a sentence is a node under its paragraph; ``False`` makes the paragraph the
+            leaf (what the corpus index stores by default: the traversal's default depth of 3 ends
+            at paragraphs, and sentences would multiply the texts to embed by ~5).
     """
 
     sim_threshold: float = 0.6
     semantic_scope: str = "same_level"
     max_paragraph_chars: int = 20_000
+    sentence_nodes: bool = True
 
     def __post_init__(self) -> None:
         if not -1.0 <= float(self.sim_threshold) <= 1.0:
@@ -259,11 +263,10 @@ class DocGraph:
             raise GraphFormatError(f"not a valid document graph ({e})", file=str(folder)) from None
 
 
-def build_docgraph(articles: Sequence[Article], encoder, config: BuildConfig | None = None,
-                   name: str = "documents", meta: dict | None = None) -> DocGraph:
-    """Build the graph: nodes in pre-order, contents embedded in one encoder call, tree edges
-    ``p = 1``, semantic edges ``p = cos`` where ``cos > theta``."""
-    config = config or BuildConfig()
+def layout_articles(articles: Sequence[Article], name: str = "documents",
+                    sentence_nodes: bool = True) -> tuple[list[str], list[str], list[int], list[int], list[int]]:
+    """``(text, content, level, parent, doc)`` of the nodes in pre-order, the root first (see the module
+    docstring). With ``sentence_nodes=False`` a paragraph is a leaf (the corpus index's default layout)."""
     if not articles:
         raise GraphFormatError("no documents to build a graph from")
     text, content, level, parent, doc = [name], [""], [ROOT], [-1], [-1]
@@ -293,7 +296,7 @@ def build_docgraph(articles: Sequence[Article], encoder, config: BuildConfig | N
                 parent.append(s_id)
                 doc.append(a_i)
                 p_id = len(text) - 1
-                for sent in para:
+                for sent in para if sentence_nodes else ():
                     text.append(sent)
                     content.append(sent)
                     level.append(SENTENCE)
@@ -304,23 +307,53 @@ def build_docgraph(articles: Sequence[Article], encoder, config: BuildConfig | N
             doc_parts.append(content[s_id])
         content[d_id] = ". ".join([doc_parts[0], " ".join(doc_parts[1:])])
     content[0] = " ".join(content[i] for i in range(len(text)) if level[i] == DOCUMENT)
-    x = np.asarray(encoder.encode(content), dtype=np.float32)
+    return text, content, level, parent, doc
+
+
+def semantic_edges(x: np.ndarray, level: np.ndarray, parent: np.ndarray,
+                   config: BuildConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``(edges (2, S) with u < v, cos (S,))``: node pairs with ``cos > theta`` (not the root, not a tree
+    edge; same level unless ``semantic_scope="all"``). All pairs of ``x``: meant for one question's
+    graph or a neighbourhood, not a whole corpus."""
+    sim = x @ x.T
+    iu, ju = np.triu_indices(len(level), k=1)
+    ok = (sim[iu, ju] > config.sim_threshold) & (level[iu] > ROOT) & (level[ju] > ROOT)
+    ok &= (parent[ju] != iu) & (parent[iu] != ju)
+    if config.semantic_scope == "same_level":
+        ok &= level[iu] == level[ju]
+    return np.stack([iu[ok], ju[ok]]), np.clip(sim[iu[ok], ju[ok]], 0.0, 1.0)
+
+
+def assemble_docgraph(articles: Sequence[Article], x: np.ndarray, config: BuildConfig | None = None,
+                      name: str = "documents", meta: dict | None = None, encoder_name: str = "",
+                      layout: tuple | None = None) -> DocGraph:
+    """The graph of ``articles`` with given node vectors ``x (n, d)`` (rows in :func:`layout_articles`
+    order, the root first): tree edges ``p = 1``, semantic edges ``p = cos`` where ``cos > theta``."""
+    config = config or BuildConfig()
+    text, content, level, parent, doc = layout or layout_articles(articles, name, config.sentence_nodes)
     lv, par = np.asarray(level, np.int64), np.asarray(parent, np.int64)
+    x = np.asarray(x, dtype=np.float32)
+    if x.shape[0] != len(text):
+        raise ValueError(f"assemble_docgraph: {x.shape[0]} vectors for {len(text)} nodes")
     kids = np.flatnonzero(par >= 0)
     tree = np.stack([par[kids], kids])
-    sim = x @ x.T
-    iu, ju = np.triu_indices(len(text), k=1)
-    ok = (sim[iu, ju] > config.sim_threshold) & (lv[iu] > ROOT) & (lv[ju] > ROOT)
-    ok &= (par[ju] != iu) & (par[iu] != ju)
-    if config.semantic_scope == "same_level":
-        ok &= lv[iu] == lv[ju]
-    sem = np.stack([iu[ok], ju[ok]])
+    sem, cos = semantic_edges(x, lv, par, config)
     edges = np.concatenate([tree, sem], axis=1).astype(np.int64)
     kind = np.concatenate([np.full(tree.shape[1], TREE), np.full(sem.shape[1], SEMANTIC)]).astype(np.int64)
-    p = np.concatenate([np.ones(tree.shape[1]), np.clip(sim[iu[ok], ju[ok]], 0.0, 1.0)]).astype(np.float64)
+    p = np.concatenate([np.ones(tree.shape[1]), cos]).astype(np.float64)
     return DocGraph(text=text, content=content, level=lv, parent=par, doc=np.asarray(doc, np.int64), x=x,
                     edges=edges, edge_kind=kind, p=p, titles=[a.title for a in articles],
-                    encoder_name=getattr(encoder, "name", ""), config=config, name=name, meta=dict(meta or {}))
+                    encoder_name=encoder_name, config=config, name=name, meta=dict(meta or {}))
+
+
+def build_docgraph(articles: Sequence[Article], encoder, config: BuildConfig | None = None,
+                   name: str = "documents", meta: dict | None = None) -> DocGraph:
+    """Build the graph: nodes in pre-order, contents embedded in one encoder call, tree edges
+    ``p = 1``, semantic edges ``p = cos`` where ``cos > theta``."""
+    config = config or BuildConfig()
+    layout = layout_articles(articles, name, config.sentence_nodes)
+    x = np.asarray(encoder.encode(layout[1]), dtype=np.float32)
+    return assemble_docgraph(articles, x, config, name, meta, getattr(encoder, "name", ""), layout)
 
 
 def build_from_folder(folder: str | os.PathLike, encoder,

@@ -67,6 +67,7 @@ from .fgw import FGWConfig, FGWResult, GraphState, fgw_between, natural_coupling
 
 FUSE_EMBEDDINGS = ("reencode", "mean")
 SEARCHES = ("binary", "linear")
+MENTION_SCOPES = ("own", "content")
 
 
 @dataclass
@@ -89,6 +90,10 @@ class TraversalConfig:
             of every document whose title the question or the text of a node on the path names
             and that is not yet in the context (the bridge article of a two-hop question);
             ``False`` is the literal reading.
+        mention_scope: where a node on the path names titles: ``"own"`` (its own text: a document
+            node names nothing but itself until the walk reaches its paragraphs) or ``"content"``
+            (its whole subtree: a document names every title its text names, as an article's links
+            do; what corpus retrieval uses, :mod:`.corpus_search`).
         query_update: after each move the query becomes ``normalise(q + query_update * x_next)``
             (``x_next`` the embedding of the node moved to); ``0`` keeps the question alone.
         fuse_embedding: ``"reencode"`` or ``"mean"``.
@@ -106,6 +111,7 @@ class TraversalConfig:
     graft_semantic: bool = True
     mention_bonus: float = 0.5
     graft_mentions: bool = True
+    mention_scope: str = "own"
     query_update: float = 0.0
     fuse_embedding: str = "reencode"
     search: str = "binary"
@@ -128,6 +134,9 @@ class TraversalConfig:
             raise ValueError(f"TraversalConfig.query_update must be >= 0, got {self.query_update}")
         if self.graft_base is not None and not 0.0 <= float(self.graft_base) <= 1.0:
             raise ValueError(f"TraversalConfig.graft_base must be in [0, 1] or None, got {self.graft_base}")
+        if self.mention_scope not in MENTION_SCOPES:
+            raise ValueError(f"TraversalConfig.mention_scope must be one of {MENTION_SCOPES}, "
+                             f"got {self.mention_scope!r}")
         if self.fuse_embedding not in FUSE_EMBEDDINGS:
             raise ValueError(f"TraversalConfig.fuse_embedding must be one of {FUSE_EMBEDDINGS}, "
                              f"got {self.fuse_embedding!r}")
@@ -518,7 +527,8 @@ class Traverser:
                 q = q + cfg.query_update * state.x[nxt].astype(np.float64)
                 q = q / max(np.linalg.norm(q), 1e-12)
             if mentions:
-                named = np.union1d(named, named_documents(g, state.text[nxt], self.titles))
+                said = state.content[nxt] if cfg.mention_scope == "content" else state.text[nxt]
+                named = np.union1d(named, named_documents(g, said, self.titles))
             if deform and cfg.max_graft > 0 and (others.size or cfg.graft_semantic or cfg.graft_mentions):
                 mk = ms = np.zeros(0)
                 if cfg.graft_mentions and named.size:

@@ -15,7 +15,8 @@ cuts a table into pieces cannot collect the same gold twice. With ``rel_i`` the 
   spaces, no structure), cosine;
 * ``parent-child``: children are sentences (narrative) and rows written ``header: value; ...``
   (tables); a unit scores the max over its children;
-* ``bm25``: Okapi BM25 (``k1 = 1.5``, ``b = 0.75``) over the flattened unit texts, in numpy/scipy;
+* ``bm25``: BM25 (``bm25s``, ``k1 = 1.5``, ``b = 0.75``) over the flattened unit texts
+  (:class:`~toporag_core.hybrid.lexical.Lexical`);
 * ``hybrid`` variants: route A + CALI (MaxSim, ``[ROW]`` tag, row-aware) fused (see
   :mod:`toporag_core.hybrid.search`).
 """
@@ -26,10 +27,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .documents import ParsedDocument, Unit, parse_document
 from .generate import HybridDataset
+from .lexical import Lexical
 from .router import RouterConfig, line_f1
 from .search import HybridIndex, SearchConfig, top_k
 
@@ -64,35 +65,6 @@ def ndcg_recall(units: list[Unit], ranked: list[int], gold: list[dict], k: int =
 
 
 # ----------------------------------------------------------------------------- baselines
-class BM25:
-    """Okapi BM25 over token lists, as a sparse ``(N, V)`` term-frequency matrix."""
-
-    def __init__(self, docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> None:
-        vocab: dict[str, int] = {}
-        rows, cols = [], []
-        for i, toks in enumerate(docs):
-            for t in toks:
-                rows.append(i)
-                cols.append(vocab.setdefault(t, len(vocab)))
-        n = len(docs)
-        tf = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, max(len(vocab), 1)))
-        tf.sum_duplicates()
-        dl = np.asarray(tf.sum(1)).ravel()
-        df = np.bincount(tf.indices, minlength=tf.shape[1])
-        self.idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
-        norm = k1 * (1 - b + b * dl / max(dl.mean(), 1e-9))
-        w = tf.copy()
-        w.data = w.data * (k1 + 1) / (w.data + np.repeat(norm, np.diff(w.indptr)))
-        self.weights = w.tocsc()
-        self.vocab = vocab
-
-    def scores(self, query: list[str]) -> np.ndarray:
-        ids = [self.vocab[t] for t in dict.fromkeys(query) if t in self.vocab]
-        if not ids:
-            return np.zeros(self.weights.shape[0])
-        return np.asarray(self.weights[:, ids] @ self.idf[ids]).ravel()
-
-
 @dataclass
 class Baselines:
     """Naive flattening, parent-child chunking and BM25 over the units of a corpus."""
@@ -101,7 +73,7 @@ class Baselines:
     naive: np.ndarray  # (U, d)
     child: np.ndarray  # (Ch, d)
     child_parent: np.ndarray  # (Ch,) sorted
-    bm25: BM25
+    bm25: Lexical
     encoder: object
 
     @classmethod
@@ -117,12 +89,12 @@ class Baselines:
             texts += kids
             parent += [i] * len(kids)
         child = encoder.encode(texts)
-        bm = BM25([tokenize(u.flat_text()) for u in units])
+        bm = Lexical.build([u.flat_text() for u in units])
         return cls(units, naive, child, np.array(parent), bm, encoder)
 
     def rank(self, method: str, question: str, k: int = 10, qvec: np.ndarray | None = None) -> list[int]:
         if method == "bm25":
-            return top_k(self.bm25.scores(tokenize(question)), k).tolist()
+            return top_k(self.bm25.scores(question), k).tolist()
         q = self.encoder.encode([question])[0] if qvec is None else qvec
         if method == "naive":
             return top_k(self.naive @ q, k).tolist()

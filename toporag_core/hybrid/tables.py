@@ -221,3 +221,19 @@ def strip_html(text: str) -> str:
     text = re.sub(r"(?is)<(script|style)\b.*?(</\1\s*>|$)", " ", text)
     text = re.sub(r"(?s)<[^>]*>", " ", text)
     return re.sub(r"[ \t]+", " ", html.unescape(text)).strip()
+
+
+def table_text(table: Table) -> str:
+    """The table written for BM25 and the dense encoder: the header once, then one line per row
+    ``section / label: header value; ...`` (empty cells left out)."""
+    lines = [" | ".join(h for h in table.header if h)]
+    section = ""
+    for r in table.rows:
+        label, rest = (r[0], r[1:]) if r else ("", [])
+        if label and not any(rest):
+            section = label
+            continue
+        name = f"{section} / {label}" if section and label else label
+        cells = "; ".join(f"{h} {v}" for h, v in zip(table.header[1:], rest) if v)
+        lines.append(f"{name}: {cells}" if name else cells)
+    return "\n".join(x for x in lines if x)

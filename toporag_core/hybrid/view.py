@@ -35,6 +35,16 @@ def route_frame(index, hits: list[dict]):
                           "preview": index.units[h["unit"]].flat_text()[:90]} for i, h in enumerate(hits)])
 
 
+def fused_frame(index, result: dict):
+    """The final ranking: rank, unit, kind, fused score, preview."""
+    import pandas as pd
+
+    ranking = result.get("reranked") or result["fused"]
+    return pd.DataFrame([{"rank": r["rank"], "unit": r["uid"], "kind": index.units[r["unit"]].kind,
+                          "score": round(r["score"], 4), "preview": index.units[r["unit"]].flat_text()[:90]}
+                         for r in ranking])
+
+
 def rank_frame(result: dict):
     """Ranks per route, after fusion and (if any) after reranking."""
     import pandas as pd
