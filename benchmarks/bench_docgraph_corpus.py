@@ -56,19 +56,33 @@ def corpus_docs(paragraphs: int, questions: int, seed: int):
     return recs, Corpus([Document(d["id"], d["title"], d["text"], "generated") for d in docs])
 
 
+NEIGHBOUR_SAMPLE = 2000  # above EXACT_NEIGHBOURS paragraphs, neighbour lists are timed on this many rows
+EXACT_NEIGHBOURS = 20_000
+
+
 def scale_worker(paragraphs: int, work: Path, questions: int) -> dict:
     """One size, in its own process: build (or reuse), load, query, add 1%."""
     from toporag_core.corpus import Corpus
     from toporag_core.docgraph.corpus_eval import iter_rows, peak_rss_mb, summarize
     from toporag_core.docgraph.corpus_search import CorpusSearcher
-    from toporag_core.docgraph.index import DocGraphIndex, build_index
+    from toporag_core.docgraph.index import DocGraphIndex, IndexConfig, build_index, top_neighbours
     from toporag_core.embed import get_encoder
 
     enc = get_encoder("hashing", cached=False)
     recs, corpus = corpus_docs(int(paragraphs * 1.01), questions, seed=1)
     base = Corpus(corpus.documents[: paragraphs // 2])  # then 1% more documents are added incrementally
     out = work / f"scale-{paragraphs}"
-    _, rep = build_index(base, enc, out, rebuild=True)
+    exact = paragraphs <= EXACT_NEIGHBOURS
+    _, rep = build_index(base, enc, out, IndexConfig(neighbours=4 if exact else 0), rebuild=True)
+    if not exact:  # the O(P^2 d) neighbour pass, timed on a sample of rows and scaled to all of them
+        idx = DocGraphIndex.load(out)
+        p = idx.paragraph_rows()
+        xp, dp = idx.x[p], idx.doc[p]
+        t = time.perf_counter()
+        top_neighbours(xp[:NEIGHBOUR_SAMPLE], dp[:NEIGHBOUR_SAMPLE], xp, dp, 4)
+        rep["seconds"]["neighbours"] = (time.perf_counter() - t) * p.size / NEIGHBOUR_SAMPLE
+        rep["seconds"]["total"] += rep["seconds"]["neighbours"]
+        del idx, xp
     rss_build = peak_rss_mb()
     size_mb = sum(f.stat().st_size for f in out.iterdir()) / 2**20
     t = time.perf_counter()
@@ -103,7 +117,8 @@ def run_scale(sizes: list[int], work: Path, questions: int) -> None:
                      f"{b['neighbours']:.1f}", f"{b['bm25']:.1f}", f"{b['total']:.1f}", f"{r['index_mb']:.0f}",
                      f"{r['load_s']:.2f}", f"{r['p50_ms']:.0f}", f"{r['p95_ms']:.0f}",
                      f"{r['add_docs']:,} docs in {r['add_s']:.1f} s", f"{r['peak_rss_mb']:.0f}"])
-    print("\n### Scale (hashing encoder, 256-d; build = one run from scratch)\n")
+    print("\n### Scale (hashing encoder, 256-d; build = one run from scratch; neighbour lists above "
+          f"{EXACT_NEIGHBOURS:,} paragraphs timed on {NEIGHBOUR_SAMPLE:,} rows and scaled)\n")
     print(table(["paragraphs", "documents", "nodes", "embed s", "neighbours s", "BM25 s", "build s", "index MB",
                  "load s", "p50 ms", "p95 ms", "incremental add (+1%)", "peak RSS MB"], rows))
 
@@ -187,6 +202,37 @@ def run_answers(s, recs: list[dict], rows: list[dict], n: int) -> None:
     print(f"\npaired (F1 > 0.5): only graph {b}, only dense {c}, p = {p:.2g}")
 
 
+def run_ablation(work: Path, n: int, encoder: str | None) -> None:
+    """The fused node's vector: re-encoded text vs members' mean, the same questions interleaved (so both
+    see the same machine load)."""
+    from dataclasses import replace
+
+    from toporag_core.docgraph.corpus_eval import iter_rows
+    from toporag_core.docgraph.corpus_search import CorpusSearcher, SearchConfig
+    from toporag_core.docgraph.index import DocGraphIndex
+    from toporag_core.embed import encoder_spec, get_encoder
+    from toporag_core.metrics import mcnemar_exact
+
+    recs, _ = corpus_docs(10_000, n, seed=1)
+    index = DocGraphIndex.load(work / "recall-10000")
+    enc = get_encoder(encoder_spec(encoder), cached=False)
+    base = SearchConfig()
+    variants = {v: CorpusSearcher(index, enc, replace(base, traversal=replace(base.traversal, fuse_embedding=v)))
+                for v in ("reencode", "mean")}
+    variants["mean"].search(recs[0]["question"])
+    rows: dict[str, list] = {v: [] for v in variants}
+    for r in recs:
+        for v, s in variants.items():
+            rows[v].extend(iter_rows([r], s))
+    print(f"\n### Fused-node vector, {n} questions interleaved (same index)\n")
+    tab = [[v, float(np.mean([x["recall_both"] for x in rs])), float(np.mean([x["articles"] for x in rs])),
+            f"{np.median([x['ms'] for x in rs]):.0f}", f"{np.median([x['timings_ms']['fgw'] for x in rs]):.0f}"]
+           for v, rs in rows.items()]
+    print(table(["fuse_embedding", "recall_both", "articles A", "p50 ms", "FGW ms (median)"], tab))
+    b, c, p = mcnemar_exact([x["recall_both"] for x in rows["mean"]], [x["recall_both"] for x in rows["reencode"]])
+    print(f"\npaired: only mean {b}, only reencode {c}, p = {p:.2g}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True, help="folder for the generated corpora and indexes")
@@ -195,6 +241,7 @@ def main() -> None:
     ap.add_argument("--scale-questions", type=int, default=40)
     ap.add_argument("--llm-n", type=int, default=40, help="questions answered by the LLM (0: skip)")
     ap.add_argument("--encoder", default=None, help="recall encoder (default all-MiniLM-L6-v2)")
+    ap.add_argument("--ablate-n", type=int, default=0, help="questions of the fused-vector ablation (0: skip)")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-recall", action="store_true")
     ap.add_argument("--worker-scale", type=int, default=None, help=argparse.SUPPRESS)
@@ -204,10 +251,12 @@ def main() -> None:
     if args.worker_scale:
         print(json.dumps(scale_worker(args.worker_scale, work, args.scale_questions)))
         return
-    if not args.skip_scale:
-        run_scale(args.sizes, work, args.scale_questions)
     if not args.skip_recall:
         run_recall(work, args.questions, args.llm_n, args.encoder)
+    if args.ablate_n:
+        run_ablation(work, args.ablate_n, args.encoder)
+    if not args.skip_scale:
+        run_scale(args.sizes, work, args.scale_questions)
 
 
 if __name__ == "__main__":
