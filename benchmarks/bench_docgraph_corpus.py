@@ -73,7 +73,8 @@ def scale_worker(paragraphs: int, work: Path, questions: int) -> dict:
     base = Corpus(corpus.documents[: paragraphs // 2])  # then 1% more documents are added incrementally
     out = work / f"scale-{paragraphs}"
     exact = paragraphs <= EXACT_NEIGHBOURS
-    _, rep = build_index(base, enc, out, IndexConfig(neighbours=4 if exact else 0), rebuild=True)
+    cfg = IndexConfig(neighbours=4 if exact else 0)
+    _, rep = build_index(base, enc, out, cfg, rebuild=True)
     if not exact:  # the O(P^2 d) neighbour pass, timed on a sample of rows and scaled to all of them
         idx = DocGraphIndex.load(out)
         p = idx.paragraph_rows()
@@ -92,7 +93,7 @@ def scale_worker(paragraphs: int, work: Path, questions: int) -> dict:
     s.search(recs[0]["question"])  # warm-up
     rows = list(iter_rows(recs, s))
     summ = summarize(rows)
-    _, add = build_index(corpus, enc, out)  # +1% documents, incrementally
+    _, add = build_index(corpus, enc, out, cfg)  # +1% documents, incrementally (same neighbour setting)
     return {"paragraphs": rep["paragraphs"], "documents": rep["documents"], "nodes": rep["nodes"],
             "build_s": rep["seconds"], "index_mb": size_mb, "load_s": t_load, "p50_ms": summ["p50_ms"],
             "p95_ms": summ["p95_ms"], "add_docs": add["added"], "add_s": add["seconds"]["total"],
