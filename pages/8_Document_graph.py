@@ -1,12 +1,17 @@
 """Document graph: a question walks down document -> section -> paragraph -> sentence; siblings
 that answer it together are fused and far nodes grafted, while the deformed graph stays within
-an FGW distance epsilon of the original (KURISU-G2). Logic lives in toporag_core.docgraph."""
+an FGW distance epsilon of the original (KURISU-G2). A corpus index (`toporag docgraph index`)
+opens too: the question's neighbourhood graph is walked, and the page shows the ranking.
+Logic lives in toporag_core.docgraph."""
 import copy
+from pathlib import Path
 
 import streamlit as st
 
 from toporag_core.docgraph import BuildConfig, FGWConfig, TraversalConfig, Traverser, build_docgraph, parse_text
 from toporag_core.docgraph.build import docgraph_to_textual_graph
+from toporag_core.docgraph.corpus_search import CorpusSearcher, SearchConfig
+from toporag_core.docgraph.index import DocGraphIndex
 from toporag_core.docgraph.evolve import evolve
 from toporag_core.docgraph.generate import generate, gold_titles, record_articles
 from toporag_core.docgraph.traverse import prefix_curve
@@ -25,16 +30,33 @@ def sample_records(n: int, seed: int):
     return generate(n, seed=seed)[0]
 
 
+@st.cache_resource(max_entries=4, show_spinner="Loading the corpus index ...")
+def open_index(folder: str, stamp: float) -> CorpusSearcher:
+    """The searcher of an index folder (``stamp``: its manifest's modification time, so a rebuilt
+    index is loaded again), with the encoder the index was built with."""
+    index = DocGraphIndex.load(folder)
+    return CorpusSearcher(index, get_encoder(index.stats.get("encoder_spec") or encoder_choice()))
+
+
+def index_stamp(folder: str) -> float:
+    f = Path(folder) / "index.json"
+    return f.stat().st_mtime if f.is_file() else 0.0
+
+
 with st.sidebar:
     st.header("Documents")
-    source = st.radio("Source", ["Generated question", "Paste documents"], key="dg_source")
-    if source == "Generated question":
+    source = st.radio("Source", ["Generated question", "Paste documents", "Corpus index"], key="dg_source")
+    rec, index_dir = None, ""
+    if source == "Corpus index":
+        default_q = ""
+        index_dir = st.text_input("Index folder (made by `toporag docgraph index CORPUS --out DIR`)",
+                                  key="dg_index").strip()
+    elif source == "Generated question":
         recs = sample_records(20, 0)
         idx = int(st.number_input("Question #", 0, len(recs) - 1, 0, key="dg_record"))
         rec = recs[idx]
         default_q = rec["question"]
     else:
-        rec = None
         default_q = ""
         pasted = st.text_area("Documents (Markdown: '# title', '## section', blank line between paragraphs; "
                               "separate documents with a line '---')", key="dg_pasted", height=200,
@@ -56,9 +78,16 @@ st.caption("Hierarchical document graph with semantic edges; traversal with fusi
 
 try:
     cfg = TraversalConfig(max_depth=max_depth, keep_ratio=keep_ratio, epsilon=epsilon, graft_semantic=semantic_graft,
-                          graft_mentions=mention_graft, fgw=FGWConfig(feature_weight=feature_weight))
+                          graft_mentions=mention_graft, fgw=FGWConfig(feature_weight=feature_weight),
+                          mention_scope="content" if source == "Corpus index" else "own")
     bcfg = BuildConfig(sim_threshold=theta)
-    if rec is not None:
+    if source == "Corpus index":
+        if not index_dir:
+            st.info("Type the folder of a corpus index (`toporag docgraph index CORPUS --out DIR`).")
+            st.stop()
+        searcher = open_index(index_dir, index_stamp(index_dir))
+        graph = None
+    elif rec is not None:
         articles = record_articles(rec)
     else:
         parts = [p for p in pasted.split("\n---\n") if p.strip()]
@@ -66,8 +95,9 @@ try:
             raise GraphFormatError("empty document: paste at least one document", file="pasted text")
         articles = [parse_text(p, source=f"pasted document {i + 1}", title=f"document {i + 1}")
                     for i, p in enumerate(parts)]
-    graph = build_docgraph(articles, enc, bcfg, name=str(rec["_id"]) if rec else "pasted documents")
-except (GraphFormatError, ValueError) as e:
+    if source != "Corpus index":
+        graph = build_docgraph(articles, enc, bcfg, name=str(rec["_id"]) if rec else "pasted documents")
+except (GraphFormatError, ValueError, FileNotFoundError) as e:
     st.error(f"Cannot run: {e}")
     st.stop()
 
@@ -75,8 +105,16 @@ question = st.text_input("Question", value=default_q, key=f"dg_q_{default_q}")
 if not question.strip():
     st.info("Type a question.")
     st.stop()
+if graph is None:  # a corpus index: the question's neighbourhood graph
+    enc = searcher.encoder
+    ranked = searcher.search(question, config=SearchConfig(theta=theta, traversal=cfg))
+    graph, result = ranked.graph, ranked.result
+    st.caption(f"Index {index_dir}: {searcher.index.num_docs:,} documents; the walk ran on a neighbourhood of "
+               f"{len(ranked.neighbourhood)} (BM25 + dense candidates, titles the question and their texts name).")
+    st.dataframe(ranked.to_dict(searcher.index)["ranking"], hide_index=True)
 tr = Traverser(graph, enc, cfg)
-result = tr.run(question)
+if source != "Corpus index":
+    result = tr.run(question)
 
 c = st.columns(5)
 c[0].metric("nodes", graph.num_nodes)

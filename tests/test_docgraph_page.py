@@ -66,3 +66,30 @@ def test_page_bad_input_gets_a_message():
     assert not at.exception and not at.error
     at.text_input(key="dg_q_").set_value("Where is alpha?").run()
     assert not at.exception and charts(at) >= 1
+
+
+def test_page_opens_a_corpus_index(tmp_path):
+    from toporag_core.corpus import Corpus, Document
+    from toporag_core.docgraph.corpus_gen import generate_corpus
+    from toporag_core.docgraph.corpus_search import CorpusSearcher, SearchConfig
+    from toporag_core.docgraph.index import build_index
+    from toporag_core.embed import get_encoder
+
+    recs, docs = generate_corpus(60, 2, seed=2)
+    enc = get_encoder("hashing", cached=False)
+    index, _ = build_index(Corpus([Document(d["id"], d["title"], d["text"]) for d in docs]), enc, tmp_path / "idx",
+                           encoder_spec="hashing")
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.radio(key="dg_source").set_value("Corpus index").run()
+    assert not at.exception and "Type the folder" in at.info[0].value
+    at.text_input(key="dg_index").set_value(str(tmp_path / "nope")).run()
+    assert not at.exception and "not a document-graph index" in at.error[0].value
+    at.text_input(key="dg_index").set_value(str(tmp_path / "idx")).run()
+    q = recs[0]["question"]
+    at.text_input(key="dg_q_").set_value(q).run()
+    assert not at.exception
+    ref = CorpusSearcher(index, enc).search(q, config=SearchConfig())
+    table = at.dataframe[0].value
+    assert list(table["title"])[: ref.articles] == [index.titles[i] for i in ref.ranking[: ref.articles]]
+    assert {m.label: m.value for m in at.metric}["nodes"] == str(ref.graph.num_nodes)
+    assert charts(at) == 3 and ref.context in at.code[0].value

@@ -46,6 +46,9 @@ def _traversal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query-update", type=float, default=0.0,
                    help="after each move q <- normalise(q + w * x_next) (default 0: the question alone)")
     p.add_argument("--search", default="binary", choices=("binary", "linear"))
+    p.add_argument("--fuse-embedding", default=None, choices=("reencode", "mean"),
+                   help="vector of a fused node: re-encode its text, or its members' mean (default: reencode; "
+                        "mean with --index)")
     p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
     p.add_argument("--theta", type=float, default=0.6, help="semantic edge threshold (default 0.6)")
 
@@ -139,6 +142,7 @@ def _search_config(args):
 
     cfg = _config(args)
     cfg.mention_scope = "content"
+    cfg.fuse_embedding = args.fuse_embedding or "mean"
     return SearchConfig(bm25_candidates=args.bm25_candidates, dense_candidates=args.dense_candidates,
                         seed=args.seed_candidates, max_articles=args.max_articles, theta=args.theta, k=args.k,
                         traversal=cfg)
@@ -161,7 +165,7 @@ def _config(args):
     return TraversalConfig(max_depth=args.max_depth, keep_ratio=args.keep_ratio, epsilon=args.epsilon,
                            graft_semantic=not args.no_semantic_graft, search=args.search,
                            mention_bonus=args.mention_bonus, graft_mentions=not args.no_mention_graft,
-                           query_update=args.query_update,
+                           query_update=args.query_update, fuse_embedding=args.fuse_embedding or "reencode",
                            fgw=FGWConfig(feature_weight=args.feature_weight, structure=args.structure,
                                          node_mass=args.node_mass))
 

@@ -7,6 +7,7 @@ number of articles the document graph's context shows:
 * ``bm25_*``, ``dense_*``: the same for BM25's and dense's top ``A`` (equal budget);
 * ``title_rule_*``: the no-graph rule (dense top-1 plus the titles the question or that paragraph
   names) with its own count (``title_rule_articles``) and cut to ``A`` (``title_rule_recall_both_at_budget``);
+  ``recall_both_at_title_rule_count``: the graph's ranking cut to the title rule's own count;
 * ``ms``: wall time of the document-graph search (question encoding included).
 
 Rows are produced one at a time (:func:`iter_rows`) so a caller streams them and a stopped run keeps
@@ -27,7 +28,8 @@ from ..corpus import gold_titles
 from .corpus_search import CorpusSearcher
 
 RATES = ("recall_both", "recall_any", "bm25_recall_both", "bm25_recall_any", "dense_recall_both",
-         "dense_recall_any", "title_rule_recall_both", "title_rule_recall_any", "title_rule_recall_both_at_budget")
+         "dense_recall_any", "title_rule_recall_both", "title_rule_recall_any", "title_rule_recall_both_at_budget",
+         "recall_both_at_title_rule_count")
 
 
 def peak_rss_mb() -> float:
@@ -64,6 +66,7 @@ def iter_rows(records: list[dict], searcher: CorpusSearcher, keep_context: bool 
             both, anyhit = _hits(ranked, gold)
             row[f"{name}recall_both"], row[f"{name}recall_any"] = both, anyhit
         row["title_rule_recall_both_at_budget"] = _hits(tr[:a], gold)[0]
+        row["recall_both_at_title_rule_count"] = _hits(res.ranking[: len(tr)], gold)[0]
         if keep_context:
             row["context"] = res.context
         yield row

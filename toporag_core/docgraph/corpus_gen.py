@@ -114,12 +114,18 @@ def generate_corpus(n_articles: int = 1000, n_questions: int = 100, seed: int = 
             gold, facts, qtype = [a, b], [(a, rel), (b, rel)], "comparison"
         names = {e["name"] for e in gold}
         dis: list[dict] = []
-        while len(dis) < distractors:
-            pool = kinds[gold[len(dis) % 2]["type"]]
-            e = pool[int(rng.integers(len(pool)))]
-            if e["name"] not in names:
+        for k in range(distractors):  # of the gold articles' types, else of any type when those run out
+            for pool in (kinds[gold[k % 2]["type"]], kinds[gold[1 - k % 2]["type"]], list(by_name.values())):
+                left = [e for e in pool if e["name"] not in names] if len(pool) <= 4 * distractors else None
+                if left == []:
+                    continue
+                while left is None:  # a large pool: draw until a new one (few tries)
+                    e = pool[int(rng.integers(len(pool)))]
+                    left = [e] if e["name"] not in names else None
+                e = left[int(rng.integers(len(left)))]
                 names.add(e["name"])
                 dis.append(e)
+                break
         ents = [(gold + dis)[k] for k in rng.permutation(len(gold) + len(dis))]
         context = [[e["name"], [s for _, paras in articles[e["name"]][0] for para in paras for s in para]]
                    for e in ents]
