@@ -25,6 +25,7 @@ default choice for a graph (the checkpoint of its task, else the general one, el
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,8 +74,12 @@ def checkpoint_info(value: str, name: str = "") -> CheckpointInfo:
 
 
 def checkpoint_root(root: Path | None = None) -> Path:
-    """``root``, else :data:`CHECKPOINT_ROOT` as it is now (read at call time, so a test can move it)."""
-    return Path(root) if root is not None else CHECKPOINT_ROOT
+    """``root``, else ``$TOPORAG_CHECKPOINTS`` (a folder of checkpoint folders), else :data:`CHECKPOINT_ROOT`
+    as it is now (read at call time, so a test can move it)."""
+    if root is not None:
+        return Path(root)
+    env = os.environ.get("TOPORAG_CHECKPOINTS", "").strip()
+    return Path(env).expanduser() if env else CHECKPOINT_ROOT
 
 
 def general_checkpoint(root: Path | None = None) -> str | None:
