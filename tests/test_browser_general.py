@@ -22,11 +22,24 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (PyPI) not installed")
 
 
-def test_ask_on_the_curie_sample_names_the_general_checkpoint(tmp_path_factory, tmp_path):
+@pytest.fixture(scope="module")
+def llm_folder() -> Path:
+    """The converted packaged LLM (the checkpoint's own): the user's cache when it is there (read only), else
+    converted once into the test cache."""
+    from toporag_core.llm import ensure_default_llm
+
+    home = Path.home() / ".cache" / "toporag" / "llm" / "smollm2-135m-instruct"
+    try:
+        return ensure_default_llm(home if (home / "config.json").is_file() else None)
+    except Exception as e:  # package missing, or no gguf support here
+        pytest.skip(f"packaged SmolLM2 cannot be loaded: {type(e).__name__}: {e}")
+
+
+def test_ask_on_the_curie_sample_names_the_general_checkpoint(tmp_path_factory, tmp_path, llm_folder):
     log = tmp_path_factory.mktemp("server_general") / "streamlit.log"
-    with streamlit_server(log, {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_general"))},
-                          drop_env=("TOPORAG_ENCODER", "TOPORAG_CHECKPOINT", "TOPORAG_LLM",
-                                    "TOPORAG_CHECKPOINTS")) as url, sync_api.sync_playwright() as p:
+    env = {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_general")), "TOPORAG_LLM": str(llm_folder)}
+    with streamlit_server(log, env, drop_env=("TOPORAG_ENCODER", "TOPORAG_CHECKPOINT", "TOPORAG_CHECKPOINTS")) as url, \
+            sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             pg = browser.new_page(viewport={"width": 1440, "height": 1150})
