@@ -126,6 +126,8 @@ def main() -> int:
             rec = answer_pair(gen, zero, e.graph, e.query or e.question, list(e.label))
             rec["kind"] = kind
             out["general_test"].append(rec)
+            print(f"test {len(out['general_test'])} ({kind}): general {rec['general']!r} ({rec['general_hit']}), "
+                  f"zero-shot {rec['zero_shot']!r} ({rec['zero_hit']})", flush=True)
         print(f"general test split: {len(out['general_test'])} questions", flush=True)
 
     print("\n| questions | n | general Hit | zero-shot Hit (same context) | only general / only zero-shot | "
