@@ -640,9 +640,12 @@ def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monke
     """A label-set checkpoint selected, the Curie KG loaded: the page says before and after asking that
     the zero-shot LLM answers and why, shows its answer (no label probabilities), and does not call the
     Home example's own question "not the example's own question"."""
+    from toporag_core.studio import route
+
     expla = label_checkpoint(tmp_path / "expla")
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(expla))
     monkeypatch.setenv("TOPORAG_LLM", str(checkpoint / "llm"))
+    monkeypatch.setattr(route, "CHECKPOINT_ROOT", tmp_path / "no_committed")  # no general checkpoint to route to
     kg = samples.load_sample("kg")
     at = ask_page()
     at.session_state[state.GRAPH] = kg

@@ -140,7 +140,8 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
     (folder / "config.json").write_text(json.dumps(meta))
     log = tmp_path_factory.mktemp("server_route") / "streamlit.log"
     env = {"TOPORAG_ENCODER": "hashing", "TOPORAG_CHECKPOINT": str(folder), "TOPORAG_LLM": str(folder / "llm"),
-           "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_route"))}
+           "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_route")),
+           "TOPORAG_CHECKPOINTS": str(tmp_path_factory.mktemp("no_committed"))}  # no general checkpoint to route to
     with streamlit_server(log, env) as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

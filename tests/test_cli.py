@@ -192,4 +192,4 @@ def test_recipe_then_overrides(tmp_path, capsys):
         assert e.value.code == 2 and needle in err and str(recipe) in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):
         main(["train", "--recipe", "no_such_recipe"])
-    assert "shipped recipes: expla_graphs, scene_graphs" in capsys.readouterr().err
+    assert "shipped recipes: expla_graphs, general, scene_graphs" in capsys.readouterr().err

@@ -124,6 +124,9 @@ def test_generation_stops_at_end_of_line():
 def test_short_answer_and_clean_check():
     assert short_answer('The answer is: "red".\nMore text') == "red"
     assert short_answer("Answer: two cups") == "two cups"
+    assert short_answer("Tony Warren, Tony Warren, tony warren,") == "Tony Warren"  # a looping list, once each
+    assert short_answer("Pat Nixon, Richard Nixon, Pat Nixon") == "Pat Nixon, Richard Nixon"
+    assert short_answer("1,000,000") == "1,000,000" and short_answer("Paris, France") == "Paris, France"
     q = "What color is the cup to the left of the plate?"
     ctx = "node_id,node_attr\n0,name: cup; attribute: red\n\nsrc,edge_attr,dst\n1,to the left of,2"
     assert is_clean("red", q, ctx) and is_clean("support", "", "")

@@ -1,4 +1,11 @@
-"""``toporag ask PATH --question Q``: retrieve, encode, generate; print answer, cells and timings."""
+"""``toporag ask PATH --question Q``: retrieve, encode, generate; print answer, cells and timings.
+
+Which model answers is :func:`~toporag_core.studio.route.route`'s decision, as on the Ask page: without
+``--checkpoint``, the committed checkpoint of the graph's task, else the general checkpoint, else the
+zero-shot LLM (:func:`~toporag_core.studio.route.auto_checkpoint`); a chosen checkpoint that does not fit
+(a label set asked an open question, another task's graph) gives way to one that does. The output says
+which model answered and why (``model:`` line; ``route`` in ``--json``).
+"""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +21,9 @@ def register(sub) -> None:
                    help="the question (default: the record's own question, e.g. an ExplaGraphs row's)")
     p.add_argument("--query", default=None, help="text used for retrieval (default: the question)")
     p.add_argument("--checkpoint", default=None,
-                   help="checkpoint folder (default: assets/checkpoints/expla_graphs, else the frozen LLM)")
+                   help="checkpoint folder, or 'none' for the zero-shot LLM (default: the committed checkpoint of the "
+                        "graph's task, else the general checkpoint, else the zero-shot LLM); a checkpoint that does "
+                        "not fit the graph or question gives way to one that does (the output says which and why)")
     p.add_argument("--llm", default=None, help="override the LLM: local HF folder or hub id")
     p.add_argument("--device", default="auto")
     add_method_args(p, dimension="cells", default=None)
@@ -34,7 +43,17 @@ def run(args: argparse.Namespace) -> int:
     query = args.query
     if query is None and not args.question and graph.meta.get("arg1") and graph.meta.get("arg2"):
         query = f"{graph.meta['arg1']} {graph.meta['arg2']}"  # ExplaGraphs rows retrieve with both arguments
-    pipe = TopoRAGPipeline.load(args.checkpoint, llm=args.llm, device=args.device)
+    from ..studio.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
+
+    options = {**committed_checkpoints(), ZERO_SHOT: "zero-shot"}
+    selected = args.checkpoint if args.checkpoint is not None else auto_checkpoint(graph, options)
+    if selected != ZERO_SHOT and selected.strip().lower() == ZERO_SHOT:
+        selected = ZERO_SHOT
+    decision = route(selected, graph, question, options)
+    if decision.checkpoint == ZERO_SHOT:
+        pipe = TopoRAGPipeline.text_only(args.llm, device=args.device)
+    else:
+        pipe = TopoRAGPipeline.load(decision.checkpoint, llm=args.llm, device=args.device)
     setting = setting_from_args(args, pipe.meta.get("retrieval"))  # options win, then the checkpoint's setting
     t0 = time.perf_counter()
     ecx = pipe.prepare(graph, tree=args.tree)  # lift + embed, reported as "prepare"
@@ -49,11 +68,14 @@ def run(args: argparse.Namespace) -> int:
     result = {"answer": out["answer"], "probability": out["probability"], "label_probs": out["label_probs"],
               "evidence": out.get("evidence"), "question": question, "method": out["method"],
               "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
-              "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe()}
+              "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe(),
+              "route": {"checkpoint": decision.checkpoint, "model": decision.model, "reason": decision.reason,
+                        "rerouted": decision.rerouted}}
     if "label" in graph.meta:
         result["gold"] = graph.meta["label"]
     t = out["timings"]
     human = "\n".join([
+        "model: " + decision.line().split(": ", 1)[1].replace("**", ""),
         f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out["probability"] is not None else ""),
         *([f"evidence: {out['evidence']}"] if out.get("evidence") is not None else []),
         f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "

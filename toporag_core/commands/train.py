@@ -262,8 +262,8 @@ def add_train_args(p: argparse.ArgumentParser, show_all: bool = False) -> None:
 
     p.add_argument("--help-all", action=HelpAllAction, build=lambda full: add_train_args(full, show_all=True))
     p.add_argument("--recipe", action=RecipeAction, known=recipe_keys(), default=None, metavar="NAME",
-                   help="a shipped checkpoint's setting: recipes/NAME.toml (expla_graphs, scene_graphs) or a path "
-                        "to a .toml file; options after it override it")
+                   help="a shipped checkpoint's setting: recipes/NAME.toml (expla_graphs, scene_graphs, general) or a "
+                        "path to a .toml file; options after it override it")
     add_data_args(p, show_all=show_all)
     add_config_args(p, train_options(), show_all)
 

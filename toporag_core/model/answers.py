@@ -9,17 +9,30 @@ from ..retrieval.citations import EVIDENCE_CUE
 _LEAD = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
 
 
+def dedupe_items(line: str) -> str:
+    """A comma-separated answer list with repeated items kept once, in order (a small model looping
+    on a list writes ``"Tony Warren, Tony Warren, Tony Warren,"``); unchanged when nothing repeats."""
+    items = [x.strip() for x in re.split(r",(?=\s|$)", line)]  # "1,000,000" is one item
+    if len(items) < 2:
+        return line
+    keep: dict[str, str] = {}
+    for x in items:
+        if x and x.lower() not in keep:
+            keep[x.lower()] = x
+    return ", ".join(keep.values()) if len(keep) < len([x for x in items if x]) else line
+
+
 def short_answer(text: str, max_words: int = 12) -> str:
     """A generated answer as a short phrase: first non-empty line, a leading ``Answer:`` /
-    ``The answer is`` dropped, surrounding quotes and a final full stop stripped, at most
-    ``max_words`` words."""
+    ``The answer is`` dropped, surrounding quotes and a final full stop stripped, repeated list items
+    kept once (:func:`dedupe_items`), at most ``max_words`` words."""
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
     line = _LEAD.sub("", line).strip()
     for _ in range(2):  # '"red".' and 'red."' alike
         line = line.strip("\"'`").strip()
         if line.endswith(".") and not line.endswith(".."):
             line = line[:-1].rstrip()
-    return " ".join(line.split()[:max_words])
+    return " ".join(dedupe_items(line).split()[:max_words])
 
 
 _DUMP = re.compile(r"node_id|node_attr|edge_attr|src,|\(x,\s*y,\s*w,\s*h\)|^\s*c\d+\s*:|^\s*\d+\s*,|,\s*\d+\s*$|"

@@ -1,6 +1,6 @@
 """Ask-page support: which model to load, loading it once per server, answering, and result tables.
 
-* :func:`checkpoint_options` - the committed checkpoints (ExplaGraphs, SceneGraphs) that exist,
+* :func:`checkpoint_options` - the committed checkpoints (ExplaGraphs, SceneGraphs, General) that exist,
   plus "no checkpoint" (the frozen LLM alone); ``TOPORAG_CHECKPOINT`` picks the default
   (a folder, or ``none``), ``TOPORAG_LLM`` the default LLM (a folder or hub id).
 * :func:`get_pipeline` - one :class:`~toporag_core.pipeline.TopoRAGPipeline` per
@@ -13,7 +13,8 @@
   pipeline's label likelihoods for a closed answer set, when it returns them).
 * Checkpoint vs graph: :func:`checkpoint_task` (the ``dataset`` a checkpoint was trained on,
   read from its ``config.json`` without loading it), :func:`task_warning`,
-  :func:`default_checkpoint` (the option trained on the graph's task); which model answers a
+  :func:`default_checkpoint` (the option trained on the graph's task, else the general checkpoint);
+  which model answers a
   question is :func:`~toporag_core.studio.route.route`'s decision (re-exported here), and
   :func:`check_question_kind` refuses a label-set checkpoint a question of another kind.
 * What the page says about an answer: :func:`gold_note` (no gold answer, and why),
@@ -42,10 +43,9 @@ from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 from .graph_effect import GraphTokenEffect, attribute, cells_table, graph_token_effect
-from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, checkpoint_info, graph_task,  # noqa: F401
-                    label_question, own_question, route)
+from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
+                    checkpoint_info, committed_checkpoints, graph_task, label_question, own_question, route)
 
-COMMITTED = {"expla_graphs": "ExplaGraphs (committed)", "scene_graphs": "SceneGraphs (committed)"}
 NO_CHECKPOINT = ZERO_SHOT
 PACKAGED_LLM = DEFAULT_LLM
 TIMING_STAGES = ("retrieve", "encode", "generate", "total")
@@ -58,10 +58,8 @@ def checkpoint_options() -> dict[str, str]:
     env = os.environ.get("TOPORAG_CHECKPOINT", "").strip()
     if env and env.lower() != NO_CHECKPOINT:
         out[env] = f"{Path(env).name} (TOPORAG_CHECKPOINT)"
-    for name, label in COMMITTED.items():
-        folder = CHECKPOINT_ROOT / name
-        if (folder / "config.json").is_file():
-            out.setdefault(str(folder), label)
+    for folder, label in committed_checkpoints().items():
+        out.setdefault(folder, label)
     out[NO_CHECKPOINT] = "No checkpoint: the frozen LLM alone (no soft prompt)"
     if env.lower() == NO_CHECKPOINT:  # the env asks for the frozen LLM: make it the default
         out = {NO_CHECKPOINT: out.pop(NO_CHECKPOINT), **out}
@@ -307,15 +305,12 @@ def checkpoint_task(checkpoint: str) -> str | None:
 
 def default_checkpoint(options: dict[str, str], graph) -> str:
     """``TOPORAG_CHECKPOINT`` when set (an explicit choice), else the first option trained on the
-    graph's task, else the first option."""
+    graph's task, else a general checkpoint among the options, else the first option."""
     env = os.environ.get("TOPORAG_CHECKPOINT", "").strip()
     if env and env in options:
         return env
-    task = graph_task(graph)
-    for value in options:
-        if task is not None and checkpoint_task(value) == task:
-            return value
-    return next(iter(options))
+    pick = auto_checkpoint(graph, options, options_only=True)
+    return pick if pick in options and pick != NO_CHECKPOINT else next(iter(options))
 
 
 def task_warning(trained_on: str | None, graph) -> str | None:

@@ -9,6 +9,7 @@ from .registry import (SPLITS, TASKS, RawExample, Task, data_dir_or_shared, get_
                        metric_of, seeded_split, shared_data_dir, task_of_graph, unregister_task)
 from . import explagraphs, webqsp  # noqa: E402,F401  (register the built-in tasks)
 from .scenes import dataset as _scenes  # noqa: E402,F401  (registers scene_graphs)
+from .general import dataset as _general  # noqa: E402,F401  (registers general)
 
 __all__ = ["SPLITS", "TASKS", "RawExample", "Task", "register_task", "unregister_task", "get_task", "load_raw",
            "task_of_graph", "metric_of", "shared_data_dir", "data_dir_or_shared", "seeded_split"]
