@@ -239,7 +239,7 @@ def test_learn_starts_at_the_labs_k_home_links_every_page_and_kg_upload_named_by
 
 
 # ---------------------------------------------------------------------------------------------- item 7
-def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory, tmp_path):
+def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory, tmp_path, browser):
     """The committed SceneGraphs checkpoint answers a yes/no question on the built-in scene: the page
     shows the retrieved facts about the claim and says nothing about the label's occurrence."""
     from toporag_core.studio.ask import CHECKPOINT_ROOT
@@ -251,34 +251,30 @@ def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory,
     with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
                                 "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_yes_no"))},
                           drop_env=("TOPORAG_ENCODER", "TOPORAG_LLM")) as url:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-                pg.set_default_timeout(300_000)
-                pg.goto(url)
-                pg.get_by_text("Current graph:").wait_for()
-                pg.get_by_role("link", name="Ask").first.click()
-                box = pg.locator("textarea[aria-label='Question']")
-                box.wait_for()
-                box.fill("Is the cup red?")
-                box.press("Control+Enter")
-                settle(pg)
-                pg.get_by_role("button", name="Ask", exact=True).click()
-                answer = pg.locator(".st-key-ask_answer_toporag code")
-                answer.wait_for()
-                assert answer.inner_text().strip().lower() in ("yes", "no")
-                pg.get_by_text("Evidence about the claim").first.wait_for()
-                assert "cup has color red" in pg.locator(".st-key-ask_claim_toporag code").inner_text()
-                assert pg.get_by_text("occur in the retrieved context").count() == 0
-                assert pg.get_by_text("Evidence the model wrote first").count() == 0
-                pg.screenshot(path=str(tmp_path / "ask_yes_no.png"))
-            finally:
-                browser.close()
+        with browser.new_context(viewport={"width": 1440, "height": 1150}) as ctx:
+            pg = ctx.new_page()
+            pg.set_default_timeout(300_000)
+            pg.goto(url)
+            pg.get_by_text("Current graph:").wait_for()
+            pg.get_by_role("link", name="Ask").first.click()
+            box = pg.locator("textarea[aria-label='Question']")
+            box.wait_for()
+            box.fill("Is the cup red?")
+            box.press("Control+Enter")
+            settle(pg)
+            pg.get_by_role("button", name="Ask", exact=True).click()
+            answer = pg.locator(".st-key-ask_answer_toporag code")
+            answer.wait_for()
+            assert answer.inner_text().strip().lower() in ("yes", "no")
+            pg.get_by_text("Evidence about the claim").first.wait_for()
+            assert "cup has color red" in pg.locator(".st-key-ask_claim_toporag code").inner_text()
+            assert pg.get_by_text("occur in the retrieved context").count() == 0
+            assert pg.get_by_text("Evidence the model wrote first").count() == 0
+            pg.screenshot(path=str(tmp_path / "ask_yes_no.png"))
 
 
 # ---------------------------------------------------------------------------------------------- first use
-def test_first_embedding_shows_progress_and_kaping_then_reuses_it_in_the_browser(tmp_path_factory):
+def test_first_embedding_shows_progress_and_kaping_then_reuses_it_in_the_browser(tmp_path_factory, browser):
     """The real encoder on a fresh cache and a WebQSP graph of ~1,900 nodes: the lab's first embedding
     shows a progress bar counting texts, and Top-k triples (KAPING) afterwards runs on those cell
     embeddings (no second bar, no new embedding)."""
@@ -289,22 +285,19 @@ def test_first_embedding_shows_progress_and_kaping_then_reuses_it_in_the_browser
     log = tmp_path_factory.mktemp("server_first_use") / "streamlit.log"
     with streamlit_server(log, {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_first_use"))},
                           drop_env=("TOPORAG_ENCODER",)) as url:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-                pg.set_default_timeout(300_000)
-                pg.goto(f"{url}/Retrieval_lab?graph=webqsp:{WEBQSP_ID}")
-                bar = pg.get_by_test_id("stProgress").filter(
-                    has_text=re.compile(r"embedding [\d,]+/[\d,]+ texts .*\(every cell, once per graph\)"))
-                bar.first.wait_for()  # a real count of texts, while it runs
-                bar.first.wait_for(state="detached")
-                pg.locator("textarea[aria-label='Question']").wait_for()
-                settle(pg)
-                pg.get_by_test_id("stSelectbox").filter(has_text="Method").first.click()
-                pg.get_by_role("option", name="Top-k triples (KAPING)").click()
-                pg.get_by_text(re.compile(r"^Top-k triples \(KAPING\): \d+ 0-cells")).first.wait_for()
-                settle(pg)
-                assert pg.get_by_test_id("stProgress").count() == 0
-            finally:
-                browser.close()
+        with browser.new_context(viewport={"width": 1440, "height": 1150}) as ctx:
+            pg = ctx.new_page()
+            pg.set_default_timeout(300_000)
+            pg.goto(f"{url}/Retrieval_lab?graph=webqsp:{WEBQSP_ID}")
+            bar = pg.get_by_test_id("stProgress").filter(
+                has_text=re.compile(r"embedding [\d,]+/[\d,]+ texts .*\(every cell, once per graph\)"))
+            bar.first.wait_for()  # a real count of texts, while it runs
+            bar.first.wait_for(state="detached")
+            pg.locator("textarea[aria-label='Question']").wait_for()
+            settle(pg)
+            pg.get_by_test_id("stSelectbox").filter(has_text="Method").first.click()
+            pg.get_by_role("option", name="Top-k triples (KAPING)").click()
+            pg.get_by_text(re.compile(r"^Top-k triples \(KAPING\): \d+ 0-cells")).first.wait_for()
+            settle(pg)
+            assert pg.get_by_test_id("stProgress").count() == 0
+
