@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .generate import COUNTRIES, INDUSTRIES, OCCUPATIONS, ORG_KINDS, RIVERS, _SYL, write_article
+from .generate import (BRIDGE_HEADS, COMPARED, COUNTRIES, INDUSTRIES, OCCUPATIONS, ORG_KINDS, RIVERS, _SYL,
+                       bridge_question, comparison_question, hotpot_record, write_article)
 
 
 def _unique_names(rng: np.random.Generator, n: int, parts: int, used: set[str]) -> list[str]:
@@ -74,44 +75,18 @@ def generate_corpus(n_articles: int = 1000, n_questions: int = 100, seed: int = 
         qi = len(records)
         if qi % 2 == 0:
             form = int(rng.integers(5))
-            if form in (0, 1):
-                p = world["persons"][int(rng.integers(len(world["persons"])))]
-                c = by_name[p["born_in"]]
-                gold, facts = [p, c], [(p, "born_in"), (c, "country" if form == 0 else "founded")]
-                q = (f"Which country is the birthplace of {p['name']} located in?" if form == 0 else
-                     f"In which year was the city where the {p['occupation']} {p['name']} was born founded?")
-                ans = c["country"] if form == 0 else str(c["founded"])
-            elif form in (2, 3):
-                o = world["orgs"][int(rng.integers(len(world["orgs"])))]
-                f = by_name[o["founder"]]
-                gold, facts = [o, f], [(o, "founder"), (f, "birth_year" if form == 2 else "born_in")]
-                q = (f"In what year was the founder of {o['name']} born?" if form == 2 else
-                     f"In which city was the person who founded {o['name']} born?")
-                ans = str(f["birth_year"]) if form == 2 else f["born_in"]
-            else:
-                p = world["persons"][int(rng.integers(len(world["persons"])))]
-                o = by_name[p["employer"]]
-                gold, facts = [p, o], [(p, "employer"), (o, "industry")]
-                q = f"Which industry is the employer of {p['name']} active in?"
-                ans = o["industry"]
+            heads = world[BRIDGE_HEADS[form]]
+            gold, facts, q, ans = bridge_question(form, heads[int(rng.integers(len(heads)))], by_name)
             qtype = "bridge"
         else:
             kind = ("person", "org", "city")[int(rng.integers(3))]
             pool = kinds[kind]
             i, j = rng.choice(len(pool), 2, replace=False)
             a, b = pool[int(i)], pool[int(j)]
-            rel = {"person": "birth_year", "org": "founded", "city": "population"}[kind]
-            if a[rel] == b[rel]:
+            if a[COMPARED[kind][0]] == b[COMPARED[kind][0]]:
                 continue
-            if kind == "person":
-                q, ans = f"Who was born first, {a['name']} or {b['name']}?", min(a, b, key=lambda e: e[rel])["name"]
-            elif kind == "org":
-                q = f"Which was founded earlier, {a['name']} or {b['name']}?"
-                ans = min(a, b, key=lambda e: e[rel])["name"]
-            else:
-                q = f"Which city has more inhabitants, {a['name']} or {b['name']}?"
-                ans = max(a, b, key=lambda e: e[rel])["name"]
-            gold, facts, qtype = [a, b], [(a, rel), (b, rel)], "comparison"
+            gold, facts, q, ans = comparison_question(kind, a, b)
+            qtype = "comparison"
         names = {e["name"] for e in gold}
         dis: list[dict] = []
         for k in range(distractors):  # of the gold articles' types, else of any type when those run out
@@ -127,11 +102,5 @@ def generate_corpus(n_articles: int = 1000, n_questions: int = 100, seed: int = 
                 dis.append(e)
                 break
         ents = [(gold + dis)[k] for k in rng.permutation(len(gold) + len(dis))]
-        context = [[e["name"], [s for _, paras in articles[e["name"]][0] for para in paras for s in para]]
-                   for e in ents]
-        sections = {e["name"]: [[h, [len(p) for p in paras]] for h, paras in articles[e["name"]][0]] for e in ents}
-        sup = [[e["name"], articles[e["name"]][1][rel]] for e, rel in facts]
-        records.append({"_id": f"corpus-{seed}-{qi:05d}", "question": q, "answer": ans, "type": qtype,
-                        "level": "medium", "supporting_facts": sup, "context": context, "sections": sections,
-                        "gold_titles": [e["name"] for e in gold]})
+        records.append(hotpot_record(f"corpus-{seed}-{qi:05d}", q, ans, qtype, gold, facts, ents, articles))
     return records, docs

@@ -173,6 +173,52 @@ def _pick(rng, items: list[dict], k: int, exclude: set[str]) -> list[dict]:
     return [pool[i] for i in rng.choice(len(pool), size=min(k, len(pool)), replace=False)]
 
 
+# The bridge forms: which list a form's first entity comes from (its second is that entity's link).
+BRIDGE_HEADS = ("persons", "persons", "orgs", "orgs", "persons")
+# Comparison forms per entity kind: (the compared field, min or max wins)
+COMPARED = {"person": ("birth_year", min), "org": ("founded", min), "city": ("population", max)}
+
+
+def bridge_question(form: int, head: dict, by_name: dict[str, dict]):
+    """``(gold, facts, question, answer)`` of bridge form ``form`` (0-4) asked about ``head`` (an entity of
+    ``BRIDGE_HEADS[form]``); ``facts`` are ``(entity, field)`` pairs, the supporting sentences."""
+    if form in (0, 1):
+        p, c = head, by_name[head["born_in"]]
+        q = (f"Which country is the birthplace of {p['name']} located in?" if form == 0 else
+             f"In which year was the city where the {p['occupation']} {p['name']} was born founded?")
+        return [p, c], [(p, "born_in"), (c, "country" if form == 0 else "founded")], q, \
+            (c["country"] if form == 0 else str(c["founded"]))
+    if form in (2, 3):
+        o, f = head, by_name[head["founder"]]
+        q = (f"In what year was the founder of {o['name']} born?" if form == 2 else
+             f"In which city was the person who founded {o['name']} born?")
+        return [o, f], [(o, "founder"), (f, "birth_year" if form == 2 else "born_in")], q, \
+            (str(f["birth_year"]) if form == 2 else f["born_in"])
+    p, o = head, by_name[head["employer"]]
+    return [p, o], [(p, "employer"), (o, "industry")], f"Which industry is the employer of {p['name']} active in?", \
+        o["industry"]
+
+
+def comparison_question(kind: str, a: dict, b: dict):
+    """``(gold, facts, question, answer)`` comparing two entities of ``kind`` on their ``COMPARED`` field."""
+    rel, best = COMPARED[kind]
+    q = {"person": f"Who was born first, {a['name']} or {b['name']}?",
+         "org": f"Which was founded earlier, {a['name']} or {b['name']}?",
+         "city": f"Which city has more inhabitants, {a['name']} or {b['name']}?"}[kind]
+    return [a, b], [(a, rel), (b, rel)], q, best(a, b, key=lambda e: e[rel])["name"]
+
+
+def hotpot_record(qid: str, question: str, answer: str, qtype: str, gold: list[dict], facts, ents: list[dict],
+                  articles: dict[str, tuple]) -> dict[str, Any]:
+    """One HotpotQA distractor record over the articles of ``ents`` (in that order), gold titles kept."""
+    context = [[e["name"], [s for _, paras in articles[e["name"]][0] for para in paras for s in para]] for e in ents]
+    sections = {e["name"]: [[h, [len(p) for p in paras]] for h, paras in articles[e["name"]][0]] for e in ents}
+    sup = [[e["name"], articles[e["name"]][1][rel]] for e, rel in facts]
+    return {"_id": qid, "question": question, "answer": answer, "type": qtype, "level": "medium",
+            "supporting_facts": sup, "context": context, "sections": sections,
+            "gold_titles": [e["name"] for e in gold]}
+
+
 def generate(n: int = 200, seed: int = 0, distractors: int = 8) -> tuple[list[dict], dict[str, list[dict]]]:
     """``(records, fact table)``: ``n`` questions, half bridge and half comparison."""
     if n < 1:
@@ -187,59 +233,22 @@ def generate(n: int = 200, seed: int = 0, distractors: int = 8) -> tuple[list[di
     kinds = {"city": world["cities"], "person": world["persons"], "org": world["orgs"]}
     records = []
     for qi in range(n):
-        if qi % 2 == 0:  # bridge
+        if qi % 2 == 0:
             form = int(rng.integers(5))
-            if form in (0, 1):
-                p = _pick(rng, world["persons"], 1, set())[0]
-                c = by_name[p["born_in"]]
-                gold, facts = [p, c], [(p, "born_in"), (c, "country" if form == 0 else "founded")]
-                q = (f"Which country is the birthplace of {p['name']} located in?" if form == 0 else
-                     f"In which year was the city where the {p['occupation']} {p['name']} was born founded?")
-                ans = c["country"] if form == 0 else str(c["founded"])
-            elif form in (2, 3):
-                o = _pick(rng, world["orgs"], 1, set())[0]
-                f = by_name[o["founder"]]
-                gold, facts = [o, f], [(o, "founder"), (f, "birth_year" if form == 2 else "born_in")]
-                q = (f"In what year was the founder of {o['name']} born?" if form == 2 else
-                     f"In which city was the person who founded {o['name']} born?")
-                ans = str(f["birth_year"]) if form == 2 else f["born_in"]
-            else:
-                p = _pick(rng, world["persons"], 1, set())[0]
-                o = by_name[p["employer"]]
-                gold, facts = [p, o], [(p, "employer"), (o, "industry")]
-                q = f"Which industry is the employer of {p['name']} active in?"
-                ans = o["industry"]
+            gold, facts, q, ans = bridge_question(form, _pick(rng, world[BRIDGE_HEADS[form]], 1, set())[0], by_name)
             qtype = "bridge"
-        else:  # comparison
+        else:
             kind = ("person", "org", "city")[int(rng.integers(3))]
-            a, b = _pick(rng, kinds[kind], 2, set())
-            if kind == "person":
-                q, rel = f"Who was born first, {a['name']} or {b['name']}?", "birth_year"
-                ans = min(a, b, key=lambda e: e[rel])["name"]
-            elif kind == "org":
-                q, rel = f"Which was founded earlier, {a['name']} or {b['name']}?", "founded"
-                ans = min(a, b, key=lambda e: e[rel])["name"]
-            else:
-                q, rel = f"Which city has more inhabitants, {a['name']} or {b['name']}?", "population"
-                ans = max(a, b, key=lambda e: e[rel])["name"]
-            gold, facts, qtype = [a, b], [(a, rel), (b, rel)], "comparison"
+            gold, facts, q, ans = comparison_question(kind, *_pick(rng, kinds[kind], 2, set()))
+            qtype = "comparison"
         exclude = {e["name"] for e in gold}
         dis = []
         for i in range(distractors):
             kind = gold[i % 2]["type"]
             dis += _pick(rng, kinds[kind], 1, exclude | {d["name"] for d in dis})
         ents = gold + dis
-        order = rng.permutation(len(ents))
-        ents = [ents[i] for i in order]
-        context, sections = [], {}
-        for e in ents:
-            secs, _ = articles[e["name"]]
-            context.append([e["name"], [s for _, paras in secs for para in paras for s in para]])
-            sections[e["name"]] = [[h, [len(para) for para in paras]] for h, paras in secs]
-        sup = [[e["name"], articles[e["name"]][1][rel]] for e, rel in facts]
-        records.append({"_id": f"gen-{seed}-{qi:05d}", "question": q, "answer": ans, "type": qtype,
-                        "level": "medium", "supporting_facts": sup, "context": context, "sections": sections,
-                        "gold_titles": [e["name"] for e in gold]})
+        ents = [ents[i] for i in rng.permutation(len(ents))]
+        records.append(hotpot_record(f"gen-{seed}-{qi:05d}", q, ans, qtype, gold, facts, ents, articles))
     return records, world
 
 
