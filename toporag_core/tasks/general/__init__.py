@@ -6,7 +6,7 @@
 """
 from .facts import RELATIONS, STYLES, FactStore, make_world, relation_text
 from .questions import KINDS, Question, make_questions
-from .dataset import load_general, triples_graph, write_dataset  # registers the task
+from .dataset import load_general, write_dataset  # registers the task
 
 __all__ = ["RELATIONS", "STYLES", "FactStore", "make_world", "relation_text", "KINDS", "Question", "make_questions",
-           "load_general", "triples_graph", "write_dataset"]
+           "load_general", "write_dataset"]

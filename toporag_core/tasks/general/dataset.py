@@ -44,19 +44,6 @@ PER_KIND = {"1-hop": 3, "2-hop": 2, "which": 1, "closed-loop": 1, "comparison": 
 STYLE_P = (0.45, 0.4, 0.15)  # natural / freebase / mixed
 
 
-def triples_graph(triples: list[list[str]], name: str = "", meta: dict | None = None) -> TextualGraph:
-    """``[[head, relation, tail], ...]`` -> a graph, nodes in order of first appearance (as a triple
-    file loads)."""
-    index: dict[str, int] = {}
-    src, dst, rel = [], [], []
-    for h, r, t in triples:
-        src.append(index.setdefault(h, len(index)))
-        dst.append(index.setdefault(t, len(index)))
-        rel.append(r)
-    return TextualGraph(node_text=list(index), edge_index=np.array([src, dst], dtype=np.int64).reshape(2, -1),
-                        edge_text=rel, name=name, meta=dict(meta or {}))
-
-
 def _style(rng: np.random.Generator) -> str:
     return STYLES[int(rng.choice(len(STYLES), p=STYLE_P))]
 
@@ -221,7 +208,7 @@ def load_general(data_dir: Path | None = None) -> dict[str, list[RawExample]]:
             raise GraphFormatError(f"unknown graph {gid!r}", file=str(root / QUESTIONS_FILE), field="graph")
         if gid not in built:
             g = graphs[gid]
-            built[gid] = triples_graph(g["triples"], name=gid, meta={"family": g.get("family"),
+            built[gid] = TextualGraph.from_triples(g["triples"], name=gid, meta={"family": g.get("family"),
                                                                       "style": g.get("style")})
         answers = [str(a) for a in r["answers"]]
         by_graph.setdefault(gid, []).append(RawExample(
