@@ -29,6 +29,20 @@ def shared_data() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for a browser test module (Debian's, never a download). Tests of one module
+    share it: a second sync Playwright started inside the first one's event loop fails."""
+    from playwright import sync_api
+
+    from ._browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
 def pytest_sessionfinish(session, exitstatus):
     if _OWN_CACHE:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)

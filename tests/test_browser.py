@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, settle, streamlit_server, upload
+from ._browser import CHROMIUM, ROOT, settle, streamlit_server, upload
 
 EVIL = "<script>alert(1)</script>"
 
@@ -27,14 +27,6 @@ def server(tmp_path_factory):
     with streamlit_server(log, {"TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache"))},
                           drop_env=("TOPORAG_ENCODER",)) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server, upload
+from ._browser import CHROMIUM, settle, streamlit_server, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -34,14 +34,6 @@ def server(tmp_path_factory):
     with streamlit_server(log, {"TOPORAG_ENCODER": "hashing",
                                 "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache"))}) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
