@@ -248,6 +248,17 @@ def concurrent_answers(url: str, jobs: list[tuple[TextualGraph, str]], setting) 
     return out
 
 
+def submit_concurrently(engine, jobs: list, n: int = 12, timeout: float = 60) -> list:
+    """``n`` batcher submissions at once, thread ``i`` asking ``jobs[i % len(jobs)]``: their results in order."""
+    got: list = [None] * n
+    ts = [threading.Thread(target=lambda i=i: got.__setitem__(i, engine.batcher.submit((jobs[i % len(jobs)], None),
+                                                                                     timeout=timeout)))
+          for i in range(n)]
+    [t.start() for t in ts]
+    [t.join(timeout) for t in ts]
+    return got
+
+
 def answers_equal_in_process(url: str, ref) -> list[dict]:
     """Every sample question sent at once to the core at ``url``: each answer equals the in-process
     pipeline ``ref``'s on the same graph and setting; returns the service's replies."""

@@ -7,7 +7,6 @@ in-process single-request answers.
 """
 from __future__ import annotations
 
-import threading
 
 import pytest
 import torch
@@ -26,7 +25,7 @@ from toporag_core.serve.server import ServeConfig  # noqa: E402
 from toporag_core.studio import samples  # noqa: E402
 from toporag_core.testing import build_tiny_checkpoint, tiny_model  # noqa: E402
 
-from .test_serve import answers_equal_in_process, make_server  # noqa: E402
+from .test_serve import answers_equal_in_process, submit_concurrently, make_server  # noqa: E402
 
 CONTEXTS = ["cup: red, glass", "plate: white", "knife: steel, sharp, next to the plate"]
 
@@ -123,12 +122,7 @@ def test_two_workers_with_a_shared_store_give_the_single_request_probabilities()
     engine = CoreEngine(pipe, BatchConfig(max_batch=4, max_wait_ms=50.0), workers=2, kv_cache_mb=16)
     try:
         assert engine.pipe.kv_store is not None
-        got: list = [None] * 12
-        ts = [threading.Thread(target=lambda i=i: got.__setitem__(i, engine.batcher.submit((jobs[i % 3], None),
-                                                                                         timeout=60)))
-              for i in range(12)]
-        [t.start() for t in ts]
-        [t.join(60) for t in ts]
+        got = submit_concurrently(engine, jobs[:3])
         for i, (res, _) in enumerate(got):
             assert res["answer"] == want[i % 3]["answer"], i
             assert res["label_probs"] == pytest.approx(want[i % 3]["label_probs"], abs=1e-5), i

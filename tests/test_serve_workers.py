@@ -24,7 +24,7 @@ from toporag_core.serve.server import ServeConfig, batch_workers, load_engine, s
 from toporag_core.studio import samples  # noqa: E402
 from toporag_core.testing import build_tiny_checkpoint, tiny_model  # noqa: E402
 
-from .test_serve import answers_equal_in_process  # noqa: E402
+from .test_serve import answers_equal_in_process, submit_concurrently  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -112,12 +112,7 @@ def test_lora_replicas_decoding_at_once_give_the_single_answers():
     want = [r["label_probs"] for r in pipe.decode(jobs)[0]]
     engine = CoreEngine(pipe, BatchConfig(max_batch=1, max_wait_ms=0.0), workers=2)
     try:
-        got: list = [None] * 12
-        ts = [threading.Thread(target=lambda i=i: got.__setitem__(i, engine.batcher.submit((jobs[i % 3], None),
-                                                                                         timeout=60)))
-              for i in range(12)]
-        [t.start() for t in ts]
-        [t.join(60) for t in ts]
+        got = submit_concurrently(engine, jobs[:3])
         for i, (res, _) in enumerate(got):
             assert res["label_probs"] == pytest.approx(want[i % 3], abs=1e-5), i
     finally:
