@@ -199,3 +199,47 @@ def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, 
                 pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
             finally:
                 browser.close()
+
+
+def test_a_two_view_checkpoint_shows_what_each_view_said(tmp_path_factory, tmp_path):
+    """A checkpoint with two-view label scoring (``graph_view_weight``): a yes/no question on the scene
+    sample shows, under the label probabilities, the line saying what the text + graph tokens view and
+    the graph tokens alone said - the same line the in-process answer gives - and the graph-token arms."""
+    from toporag_core.embed import CachedEncoder, HashingEncoder
+    from toporag_core.retrieval import EmbeddedComplex
+    from toporag_core.studio import ask, samples
+    from toporag_core.testing import build_tiny_checkpoint
+
+    question = "Is the cup on the table?"
+    folder = build_tiny_checkpoint(tmp_path_factory.mktemp("ckpt2") / "two", graph_view_weight=1.0,
+                                   graph_view_question="instruction")
+    pipe = ask.load_pipeline(str(folder), "", encoder=CachedEncoder(HashingEncoder()), device="cpu")
+    want = ask.ask(pipe, EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder()), question,
+                   [pipe.default_setting()])["toporag"]
+    note = ask.views_note(want)
+    assert note and set(want.views["text"]) == {"yes", "no"}
+    log = tmp_path_factory.mktemp("server_two") / "streamlit.log"
+    env = {"TOPORAG_ENCODER": "hashing", "TOPORAG_CHECKPOINT": str(folder), "TOPORAG_LLM": str(folder / "llm"),
+           "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_two"))}
+    with streamlit_server(log, env) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+            pg.set_default_timeout(120_000)
+            pg.goto(url)
+            pg.get_by_text("Current graph:").wait_for()
+            pg.get_by_role("link", name="Ask").first.click()
+            box = pg.locator("textarea[aria-label='Question']")
+            box.wait_for()
+            box.fill(question)
+            box.press("Control+Enter")
+            settle(pg)
+            pg.get_by_role("button", name="Ask", exact=True).click()
+            pg.locator(".st-key-ask_answer_toporag code").wait_for()
+            assert pg.locator(".st-key-ask_answer_toporag code").inner_text().strip() == want.answer
+            pg.get_by_text("Label probabilities").first.wait_for()
+            pg.get_by_text(note).first.wait_for()
+            pg.get_by_text("The graph tokens moved").first.wait_for()
+            pg.screenshot(path=str(tmp_path / "ask_two_views.png"))
+        finally:
+            browser.close()
