@@ -222,9 +222,6 @@ for col, (m, a) in zip(cols, answers.items()):
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
                          column_config={"probability": st.column_config.ProgressColumn(
                              "probability", min_value=0.0, max_value=1.0, format="%.3f")})
-            views = ask.views_note(a)
-            if views:
-                st.caption(views)
         with st.expander("What the graph tokens did", expanded=True):
             show_graph_effect(m, a, (last.get("effects") or {}).get(m))
         cut = ask.cut_message(a)

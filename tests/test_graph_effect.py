@@ -126,33 +126,3 @@ def test_models_without_graph_tokens_get_a_clear_line(ecx):
     assert not e.has_graph and not e.changed and e.table() == []
     assert e.verdict() == ge.NO_GRAPH and "no graph tokens" in e.verdict()
     assert ge.attribute(pipe, ecx, r["subcomplex"], CLOSED[0], r["context"], e) == []
-
-
-def test_two_view_answers_report_both_views_and_the_arms_score_as_the_answer_did(pipe, ecx):
-    """A two-view model (``graph_view_weight = 1``, instruction-only graph view): the pipeline's label
-    probabilities are the normalised product of the two views' (p_text * p_graph^w), each view is
-    reported, the own arm of the graph-token table equals the answer's probabilities, and the Ask page's
-    line names both views."""
-    from toporag_core.studio import ask
-
-    pipe2 = TopoRAGPipeline(tiny_model(in_dim=256, tokens=2, graph_view_weight=1.0,
-                                       graph_view_question="instruction"), HashingEncoder())
-    r = answered(pipe2, ecx, *CLOSED)
-    views = r["views"]
-    assert views["weight"] == 1.0 and views["question"] == "instruction"
-    for v in ("text", "graph"):
-        assert set(views[v]) == {"yes", "no"} and sum(views[v].values()) == pytest.approx(1.0)
-    prod = {c: views["text"][c] * views["graph"][c] for c in ("yes", "no")}
-    z = sum(prod.values())
-    for c, p in r["label_probs"].items():
-        assert p == pytest.approx(prod[c] / z, abs=1e-5)
-    e = ge.graph_token_effect(pipe2, ecx, r["subcomplex"], CLOSED[0], r["context"], r["answer"], CLOSED[1])
-    for label, p in r["label_probs"].items():
-        assert e.probs["own"][label] == pytest.approx(p, abs=1e-5)
-    a = ask.Answer(method="toporag", answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
-                   prompt=r["prompt"], timings=r["timings"], label_probs=r["label_probs"], views=views)
-    note = ask.views_note(a)
-    assert "text + graph tokens say" in note and "graph tokens alone" in note and "instruction" in note
-    assert ask.views_note(ask.Answer(method="toporag", answer="yes", subcomplex=r["subcomplex"], context="",
-                                     prompt={}, timings={})) is None
-    assert answered(pipe, ecx, *CLOSED).get("views") is None  # one view: nothing to report

@@ -3,7 +3,6 @@ whole-subcomplex slot, the LLM's embedding scale; graph-only training rows, the 
 warm starts (train.py, model/checkpoint.py)."""
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
@@ -167,80 +166,3 @@ def test_training_on_the_cells_path_logs_spread_and_reads_graph_only_rows(tmp_pa
     batch = make_batch(examples[:2])
     assert model(batch).isfinite()
 
-
-
-def test_two_view_scoring_fuses_the_text_view_with_the_graph_only_view(examples):
-    """With ``graph_view_weight = w`` a label's score is log_softmax(text view) + w log_softmax(graph-only
-    view); both views are the model's own scores (checked against two separate scoring calls), rows keep
-    them, and a weight of 0 gives the single view back."""
-    from toporag_core.model.answering import two_view_scores
-
-    model = model_of(tokens=6).eval()
-    batch = make_batch(examples, with_answers=False, use_graph=True)
-    labels = ("support", "counter")
-    with torch.no_grad():
-        soft = model.graph_tokens(batch.cells)
-        text = model.score_choices(batch, labels, soft=soft)
-        graph = model.score_choices(batch.without_context(), labels, soft=soft)
-        one = model.answer(batch, choices=labels, soft=soft)
-        model.config.graph_view_weight = 1.5
-        two = model.answer(batch, choices=labels, soft=soft)
-    assert all("views" not in r for r in one)
-    fused = two_view_scores(text, graph, 1.5)
-    assert torch.allclose(fused, torch.log_softmax(text, -1) + 1.5 * torch.log_softmax(graph, -1))
-    assert not torch.allclose(text, graph)  # the views differ: the context is read
-    for r, row in enumerate(two):
-        assert row["answer"] == labels[int(fused[r].argmax())]
-        assert row["views"]["weight"] == 1.5
-        assert row["views"]["text"] == pytest.approx({c: float(text[r, k]) for k, c in enumerate(labels)}, abs=1e-4)
-        assert row["views"]["graph"] == pytest.approx({c: float(graph[r, k]) for k, c in enumerate(labels)}, abs=1e-4)
-        assert row["probability"] == pytest.approx(float(torch.softmax(fused[r], -1).max()), abs=1e-5)
-    for r, row in enumerate(one):
-        assert row["answer"] == labels[int(text[r].argmax())]
-
-
-def test_two_view_weight_is_validated():
-    with pytest.raises(ValueError, match="graph_view_weight"):
-        TopoRAGConfig(graph_view_weight=-1.0)
-    with pytest.raises(ValueError, match="needs graph tokens"):
-        TopoRAGConfig(use_graph=False, graph_view_weight=1.0)
-
-
-def test_instruction_view_drops_the_examples_own_text():
-    """``graph_view_question="instruction"``: the graph-only view reads the task's instruction alone (an
-    ExplaGraphs question loses its two arguments); a question without a ``Question:`` line is kept."""
-    from toporag_core.io.explagraphs import explagraphs_question
-    from toporag_core.model import GRAPH_VIEW_QUESTIONS
-
-    q = explagraphs_question("Cats are good pets", "Dogs bite")
-    view = GRAPH_VIEW_QUESTIONS["instruction"](q)
-    assert view.startswith("Question: Do argument 1 and argument 2") and view.endswith("Answer:")
-    assert "Cats" not in view and "Dogs" not in view
-    assert GRAPH_VIEW_QUESTIONS["instruction"]("What colour is the cup?") == "What colour is the cup?"
-    assert GRAPH_VIEW_QUESTIONS["same"](q) == q
-    with pytest.raises(ValueError, match="graph_view_question"):
-        TopoRAGConfig(graph_view_question="blind")
-
-
-def test_instruction_graph_only_rows_and_graph_view(examples):
-    """Graph-only training rows and the graph view of two-view scoring read the same instruction-only
-    question: the view's scores equal scoring the instruction with no context."""
-    from toporag_core.model import GRAPH_VIEW_QUESTIONS, QABatch
-
-    blind = GRAPH_VIEW_QUESTIONS["instruction"]
-    rows = [dataclasses.replace(e, question=f"Argument 1: {e.question}\nQuestion: support or counter?\nAnswer:")
-            for e in examples]
-    extra = with_graph_only_rows(rows, 1.0, seed=0, question=blind)[len(rows):]
-    assert {e.question for e in extra} == {"Question: support or counter?\nAnswer:"}
-    assert all(e.context == "" for e in extra)
-
-    model = model_of(tokens=6).eval()
-    model.config.graph_view_weight, model.config.graph_view_question = 1.0, "instruction"
-    batch = make_batch(rows, with_answers=False, use_graph=True)
-    labels = ("support", "counter")
-    with torch.no_grad():
-        soft = model.graph_tokens(batch.cells)
-        _, views = model.label_scores(batch, labels, soft=soft)
-        direct = model.score_choices(QABatch(None, [blind(q) for q in batch.questions], [""] * len(rows)),
-                                     labels, soft=soft)
-    assert torch.allclose(views["graph"], direct, atol=1e-5)

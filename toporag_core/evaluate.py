@@ -117,7 +117,7 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                         probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
                         raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
                         cells=ex.cells, context=ex.context, method=method, dataset=dataset,
-                        graph_tokens=graph_tokens, views=pred.get("views"))))
+                        graph_tokens=graph_tokens)))
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")

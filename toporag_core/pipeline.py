@@ -221,9 +221,8 @@ class TopoRAGPipeline:
         the frozen part of each row (chat prefix + context) is read once per distinct context and
         reused from the store afterwards; only the tail and the label scoring run per batch.
 
-        Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence", "views"}, ...], {"encode",
-        "generate", "batch_size"})``; ``views`` (two-view scoring only, else ``None``): ``{"text": {label: p},
-        "graph": {label: p}, "weight": w}``, each view's own label probabilities.
+        Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence"}, ...], {"encode",
+        "generate", "batch_size"})``.
         """
         batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
         with self._lock, torch.no_grad():
@@ -244,14 +243,9 @@ class TopoRAGPipeline:
             if r.get("scores"):  # softmax over the candidates' log-likelihoods, in float64
                 z = torch.tensor(list(r["scores"].values()), dtype=torch.float64).softmax(0).tolist()
                 probs = dict(zip(r["scores"], z))
-            views = None
-            if r.get("views"):  # two-view scoring: each view's own label probabilities, and its weight
-                views = {v: dict(zip(sc, torch.tensor(list(sc.values()), dtype=torch.float64).softmax(0).tolist()))
-                         for v, sc in r["views"].items() if isinstance(sc, dict)}
-                views.update(weight=r["views"]["weight"], question=self.model.config.graph_view_question)
             out.append({"answer": r["answer"], "label_probs": probs,
                         "probability": probs[r["answer"]] if probs else r.get("probability"),
-                        "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence"), "views": views})
+                        "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
@@ -271,8 +265,7 @@ class TopoRAGPipeline:
         Returns:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
             "probability", "raw" (the generated text), "clean", "evidence" (what an evidence-first
-            checkpoint wrote before its yes/no, else None), "views" (two-view scoring: each view's label
-            probabilities, else None), "subcomplex", "context" (what the
+            checkpoint wrote before its yes/no, else None), "subcomplex", "context" (what the
             LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what
             a cut dropped), "prompt" (layout, with ``context_cut``), "cells" (texts), "timings"
             {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
@@ -300,7 +293,7 @@ class TopoRAGPipeline:
         t4 = time.perf_counter()
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
-                "views": res.get("views"), "subcomplex": sub, "context": context,
+                "subcomplex": sub, "context": context,
                 "context_fit": fit, "prompt": self.prompt_layout(fit, question),
                 "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
                 "params": sub.params,

@@ -42,13 +42,13 @@ import random
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from .tasks.prep import Example
-from .model import GRAPH_VIEW_QUESTIONS, QABatch, TopoRAGModel, evidence_target
+from .model import QABatch, TopoRAGModel, evidence_target
 from .nn import collate
 
 
@@ -160,19 +160,16 @@ def with_evidence_targets(examples: Sequence[Example], evidence: dict[str, str])
 GRAPH_ONLY_SUFFIX = "#graph-only"
 
 
-def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int = 0,
-                         question: Callable[[str], str] | None = None) -> list[Example]:
+def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int = 0) -> list[Example]:
     """``examples`` plus a seeded ``fraction`` of them again with an empty context and the id suffix
     :data:`GRAPH_ONLY_SUFFIX` (their own frozen-part cache): graph tokens + question, as the ``only`` arm
-    of :mod:`~toporag_core.arms` reads them; ``question`` maps each question first (the model's
-    ``graph_view_question``: the instruction alone, so the row is answerable from the graph tokens only)."""
+    of :mod:`~toporag_core.arms` reads them."""
     k = int(round(fraction * len(examples)))
     if k <= 0:
         return list(examples)
     pick = np.random.default_rng(seed).choice(len(examples), size=k, replace=False)
-    q = question or (lambda x: x)
-    return list(examples) + [replace(examples[i], context="", question=q(examples[i].question),
-                                     id=f"{examples[i].id}{GRAPH_ONLY_SUFFIX}") for i in sorted(pick.tolist())]
+    return list(examples) + [replace(examples[i], context="", id=f"{examples[i].id}{GRAPH_ONLY_SUFFIX}")
+                             for i in sorted(pick.tolist())]
 
 
 @torch.no_grad()
@@ -471,8 +468,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
     if cfg.graph_only and model.config.use_graph:
-        train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed,
-                                         GRAPH_VIEW_QUESTIONS[model.config.graph_view_question])
+        train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
     run = TrainingRun(model, train_set, val_set, cfg, Path(out), env, kv, extra_meta)
     if resume:

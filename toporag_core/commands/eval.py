@@ -44,9 +44,6 @@ class EvalOptions:
                                        "a fixed seeded derangement) | mean (the run's mean token) | only (graph "
                                        "tokens + question, no textualized context); pair arms with toporag compare",
                              choices=ARMS)
-    graph_view_weight: float | None = _opt(None, "two-view label scoring weight w (score = log p(label | text + "
-                                                 "graph tokens) + w log p(label | graph tokens alone); 0 = one "
-                                                 "view; default: the checkpoint's)")
 
 
 def register(subparsers) -> None:
@@ -147,10 +144,6 @@ def run(args) -> int:
     examples = select_qtypes(data[args.split], args.qtype, args.dataset)
     examples = examples[: args.limit] if args.limit else examples
     model, method = load_model(args, meta, setting.retrieval.method)
-    if args.graph_view_weight is not None:
-        import dataclasses
-
-        model.config = dataclasses.replace(model.config, graph_view_weight=args.graph_view_weight)
     res = score(args, model, examples, method, answer_choices(args.choices, model, args.dataset))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
                       "dtype": dtype_name(model.dtype), **res}))

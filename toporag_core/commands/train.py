@@ -108,13 +108,6 @@ MODEL_OPTIONS: dict[str, dict[str, Any]] = {
                            "or pooled (one mean vector through an MLP, the older checkpoints)",
                    "choices": ("pooled", "cells"), "advanced": True},
     "projector_hidden": {"help": "projector width", "advanced": True},
-    "graph_view_weight": {"help": "two-view label scoring at answer time: score = log p(label | text + graph tokens) "
-                                  "+ W log p(label | graph tokens + question); 0 = one view (choose W on validation: "
-                                  "benchmarks/bench_graph_tokens.py --sweep)", "advanced": True},
-    "graph_view_question": {"help": "what the graph-only view reads as its question (graph-only training rows and "
-                                    "two-view scoring): same (the whole question) or instruction (from its last "
-                                    "'Question:' line on, without the example's own text, so the answer must come "
-                                    "from the graph tokens)", "choices": ("same", "instruction"), "advanced": True},
     "lora_r": {"help": "LoRA rank"},
     "lora_alpha": {"help": "LoRA alpha"},
     "lora_dropout": {"help": "LoRA dropout", "advanced": True},

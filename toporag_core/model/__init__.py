@@ -16,8 +16,8 @@ One concept per file, read in this order:
 from .answers import evidence_target, is_clean, is_yes_no, short_answer, split_evidence, yes_no_choices
 from .batch import QABatch
 from .checkpoint import warm_start
-from .config import (CACHEABLE_POSITIONS, GRAPH_PATHS, GRAPH_POSITIONS, GRAPH_VIEW_QUESTIONS, MODES, QUESTION_FORMS,
-                     RETIRED_KEYS, RETIRED_VALUES, TopoRAGConfig, graphqa_prompt)
+from .config import (CACHEABLE_POSITIONS, GRAPH_PATHS, GRAPH_POSITIONS, MODES, QUESTION_FORMS, RETIRED_KEYS,
+                     RETIRED_VALUES, TopoRAGConfig, graphqa_prompt)
 from .decode import CONSTRAIN_TOP_K, lookup_draft
 from .graph_tokens import CellTokens
 from .kvstore import FrozenKVStore
@@ -29,5 +29,4 @@ __all__ = ["TopoRAGConfig", "TopoRAGModel", "QABatch", "Prompter", "AnswerStyle"
            "register_style", "QUESTION_FORMS", "graphqa_prompt", "choices_for", "question_prompt", "short_answer",
            "is_clean", "is_yes_no", "yes_no_choices", "evidence_target", "split_evidence", "lookup_draft",
            "LOOKUP_TOKENS", "CONSTRAIN_TOP_K", "IGNORE_INDEX", "MODES", "GRAPH_POSITIONS", "CACHEABLE_POSITIONS",
-           "RETIRED_KEYS", "RETIRED_VALUES", "GRAPH_PATHS", "GRAPH_VIEW_QUESTIONS", "CellTokens", "warm_start",
-           "FrozenKVStore"]
+           "RETIRED_KEYS", "RETIRED_VALUES", "GRAPH_PATHS", "CellTokens", "warm_start", "FrozenKVStore"]

@@ -2,20 +2,7 @@
 
 Rows are grouped by their closed answer set (``None``: open). A **closed set** is scored
 (:func:`~toporag_core.model.decode.score_choices`): the label is the arg max, its probability
-``softmax(scores)`` over the candidates.
-
-**Two-view scoring** (``graph_view_weight = w > 0``): a closed set is scored twice from the same graph
-tokens ``G`` ``(B, T, H)``, with the textualized context (``s_text`` ``(B, C)``) and without it
-(``s_graph``: graph tokens + the question, or its instruction alone with ``graph_view_question =
-"instruction"``; the view that ``graph_only`` training rows teach), and
-
-    score_c = log_softmax(s_text)_c + w * log_softmax(s_graph)_c                              (B, C)
-
-a product of experts in which the graph tokens always count: with one view, the cell-token ExplaGraphs
-checkpoint changed 13 of 554 answers when every question got another question's graph tokens, because its
-LoRA answers from the text when the text is there. Rows keep both views under ``views``.
-
-**Open questions**: greedy generation cut to a short phrase
+``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
 (:func:`~toporag_core.model.answers.short_answer`); :func:`~toporag_core.model.answers.is_clean` flags an
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
@@ -32,7 +19,6 @@ from torch import Tensor
 
 from .answers import evidence_target, is_clean, short_answer, split_evidence
 from .batch import QABatch
-from .config import GRAPH_VIEW_QUESTIONS
 from .prompt import choices_for
 from .styles import get_style
 
@@ -82,34 +68,9 @@ def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_to
     return [{**_scored(cands, sc, r, raws[r]), "evidence": evid[r]} for r in range(len(sub))]
 
 
-def two_view_scores(full: Tensor, graph: Tensor, weight: float) -> Tensor:
-    """``(B, C)`` two-view label scores ``log_softmax(full) + weight * log_softmax(graph)`` (a product of
-    experts: the full prompt's label distribution times the graph-only view's, raised to ``weight``)."""
-    return torch.log_softmax(full.float(), -1) + float(weight) * torch.log_softmax(graph.float(), -1)
-
-
-def label_scores(model, batch: QABatch, cands, soft: Tensor | None) -> tuple[Tensor, dict[str, Tensor] | None]:
-    """``(scores (B, C), views)`` of a closed answer set: the full prompt's log-likelihoods, or under
-    two-view scoring (``graph_view_weight > 0``, graph tokens given, some row with a context) the fused
-    scores and ``views = {"text": (B, C), "graph": (B, C)}`` (``None`` with one view). The one rule that
-    answering and the app's graph-token arms (:mod:`~toporag_core.studio.graph_effect`) share."""
-    sc = model.score_choices(batch, cands, soft=soft)
-    weight = float(model.config.graph_view_weight)
-    if not (weight and soft is not None and any(batch.contexts)):
-        return sc, None
-    view_question = GRAPH_VIEW_QUESTIONS[model.config.graph_view_question]
-    graph = model.score_choices(batch.without_context(view_question), cands, soft=soft)
-    return two_view_scores(sc, graph, weight), {"text": sc, "graph": graph}
-
-
 def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict[str, Any]]:
-    sc, views = label_scores(model, sub, cands, soft)
-    if views is None:
-        return [_scored(cands, sc, r) for r in range(len(sub))]
-    weight = float(model.config.graph_view_weight)
-    return [{**_scored(cands, sc, r),
-             "views": {**{v: {c: float(t[r, k]) for k, c in enumerate(cands)} for v, t in views.items()},
-                       "weight": weight}} for r in range(len(sub))]
+    sc = model.score_choices(sub, cands, soft=soft)
+    return [_scored(cands, sc, r) for r in range(len(sub))]
 
 
 @torch.no_grad()

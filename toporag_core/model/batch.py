@@ -37,12 +37,6 @@ class QABatch:
                        [self.answers[i] for i in idx] if self.answers is not None else None,
                        [self.kv[i] for i in idx] if self.kv is not None else None)
 
-    def without_context(self, question=None) -> QABatch:
-        """The same rows with no textualized context (the graph-only view: graph tokens + question), each
-        question mapped through ``question`` when given (e.g. to its instruction alone)."""
-        qs = list(self.questions) if question is None else [question(q) for q in self.questions]
-        return QABatch(self.cells, qs, [""] * len(self), self.answers, None)
-
 
 def left_pad(rows: list[list[int]], pad: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """``(ids (B, S), mask (B, S))`` left-padded with ``pad``."""

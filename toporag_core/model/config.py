@@ -43,22 +43,6 @@ def graphqa_prompt(question: str) -> str:
 QUESTION_FORMS: dict[str, Callable[[str], str]] = {"plain": lambda q: q, "graphqa": graphqa_prompt}
 
 
-def instruction_only(question: str) -> str:
-    """The question from its last line starting ``Question:`` on (the task's instruction), without the
-    example's own text before it (ExplaGraphs: the two arguments); unchanged when there is no such line."""
-    lines = str(question).split("\n")
-    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith("Question:")]
-    return "\n".join(lines[starts[-1]:]) if starts and starts[-1] > 0 else question
-
-
-# What the graph-only view reads as its question (``TopoRAGConfig.graph_view_question``): the graph-only
-# training rows (``graph_only``) and the graph view of two-view scoring. "same": the whole question;
-# "instruction": the instruction alone, so the answer must come from the graph tokens (the ExplaGraphs
-# arguments alone predict the stance about as well as the graph tokens with them: 0.785 vs 0.779 with
-# another question's tokens on validation)
-GRAPH_VIEW_QUESTIONS: dict[str, Callable[[str], str]] = {"same": lambda q: q, "instruction": instruction_only}
-
-
 def _retired(key: str, value: Any, old: str = "") -> ValueError:
     return ValueError(f"TopoRAGConfig.{key}={value!r}: this option was retired (a losing experiment, removed "
                       f"with its code){old}")
@@ -96,10 +80,6 @@ class TopoRAGConfig:
     answer_set: tuple[str, ...] = ()  # closed answer set trained on (answer() scores these); () = open answers
     answer_style: str = "label"  # an ANSWER_STYLES name (model/styles.py): "label" | "evidence" | "cited"
     question_form: str = "plain"  # a QUESTION_FORMS name: how training phrased questions (applied to users')
-    # Closed-set scoring reads the graph tokens twice: with the text and alone (model/answering.py,
-    # two-view scoring); 0 = the single full-prompt view
-    graph_view_weight: float = 0.0
-    graph_view_question: str = "same"  # a GRAPH_VIEW_QUESTIONS name: the question the graph-only view reads
 
     def __post_init__(self) -> None:
         if isinstance(self.cwn, dict):
@@ -111,7 +91,6 @@ class TopoRAGConfig:
         _choose("answer_style", self.answer_style, ANSWER_STYLES)
         _choose("question_form", self.question_form, sorted(QUESTION_FORMS))
         _choose("graph_path", self.graph_path, GRAPH_PATHS)
-        _choose("graph_view_question", self.graph_view_question, sorted(GRAPH_VIEW_QUESTIONS))
         if self.graph_path == "cells" and self.use_graph:
             if self.encoder != "cwn":
                 raise ValueError(f"TopoRAGConfig.graph_path='cells' needs per-cell states: encoder 'cwn', "
@@ -119,10 +98,6 @@ class TopoRAGConfig:
             if self.num_graph_tokens < 2:
                 raise ValueError("TopoRAGConfig.graph_path='cells' needs num_graph_tokens >= 2 (a whole-subcomplex "
                                  f"slot and at least one cell), got {self.num_graph_tokens}")
-        if not 0.0 <= float(self.graph_view_weight) <= 10.0:
-            raise ValueError(f"TopoRAGConfig.graph_view_weight: a weight in [0, 10], got {self.graph_view_weight}")
-        if self.graph_view_weight and not self.use_graph:
-            raise ValueError("TopoRAGConfig.graph_view_weight > 0 needs graph tokens (use_graph=True)")
         for name in ("num_graph_tokens", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TopoRAGConfig.{name}: must be >= 1, got {getattr(self, name)}")

@@ -246,11 +246,6 @@ class TopoRAGModel(nn.Module):
         """``(B, C)`` log-likelihood of each candidate (:func:`~toporag_core.model.decode.score_choices`)."""
         return decode.score_choices(self, batch, choices, soft=soft, prompt=prompt, truncate=truncate)
 
-    def label_scores(self, batch: QABatch, choices, soft: Tensor | None = None):
-        """``(scores (B, C), views | None)`` of a closed answer set, two-view when the config says so
-        (:func:`~toporag_core.model.answering.label_scores`)."""
-        return answering.label_scores(self, batch, choices, soft)
-
     def answer(self, batch: QABatch, choices=None, soft: Tensor | None = None,
                max_new_tokens: int | None = None) -> list[dict[str, Any]]:
         """Task decoding, one dict per row (:func:`~toporag_core.model.answering.answer`)."""

@@ -31,18 +31,17 @@ REQUIRED = ("prediction", "label")  # a line without an id is known by its line 
 def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, probability: Any, correct: bool,
                 clean: bool, seconds: float, raw: Any, cells: Any, context: str, method: str, dataset: str,
                 evidence: str | None = None, support_covered: bool | None = None,
-                graph_tokens: str = "normal", views: dict | None = None) -> dict[str, Any]:
+                graph_tokens: str = "normal") -> dict[str, Any]:
     """One ``toporag eval`` record, keys in :data:`FIELDS` order (``prediction`` repeats ``answer``,
     ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``;
-    ``graph_tokens``: the ablation arm of :mod:`toporag_core.arms` the answer was given under; ``views``:
-    the label scores of each view under two-view scoring, only when it was used)."""
+    ``graph_tokens``: the ablation arm of :mod:`toporag_core.arms` the answer was given under)."""
     return {"id": id, "qtype": qtype, "question": question, "gold": gold, "answer": answer,
             "probability": probability, "correct": correct, "clean": clean, "seconds": seconds,
             "prediction": answer, "label": gold, "raw": raw,
             **({"evidence": evidence} if evidence is not None else {}),
             **({"support_covered": support_covered} if support_covered is not None else {}),
             "cells": cells, "context": context, "method": method, "dataset": dataset,
-            "graph_tokens": graph_tokens, **({"views": views} if views is not None else {})}
+            "graph_tokens": graph_tokens}
 
 
 def record_line(record: dict[str, Any]) -> str:

@@ -121,7 +121,6 @@ class Answer:
     label_probs: dict[str, float] | None = field(default=None)
     evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
     choices: tuple[str, ...] | None = None  # the closed answer set it was scored over (None: open answer)
-    views: dict[str, Any] | None = None  # two-view scoring: {"text": {label: p}, "graph": {label: p}, "weight": w}
 
     @property
     def closed(self) -> bool:
@@ -183,8 +182,7 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
         r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
-                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None,
-                               views=r.get("views"))
+                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None)
     return out
 
 
@@ -290,23 +288,6 @@ def answer_in_context(answer: str, context: str) -> bool:
 
 def gold_text(gold: Any) -> str:
     return " | ".join(str(g) for g in gold) if isinstance(gold, list) else str(gold)
-
-
-def views_note(a: Answer) -> str | None:
-    """For a two-view answer, what each view said: the full prompt (text + graph tokens) and the graph
-    tokens alone, each with its most likely label, and how they were combined; ``None`` otherwise."""
-    v = a.views
-    if not v or "text" not in v or "graph" not in v:
-        return None
-
-    def top(p: dict[str, float]) -> str:
-        label = max(p, key=p.get)
-        return f"{label} ({p[label]:.2f})"
-
-    alone = ("no text, the task's instruction without the example's own words" if v.get("question") == "instruction"
-             else "no text, with the question")
-    return (f"Two views, combined as log p(text view) + {float(v['weight']):g} x log p(graph view): the text + "
-            f"graph tokens say {top(v['text'])}; the graph tokens alone ({alone}) say {top(v['graph'])}.")
 
 
 def label_probs_frame(probs: dict[str, float]) -> pd.DataFrame:

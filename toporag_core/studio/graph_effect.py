@@ -216,23 +216,15 @@ def _answer_logp(model, question: str, context: str, soft: Tensor, effect: Graph
     out = []
     for i in range(0, soft.shape[0], chunk):
         part = soft[i:i + chunk]
-        rows = qa_rows(question, context, part.shape[0])
-        if effect.closed and evidence is None:  # as the answer was scored (two-view when the model is)
-            sc = model.label_scores(rows, targets, soft=part)[0].double()
-        else:
-            sc = model.score_choices(rows, targets, soft=part, truncate=evidence is None).double()
+        sc = model.score_choices(qa_rows(question, context, part.shape[0]), targets, soft=part,
+                                 truncate=evidence is None).double()
         out.append(sc.log_softmax(-1)[:, effect.labels.index(effect.answer)] if effect.closed else sc[:, 0])
     return torch.cat(out)
 
 
 def _closed_arms(model, question, context, tokens, effect: GraphTokenEffect, evidence: str | None) -> None:
-    targets = _targets(effect, evidence)
-    if evidence is None:  # as the answer was scored (two-view when the model is)
-        sc = torch.cat([model.label_scores(qa_rows(question, context, 1), targets, soft=tokens[a])[0]
-                        for a in ARMS]).double()
-    else:
-        sc = torch.stack([model.score_choices(qa_rows(question, context, 1), targets, soft=tokens[a],
-                                              truncate=False)[0].double() for a in ARMS])
+    sc = torch.stack([model.score_choices(qa_rows(question, context, 1), _targets(effect, evidence),
+                                          soft=tokens[a], truncate=evidence is None)[0].double() for a in ARMS])
     prob = sc.softmax(-1)
     j = effect.labels.index(effect.answer)
     for k, a in enumerate(ARMS):
