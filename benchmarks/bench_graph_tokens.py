@@ -1,6 +1,7 @@
 """Do the graph tokens carry the subcomplex? Ablation arms of a checkpoint on a full test split, paired.
 
-For each checkpoint: ``toporag eval --graph-tokens ARM`` for every arm (normal, permute, zero, only;
+For each checkpoint: ``toporag eval --graph-tokens ARM`` for every arm (normal, permute, zero, only,
+only_permute;
 ``arms.py`` says what each feeds the LLM), then the paired table (exact McNemar against ``normal``,
 :func:`toporag_core.evaluate.paired_table`) with the majority answer beside it, and the goals of the
 graph-token work checked on it:
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import require_shared  # noqa: E402
 
-ARMS = ("normal", "permute", "zero", "only")
+ARMS = ("normal", "permute", "zero", "only", "only_permute")
 
 
 def run_arm(checkpoint: Path, dataset: str, arm: str, out: Path, split: str, limit: int | None, threads: int,
@@ -48,6 +49,21 @@ def table(files: dict[str, Path]) -> list[dict]:
     from toporag_core.evaluate import paired_table
 
     return paired_table({k: str(v) for k, v in files.items()}, "normal")
+
+
+def own_tokens_line(only: Path, only_permute: Path) -> str:
+    """What a question's own graph tokens add without text: ``only`` against ``only_permute`` (another
+    question's tokens, same question), paired (exact McNemar)."""
+    from toporag_core.metrics import mcnemar_exact
+    from toporag_core.predictions import read_records
+
+    a = {str(r["id"]): bool(r["correct"]) for r in read_records(only, ("id", "correct"))}
+    b = {str(r["id"]): bool(r["correct"]) for r in read_records(only_permute, ("id", "correct"))}
+    ids = sorted(set(a) & set(b))
+    x, y, p = mcnemar_exact([a[i] for i in ids], [b[i] for i in ids])
+    diff = (sum(a[i] for i in ids) - sum(b[i] for i in ids)) / max(len(ids), 1)
+    return (f"\nOwn graph tokens without text (only vs only_permute, {len(ids)} questions): {100 * diff:+.1f} "
+            f"points, only own right / only other's right {x} / {y}, McNemar p = {p:.2g}")
 
 
 def goals(rows: list[dict], min_drop: float, min_only: float, min_normal: float) -> list[tuple[str, bool, str]]:
@@ -104,6 +120,8 @@ def main() -> int:
             p = "reference" if r["reference"] else f"{r['p_value']:.2g}"
             print(f"| {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
                   f"{r['only_reference_right']} | {p} |")
+        if {"only", "only_permute"} <= set(files):
+            print(own_tokens_line(files["only"], files["only_permute"]))
         print("\n| goal | met | measured |\n|---|---|---|")
         for name, ok, val in goals(rows, args.min_drop, args.min_only, args.min_normal):
             print(f"| {name} | {'yes' if ok else 'NO'} | {val} |")

@@ -69,7 +69,7 @@ def test_each_arm_hands_the_llm_what_it_says(arm, examples, tmp_path):
     with torch.no_grad():
         own = model.graph_tokens(make_batch(examples, with_answers=False).cells)
     assert [q for _, qs, _ in seen for q in qs] == [e.question for e in examples]
-    if arm == "only":
+    if arm in ("only", "only_permute"):
         assert contexts == [""] * len(examples)
     else:
         assert contexts == [e.context for e in examples]
@@ -79,7 +79,7 @@ def test_each_arm_hands_the_llm_what_it_says(arm, examples, tmp_path):
         assert soft.abs().max() == 0 and soft.shape == own.shape
     elif arm == "mean":
         torch.testing.assert_close(soft, own.mean(0, keepdim=True).expand_as(own), rtol=1e-5, atol=1e-6)
-    else:  # permute: row i reads the tokens of example sigma(i), never its own
+    else:  # permute, only_permute: row i reads the tokens of example sigma(i), never its own
         sigma = derangement(len(examples), 0)
         torch.testing.assert_close(soft, own[torch.as_tensor(sigma)])
         assert all(not torch.equal(soft[i], own[i]) for i in range(len(examples)))

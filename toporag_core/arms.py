@@ -4,16 +4,20 @@ The model reads ``[graph tokens ; textualized subcomplex ; question]``. An arm c
 LLM receives, with the checkpoint loaded exactly as for a normal run, so that a paired test
 (``toporag compare``) on the per-question answers tells how much each part carries:
 
-==========  ==========================================================================================
-arm         what the model reads
-==========  ==========================================================================================
-normal      its own graph tokens ``G_i = proj(CWN(subcomplex_i))`` (``(T, d)``) and its own text
-zero        ``0`` in place of ``G_i`` (the text alone, with the graph slots present)
-permute     ``G_sigma(i)``: the graph tokens of another question of the same run, ``sigma`` a fixed seeded
-            derangement (``sigma(i) != i``); an encoder that carries information loses accuracy here
-mean        ``mean_j G_j`` over the run: the constant that an inert encoder would learn
-only        its own ``G_i`` and the question, no textualized context: what the graph path alone carries
-==========  ==========================================================================================
+============  ========================================================================================
+arm           what the model reads
+============  ========================================================================================
+normal        its own graph tokens ``G_i = proj(CWN(subcomplex_i))`` (``(T, d)``) and its own text
+zero          ``0`` in place of ``G_i`` (the text alone, with the graph slots present)
+permute       ``G_sigma(i)``: the graph tokens of another question of the same run, ``sigma`` a fixed
+              seeded derangement (``sigma(i) != i``); an encoder that carries information loses accuracy
+mean          ``mean_j G_j`` over the run: the constant that an inert encoder would learn
+only          its own ``G_i`` and the question, no textualized context: what the graph path and the
+              question carry together
+only_permute  ``G_sigma(i)`` and the question, no textualized context: what the question carries with
+              graph tokens in place; ``only`` minus ``only_permute`` is what the question's own tokens
+              add (an ExplaGraphs question holds both arguments, so ``only`` is not the graph's share)
+============  ========================================================================================
 
 ``sigma`` is drawn over the examples handed to :func:`~toporag_core.evaluate.evaluate` (a resumed run
 keeps it; a sharded run deranges within each shard). If ``normal`` and ``permute`` give the same
@@ -26,7 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-ARMS = ("normal", "zero", "permute", "mean", "only")
+ARMS = ("normal", "zero", "permute", "mean", "only", "only_permute")
+NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized context
 
 
 def derangement(n: int, seed: int = 0) -> np.ndarray:
@@ -74,16 +79,16 @@ class GraphTokenArm:
     def __post_init__(self) -> None:
         known_arm(self.arm)
         self._index = {str(e.id): i for i, e in enumerate(self.examples)}
-        if self.arm == "permute":
+        if self.arm in ("permute", "only_permute"):
             self._sigma = derangement(len(self.examples), self.seed)
 
     def inputs(self, chunk: Sequence[Any]) -> list[Any]:
-        if self.arm == "only":
+        if self.arm in NO_TEXT_ARMS:
             return [dataclasses.replace(e, context="") for e in chunk]
         return list(chunk)
 
     def partner(self, example: Any) -> Any:
-        """The example whose graph tokens ``example`` reads under ``permute``."""
+        """The example whose graph tokens ``example`` reads under ``permute`` / ``only_permute``."""
         return self.examples[int(self._sigma[self._index[str(example.id)]])]
 
     def tokens(self, model, batch, chunk: Sequence[Any]):

@@ -42,7 +42,9 @@ class EvalOptions:
                                      "checkpoint's answer set; 'none' forces open generation)")
     graph_tokens: str = _opt("normal", "graph-token ablation: normal | zero (zeroed) | permute (another question's, "
                                        "a fixed seeded derangement) | mean (the run's mean token) | only (graph "
-                                       "tokens + question, no textualized context); pair arms with toporag compare",
+                                       "tokens + question, no textualized context) | only_permute (another "
+                                       "question's graph tokens + question, no textualized context); pair arms "
+                                       "with toporag compare",
                              choices=ARMS)
 
 
