@@ -317,11 +317,13 @@ def test_real_tatqa_test_file(shared_data):
 
 
 def test_numpy_minilm_equals_the_sentence_transformer():
-    from toporag_core.embed import SentenceTransformerEncoder
-    from toporag_core.hybrid.numpy_minilm import NumpyMiniLM
+    from toporag_core.embed import SentenceTransformerEncoder, get_encoder
+    from toporag_core.minilm_numpy import NumpyMiniLM
 
     texts = ["What was the revenue from cloud subscriptions in 2019?", "[COL: 2019] [VAL: $1,200]", "x",
              "Receivables are stated net of doubtful accounts. " * 40]  # the last one is cut at 256 tokens
-    a, b = NumpyMiniLM().encode(texts), SentenceTransformerEncoder().encode(texts)
+    enc = get_encoder("minilm-numpy", cached=False)  # the encoder registry's name for it
+    assert isinstance(enc, NumpyMiniLM) and enc.name == SentenceTransformerEncoder().name
+    a, b = enc.encode(texts), SentenceTransformerEncoder().encode(texts)
     assert a.shape == b.shape == (4, 384)
     np.testing.assert_allclose((a * b).sum(1), 1.0, atol=1e-5)

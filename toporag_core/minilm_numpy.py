@@ -39,7 +39,7 @@ class NumpyMiniLM:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        from ..embed import default_sentence_model
+        from .embed import default_sentence_model
 
         folder = Path(model or default_sentence_model())
         for f in ("model.safetensors", "tokenizer.json"):
@@ -107,7 +107,7 @@ class NumpyMiniLM:
     def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths share a batch
-        from ..embed import single_thread_blas
+        from .embed import single_thread_blas
 
         with self._lock, single_thread_blas():  # small products: threads cost more than they give
             for i in range(0, len(texts), self.batch_size):
