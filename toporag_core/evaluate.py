@@ -233,3 +233,15 @@ def paired_table(runs: dict[str, str | os.PathLike | Sequence[str | os.PathLike]
                          "only_this_right": x, "only_reference_right": y, "p_value": pv, "reference": False,
                          "answered": len(ids)})
     return rows
+
+
+def paired_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """:func:`paired_table`'s rows as a markdown table (one string per line; what ``toporag compare``
+    prints and the benchmarks paste into docs/results)."""
+    out = ["| group | run | n | accuracy | only this right | only reference right | McNemar p |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = "(reference)" if r["reference"] else f"{r['p_value']:.3g}"
+        out.append(f"| {r['group']} | {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
+                   f"{r['only_reference_right']} | {p} |")
+    return out

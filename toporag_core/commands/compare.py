@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..evaluate import paired_table, prediction_group
+    from ..evaluate import paired_markdown, paired_table, prediction_group
 
     runs = {}
     for item in args.runs:
@@ -46,10 +46,5 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| group | run | n | accuracy | only this right | only reference right | McNemar p |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        p = "(reference)" if r["reference"] else f"{r['p_value']:.3g}"
-        print(f"| {r['group']} | {r['run']} | {r['n']} | {r['accuracy']:.3f} | {r['only_this_right']} | "
-              f"{r['only_reference_right']} | {p} |")
+    print("\n".join(paired_markdown(rows)))
     return 0
