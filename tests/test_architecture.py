@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("graph", "metrics")),
     ("io", ("io", "corpus")),
     ("complex", ("complex", "lift", "validate")),
-    ("embeddings", ("embed",)),
+    ("embeddings", ("embed", "minilm_numpy")),
     ("topology", ("topo",)),
     ("retrieval", ("retrieval",)),
     ("neural", ("nn", "llm", "model", "testing")),

@@ -50,11 +50,23 @@ def _load_sample(pg, title: str) -> None:
 
 
 def _graph_frame(pg):
-    """The pyvis iframe once its canvas exists and vis-network has its data."""
-    pg.frame_locator("iframe").first.locator("canvas").first.wait_for()
-    for frame in pg.frames:
-        if frame != pg.main_frame and frame.evaluate("() => typeof network !== 'undefined' && !!network"):
-            return frame
+    """The pyvis iframe once its canvas exists and vis-network has its data. A rerun still in flight can
+    replace the iframe while the frames are read (seen on a loaded CI machine: "Frame was detached"):
+    the page is settled first, and a frame detached under the check is looked for once more."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in (1, 2, 3):
+        settle(pg)
+        pg.frame_locator("iframe").first.locator("canvas").first.wait_for()
+        for frame in pg.frames:
+            if frame == pg.main_frame or frame.is_detached():
+                continue
+            try:
+                if frame.evaluate("() => typeof network !== 'undefined' && !!network"):
+                    return frame
+            except PlaywrightError as e:
+                if "detached" not in str(e) or attempt == 3:
+                    raise
     raise AssertionError("no frame with a vis-network graph")
 
 
