@@ -79,3 +79,28 @@ def upload(pg, uploader, path: Path, shown: str | None = None) -> None:
         except PlaywrightTimeout:
             if attempt == 2:
                 raise
+
+
+def load_sample(pg, title: str) -> None:
+    """On Home: pick the sample graph ``title``, load it and wait for the page to say so."""
+    pg.get_by_text("Current graph:").wait_for()
+    pg.get_by_test_id("stSelectbox").filter(has_text="Sample").click()
+    pg.get_by_role("option", name=title).click()
+    pg.get_by_role("button", name="Load sample").click()
+    pg.get_by_text(f"Loaded {title}").wait_for()
+
+
+@contextlib.contextmanager
+def shipped_scene_server(tmp_path_factory, name: str) -> Iterator[str]:
+    """The app on the committed SceneGraphs checkpoint with its own encoder and LLM (a fresh cache named
+    after ``name``); skips when that checkpoint is not committed here."""
+    from toporag_core.studio.ask import CHECKPOINT_ROOT
+
+    folder = CHECKPOINT_ROOT / "scene_graphs"
+    if not (folder / "config.json").is_file():
+        pytest.skip("the SceneGraphs checkpoint is not committed here")
+    log = tmp_path_factory.mktemp(f"server_{name}") / "streamlit.log"
+    with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
+                                "TOPORAG_CACHE": str(tmp_path_factory.mktemp(f"cache_{name}"))},
+                          drop_env=("TOPORAG_ENCODER", "TOPORAG_LLM")) as url:
+        yield url

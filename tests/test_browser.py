@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, ROOT, settle, streamlit_server, upload
+from ._browser import CHROMIUM, ROOT, load_sample, settle, streamlit_server, upload
 
 EVIL = "<script>alert(1)</script>"
 
@@ -39,14 +39,6 @@ def page(browser):
     pg.dialogs = dialogs
     yield pg
     ctx.close()
-
-
-def _load_sample(pg, title: str) -> None:
-    pg.get_by_text("Current graph:").wait_for()
-    pg.get_by_test_id("stSelectbox").filter(has_text="Sample").click()
-    pg.get_by_role("option", name=title).click()
-    pg.get_by_role("button", name="Load sample").click()
-    pg.get_by_text(f"Loaded {title}").wait_for()
 
 
 def _graph_frame(pg):
@@ -86,7 +78,7 @@ def test_retrieval_lab_in_the_browser(server, page, tmp_path):
     assert retrieve(ecx, graph.meta["question"]).counts != expected.counts
 
     page.goto(server)
-    _load_sample(page, "Knowledge graph: the Curies")
+    load_sample(page, "Knowledge graph: the Curies")
     page.get_by_role("link", name="Retrieval lab").first.click()  # in-app navigation keeps the session
     box = page.locator("textarea[aria-label='Question']")
     box.wait_for()

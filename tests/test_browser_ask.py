@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, load_sample, settle, shipped_scene_server, streamlit_server
 
 QUESTION = "What is on the table? Answer in a few words."
 
@@ -148,11 +148,7 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
             pg = browser.new_page(viewport={"width": 1440, "height": 1150})
             pg.set_default_timeout(120_000)
             pg.goto(url)
-            pg.get_by_text("Current graph:").wait_for()
-            pg.get_by_test_id("stSelectbox").filter(has_text="Sample").click()
-            pg.get_by_role("option", name="Knowledge graph: the Curies").click()
-            pg.get_by_role("button", name="Load sample").click()
-            pg.get_by_text("Loaded Knowledge graph: the Curies").wait_for()
+            load_sample(pg, "Knowledge graph: the Curies")
             pg.get_by_role("link", name="Ask").first.click()
             before = pg.get_by_test_id("stAlertContentWarning").filter(has_text="Answering model:")
             before.wait_for()
@@ -173,15 +169,7 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
 def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, tmp_path):
     """The committed SceneGraphs checkpoint answers the built-in scene's question; the page then shows
     "What the graph tokens did": the own / zeroed / permuted table and its verdict line."""
-    from toporag_core.studio.ask import CHECKPOINT_ROOT
-
-    folder = CHECKPOINT_ROOT / "scene_graphs"
-    if not (folder / "config.json").is_file():
-        pytest.skip("the SceneGraphs checkpoint is not committed here")
-    log = tmp_path_factory.mktemp("server_scene") / "streamlit.log"
-    with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
-                                "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_scene"))},
-                          drop_env=("TOPORAG_ENCODER", "TOPORAG_LLM")) as url:
+    with shipped_scene_server(tmp_path_factory, "scene") as url:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:

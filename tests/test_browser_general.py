@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, settle, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, load_sample, settle, streamlit_server
 
 GENERAL = Path(__file__).resolve().parents[1] / "assets" / "checkpoints" / "general"
 
@@ -45,11 +45,7 @@ def test_ask_on_the_curie_sample_names_the_general_checkpoint(tmp_path_factory, 
             pg = browser.new_page(viewport={"width": 1440, "height": 1150})
             pg.set_default_timeout(300_000)  # model load + first embedding on a busy 2-core machine
             pg.goto(url)
-            pg.get_by_text("Current graph:").wait_for()
-            pg.get_by_test_id("stSelectbox").filter(has_text="Sample").click()
-            pg.get_by_role("option", name="Knowledge graph: the Curies").click()
-            pg.get_by_role("button", name="Load sample").click()
-            pg.get_by_text("Loaded Knowledge graph: the Curies").wait_for()
+            load_sample(pg, "Knowledge graph: the Curies")
             pg.get_by_role("link", name="Ask").first.click()
             before = pg.get_by_text("Answering model:").first
             before.wait_for()

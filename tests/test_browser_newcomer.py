@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from ._browser import CHROMIUM, settle, streamlit_server, upload
+from ._browser import CHROMIUM, settle, shipped_scene_server, streamlit_server, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -234,15 +234,7 @@ def test_learn_starts_at_the_labs_k_home_links_every_page_and_kg_upload_named_by
 def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory, tmp_path, browser):
     """The committed SceneGraphs checkpoint answers a yes/no question on the built-in scene: the page
     shows the retrieved facts about the claim and says nothing about the label's occurrence."""
-    from toporag_core.studio.ask import CHECKPOINT_ROOT
-
-    folder = CHECKPOINT_ROOT / "scene_graphs"
-    if not (folder / "config.json").is_file():
-        pytest.skip("the SceneGraphs checkpoint is not committed here")
-    log = tmp_path_factory.mktemp("server_yes_no") / "streamlit.log"
-    with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
-                                "TOPORAG_CACHE": str(tmp_path_factory.mktemp("cache_yes_no"))},
-                          drop_env=("TOPORAG_ENCODER", "TOPORAG_LLM")) as url:
+    with shipped_scene_server(tmp_path_factory, "yes_no") as url:
         with browser.new_context(viewport={"width": 1440, "height": 1150}) as ctx:
             pg = ctx.new_page()
             pg.set_default_timeout(300_000)
