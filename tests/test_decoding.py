@@ -189,8 +189,11 @@ def test_kv_store_key_changes_with_the_frozen_part():
     keys = {qf: kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, question_first=qf),
                              "data") for qf in (False, True)}
     assert keys[False] != keys[True]  # different frozen parts never share a cache
-    same = tiny_model(in_dim=DIM, graph_position="before_question", tokens=4, seed=3)  # the tail differs only
+    same = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, seed=3)  # other weights only
     assert kv_store_key(same, "data") == keys[False]
+    # more graph tokens leave less of the input budget to the context, which is then cut elsewhere
+    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=4), "data") != keys[False]
+    assert kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", use_graph=False), "data") != keys[False]
     assert kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2), "other") != keys[False]
 
 

@@ -305,13 +305,16 @@ def kv_data_key(dataset: str, setting_key: str, data_dir: str | os.PathLike | No
 
 
 def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None = None) -> str:
-    """A folder name that changes with the LLM, the prompt layout, the input budget and the data
-    (``graph_position``: the key of another cacheable layout of the same model)."""
+    """A folder name that changes with the LLM, the prompt layout, the input budget, the number of graph
+    tokens (they take part of that budget, so the context is cut at another length: a text-only twin and its
+    graph-token model never share a cache) and the data (``graph_position``: the key of another cacheable
+    layout of the same model)."""
     import hashlib
 
     pos = graph_position or model.config.graph_position
     lay = model.prompt_layout_ids()
-    key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key]
+    key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key,
+           f"soft={model.num_soft_tokens()}"]
     if pos != "suffix":  # the first cacheable layout keeps its original keys
         key.append(pos)
     if model.config.question_first:
