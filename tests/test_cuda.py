@@ -1,10 +1,10 @@
 """The CUDA path (skipped without a GPU): the shipped recipes train on a CPU and must run on CUDA unchanged.
 
-* The cells path (one graph token per retrieved cell, nodes first as the scene recipe orders them) and the
-  LoRA model's loss give the same numbers on CUDA as on the CPU for the same weights and batch (fp32).
-* The scene recipe end to end through the CLI on ``--device cuda``: the recipe file itself (cells path,
-  cited answers, graph-only rows, the cached frozen part), a few steps with the tiny Llama and the hashing
-  encoder, then ``toporag eval`` with each graph-token arm; the checkpoint records that it trained on CUDA.
+* The cells path (one graph token per retrieved cell) and the LoRA model's loss give the same numbers on
+  CUDA as on the CPU for the same weights and batch (fp32).
+* The shipped scene recipe end to end through the CLI on ``--device cuda``: the recipe file itself (LoRA,
+  the cached frozen part, question first, cited answers, bf16), a few steps with the tiny Llama and the
+  hashing encoder, then ``toporag eval`` with each graph-token arm.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_cells_path_tokens_and_loss_match_the_cpu():
                                            question=f"Q{i}: {t[0][0]}?", label="yes", answer="yes"),
                                 enc, PrepConfig(RetrievalSetting.make(k0=3, k1=3, k2=1)))
                 for i, t in enumerate(TRIPLES)]
-    model = tiny_model(in_dim=16, mode="lora", tokens=4, graph_path="cells", cell_order=(0, 2, 1),
+    model = tiny_model(in_dim=16, mode="lora", tokens=4, graph_path="cells",
                        graph_position="before_question").eval()
     batch = make_batch(examples)
     with torch.no_grad():
