@@ -174,7 +174,13 @@ def test_hybrid_upload_ranked_first_is_shown_and_bad_uploads_say_why_in_the_brow
     box.fill(QUESTION)
     box.press("Enter")
     settle(page)
-    page.get_by_test_id("stSelectbox").filter(has_text="Table to inspect").first.wait_for()
+    inspect = page.get_by_test_id("stSelectbox").filter(has_text="Table to inspect").first
+    inspect.wait_for()
+    # a loaded machine can start the question's rerun after settle() returned: wait for the answer's table
+    # (Playwright polls the page; a page that shows another table still fails, after the timeout)
+    from playwright.sync_api import expect
+
+    expect(inspect.locator("input[role=combobox]")).to_have_value(re.compile(re.escape(top)), timeout=120_000)
     assert top in _selected(page, "Table to inspect")
     assert page.get_by_test_id("stAlert").count() == 0
 
