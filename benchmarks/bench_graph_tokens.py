@@ -54,17 +54,14 @@ def table(files: dict[str, Path]) -> list[dict]:
 
 def own_tokens_line(only: Path, only_permute: Path) -> str:
     """What a question's own graph tokens add without text: ``only`` against ``only_permute`` (another
-    question's tokens, same question), paired (exact McNemar)."""
-    from toporag_core.metrics import mcnemar_exact
-    from toporag_core.predictions import read_records
+    question's tokens, same question), paired (:func:`toporag_core.evaluate.paired_table`, exact McNemar)."""
+    from toporag_core.evaluate import paired_table
 
-    a = {str(r["id"]): bool(r["correct"]) for r in read_records(only, ("id", "correct"))}
-    b = {str(r["id"]): bool(r["correct"]) for r in read_records(only_permute, ("id", "correct"))}
-    ids = sorted(set(a) & set(b))
-    x, y, p = mcnemar_exact([a[i] for i in ids], [b[i] for i in ids])
-    diff = (sum(a[i] for i in ids) - sum(b[i] for i in ids)) / max(len(ids), 1)
-    return (f"\nOwn graph tokens without text (only vs only_permute, {len(ids)} questions): {100 * diff:+.1f} "
-            f"points, only own right / only other's right {x} / {y}, McNemar p = {p:.2g}")
+    rows = {r["run"]: r for r in paired_table({"only": str(only), "only_permute": str(only_permute)}, "only")}
+    own, other = rows["only"], rows["only_permute"]
+    return (f"\nOwn graph tokens without text (only vs only_permute, {own['n']} questions): "
+            f"{100 * (own['accuracy'] - other['accuracy']):+.1f} points, only own right / only other's right "
+            f"{other['only_reference_right']} / {other['only_this_right']}, McNemar p = {other['p_value']:.2g}")
 
 
 # The graph-token goals per dataset (``--min-*`` override them): ExplaGraphs needs permute 3 points below

@@ -70,6 +70,8 @@ def test_scene_recipe_trains_and_evaluates_every_arm_on_cuda(tmp_path, monkeypat
                  "--max-train", "24", "--max-eval", "8", "--max-steps", "4", "--eval-every", "2",
                  "--out", str(tmp_path / "run")])
     assert code == 0, capsys.readouterr().err
+    if DEVICE.startswith("cuda"):  # the model really ran there, not on a silent CPU fallback
+        assert torch.cuda.max_memory_allocated() > 0
     meta = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
     shipped = tomllib.loads(recipe.read_text())
     assert meta["config"]["graph_path"] == shipped.get("graph_path", "pooled") and meta["llm_dtype"] == "bfloat16"

@@ -314,9 +314,7 @@ def kv_store_key(model: TopoRAGModel, data_key: str, graph_position: str | None 
     pos = graph_position or model.config.graph_position
     lay = model.prompt_layout_ids()
     key = [model.config.llm, lay, model.config.max_input_tokens, str(model.dtype), data_key,
-           f"soft={model.num_soft_tokens()}"]
-    if pos != "suffix":  # the first cacheable layout keeps its original keys
-        key.append(pos)
+           f"soft={model.num_soft_tokens()}", pos]
     if model.config.question_first:
         key.append("question_first")
     h = hashlib.sha1(json.dumps(key).encode()).hexdigest()[:12]
