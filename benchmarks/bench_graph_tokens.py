@@ -9,7 +9,10 @@ of the graph-token work checked on it:
 * ``only`` (graph tokens + question, no text) at least ``--min-only``;
 * ``normal`` at least ``--min-normal``
 
-with each dataset's goals as defaults (:data:`GOALS`).
+with each dataset's goals as defaults (:data:`GOALS`). Before the arms, ``--readback N`` (default 64) asks
+whether the LLM can read the first N questions' cells back from their graph tokens at all
+(``toporag eval --readback``: the loss of the node lines given own against another question's tokens, no
+text; about a minute).
 
 Predictions go to ``--out`` (one JSONL per checkpoint and arm; a rerun resumes them), so the table can be
 rebuilt without answering again. One thread on a shared 2-core CPU takes about 7-15 minutes per arm on
@@ -44,6 +47,16 @@ def run_arm(checkpoint: Path, dataset: str, arm: str, out: Path, split: str, lim
     print(f"[{checkpoint.name or checkpoint}] {arm}: {' '.join(cmd[3:])}", file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return out
+
+
+def readback_line(checkpoint: Path, dataset: str, split: str, n: int, threads: int, data_dir: str | None) -> str:
+    """``toporag eval --readback`` on the first ``n`` questions: its one-sentence summary."""
+    cmd = [sys.executable, "-m", "toporag_core.cli", "eval", "--checkpoint", str(checkpoint), "--dataset", dataset,
+           "--split", split, "--threads", str(threads), "--readback", "--limit", str(n)]
+    if data_dir:
+        cmd += ["--data-dir", data_dir]
+    out = subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, text=True).stdout.strip().splitlines()
+    return "\nReadback (can the LLM read the cells back from the graph tokens? no text): " + out[-1]
 
 
 def table(files: dict[str, Path]) -> list[dict]:
@@ -100,6 +113,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N questions only (a quick look)")
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--readback", type=int, default=64, help="readback on the first N questions (0: skip)")
     ap.add_argument("--out", default="runs/bench_graph_tokens")
     ap.add_argument("--min-drop", type=float, default=None, help="default: the dataset's goal (GOALS)")
     ap.add_argument("--min-only", type=float, default=None, help="default: the dataset's goal (GOALS)")
@@ -117,6 +131,8 @@ def main() -> int:
             require_shared("expla_graphs_train_dev.tsv")
         out = Path(args.out) / (ckpt.parent.name if ckpt.name == "best" else ckpt.name)
         out.mkdir(parents=True, exist_ok=True)
+        readback = (readback_line(ckpt, dataset, args.split, args.readback, args.threads, args.data_dir)
+                    if args.readback else "")
         files = {arm: run_arm(ckpt, dataset, arm, out / f"{arm}.jsonl", args.split, args.limit, args.threads,
                               args.data_dir) for arm in args.arms.split(",")}
         if "normal" not in files:
@@ -129,6 +145,7 @@ def main() -> int:
         print("\n".join(paired_markdown(rows)))
         if {"only", "only_permute"} <= set(files):
             print(own_tokens_line(files["only"], files["only_permute"]))
+        print(readback)
         print("\n| goal | met | measured |\n|---|---|---|")
         want = {**GOALS.get(dataset, GOALS["expla_graphs"]),
                 **{k: v for k, v in (("min_drop", args.min_drop), ("min_only", args.min_only),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from toporag_core.arms import ARMS, GraphTokenArm, check_arm, derangement
+from toporag_core.arms import ARMS, READBACK_QUESTION, GraphTokenArm, check_arm, derangement, readback, readback_rows
 from toporag_core.evaluate import evaluate
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
@@ -92,3 +92,24 @@ def test_permute_is_fixed_across_a_resume(examples, tmp_path):
     again = GraphTokenArm("permute", examples, seed=3)
     assert {e.id: again.partner(e).id for e in examples[2:]} == {k: partners[k] for k in [e.id for e in examples[2:]]}
     assert all(partners[k] != k for k in partners)
+
+
+def test_readback_rows_ask_for_the_first_context_block(examples):
+    rows = readback_rows(examples)
+    assert [r.id for r in rows] == [e.id for e in examples if e.context.strip()] and rows
+    for r, e in zip(rows, examples):
+        assert r.context == "" and r.question == READBACK_QUESTION and r.tensors is e.tensors
+        assert r.answer == e.context.strip().split("\n\n")[0] and r.answer
+
+
+def test_readback_tells_a_live_graph_path_from_a_constant_one(examples):
+    model = tiny_model(in_dim=DIM, graph_path="cells", tokens=4, max_new_tokens=64)  # the whole block
+    live = readback(model, examples)
+    assert live["n"] == len(readback_rows(examples)) and live["nll_own"] != live["nll_other"]
+    assert live["own_lower"] + live["other_lower"] > 0
+    with torch.no_grad():  # a constant path: every example gets the same tokens, so nothing to read back
+        for p in model.projector.proj.parameters():
+            p.zero_()
+    dead = readback(model, examples)
+    assert dead["nll_own"] == pytest.approx(dead["nll_other"], abs=1e-6)
+    assert dead["own_lower"] == dead["other_lower"] == 0 and dead["p_value"] == 1.0

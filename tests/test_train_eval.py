@@ -280,7 +280,8 @@ def test_cli_ask_with_a_tiny_checkpoint(tmp_path, capsys):
 
 def test_cli_eval_on_a_users_explagraphs_file_and_ask_a_row(tmp_path, capsys, monkeypatch):
     """``toporag eval --data-file rows.tsv --split all`` writes one JSONL line per row with the issue's keys,
-    every answer one of the labels; ``toporag ask rows.tsv --record 1`` answers that row with a probability."""
+    every answer one of the labels; ``--readback`` pairs own and other graph tokens on every row; ``toporag ask
+    rows.tsv --record 1`` answers that row with a probability."""
     from toporag_core.cli import main
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
@@ -307,6 +308,11 @@ def test_cli_eval_on_a_users_explagraphs_file_and_ask_a_row(tmp_path, capsys, mo
     assert len(lines) == 3 and {"id", "qtype", "question", "gold", "answer", "correct", "clean", "seconds"} <= set(lines[0])
     assert all(r["answer"] in ("support", "counter") for r in lines)
     capsys.readouterr()
+    assert main(["eval", "--dataset", "expla_graphs", "--data-file", str(rows), "--split", "all", "--checkpoint",
+                 str(tmp_path / "ck"), "--device", "cpu", "--readback"]) == 0
+    got = json.loads(capsys.readouterr().out.splitlines()[-2])["readback"]
+    assert got["n"] == 3 and got["own_lower"] + got["other_lower"] == 3 and 0 < got["p_value"] <= 1  # no ties
+    assert got["nll_own"] > 0 and got["nll_other"] > 0
     assert main(["ask", str(rows), "--record", "1", "--checkpoint", str(tmp_path / "ck"), "--device", "cpu",
                  "--json"]) == 0
     got = json.loads(capsys.readouterr().out)

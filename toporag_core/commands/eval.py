@@ -46,6 +46,10 @@ class EvalOptions:
                                        "question's graph tokens + question, no textualized context); pair arms "
                                        "with toporag compare",
                              choices=ARMS)
+    readback: bool = _opt(False, "instead of answering: can the LLM read each example's cells back from its graph "
+                                 "tokens? Prints the per-token loss of the first context block (the node lines) "
+                                 "given the example's own graph tokens and no text against another example's, "
+                                 "paired (toporag_core/arms.py)", advanced=True)
 
 
 def register(subparsers) -> None:
@@ -146,6 +150,8 @@ def run(args) -> int:
     examples = select_qtypes(data[args.split], args.qtype, args.dataset)
     examples = examples[: args.limit] if args.limit else examples
     model, method = load_model(args, meta, setting.retrieval.method)
+    if args.readback:
+        return print_readback(model, examples, args)
     res = score(args, model, examples, method, answer_choices(args.choices, model, args.dataset))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
                       "dtype": dtype_name(model.dtype), **res}))
@@ -154,6 +160,20 @@ def run(args) -> int:
     if res.get("by_coverage"):  # SceneGraphs: did retrieval keep the answer-bearing objects?
         print("; ".join(f"{k}: {v['n']} questions, accuracy {v['accuracy']:.4f}"
                         for k, v in res["by_coverage"].items()))
+    return 0
+
+
+def print_readback(model, examples: list, args) -> int:
+    """``--readback``: :func:`toporag_core.arms.readback` on ``examples``, as one JSON line and a sentence."""
+    from ..arms import readback
+
+    if not model.config.use_graph:
+        raise ValueError("--readback needs a checkpoint with graph tokens (this one has none)")
+    res = readback(model, examples, batch_size=args.batch_size)
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "readback": res}))
+    print(f"readback of {res['n']} examples: loss {res['nll_own']:.4f} with their own graph tokens, "
+          f"{res['nll_other']:.4f} with another example's; own lower on {res['own_lower']}, another's on "
+          f"{res['other_lower']} (sign test p = {res['p_value']:.2g})")
     return 0
 
 

@@ -61,7 +61,9 @@ class TopoRAGModel(nn.Module):
             self.encoder = build_encoder(config.encoder, config.cwn)
             if config.graph_path == "cells":
                 self.projector = CellTokens(config.cwn.in_dim, self.encoder.out_dim, config.projector_hidden,
-                                            hidden, config.num_graph_tokens, embedding_rms(llm))
+                                            hidden, config.num_graph_tokens, embedding_rms(llm),
+                                            vocab=llm.get_input_embeddings().weight
+                                            if config.cell_tokens == "vocab" else None)
             else:
                 self.projector = nn.Sequential(  # G-Retriever's projector shape
                     nn.Linear(self.encoder.out_dim, config.projector_hidden), nn.Sigmoid(),
@@ -207,9 +209,21 @@ class TopoRAGModel(nn.Module):
 
     def forward(self, batch: QABatch) -> Tensor:
         """Mean cross-entropy over the answer tokens (+ EOS) of the batch."""
+        return self._answer_ce(batch)[0].mean()
+
+    def answer_nll(self, batch: QABatch, soft: Tensor | None = None) -> Tensor:
+        """``(B,)`` each row's mean cross-entropy over its answer tokens (+ EOS), with ``soft`` (``(B, T, H)``)
+        in place of the batch's own graph tokens when given (the ablation arms' and readback's measure)."""
+        ce, row = self._answer_ce(batch, soft)
+        n = len(batch)
+        total = torch.zeros(n, dtype=ce.dtype, device=ce.device).index_add_(0, row, ce)
+        return total / torch.bincount(row, minlength=n).clamp(min=1)
+
+    def _answer_ce(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``(K,)`` cross-entropy of every answer token of the batch and ``(K,)`` the row it belongs to."""
         if batch.answers is None:
             raise ValueError("forward() needs batch.answers (training targets); use answer() otherwise")
-        past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True)
+        past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True, soft=soft)
         body, head = self.llm.get_decoder(), self.llm.get_output_embeddings()
         hidden = body(inputs_embeds=embeds, attention_mask=mask, position_ids=pos, past_key_values=past,
                       use_cache=past is not None).last_hidden_state
@@ -218,7 +232,8 @@ class TopoRAGModel(nn.Module):
         target = labels[:, 1:]
         keep = target != IGNORE_INDEX
         logits = head(hidden[:, :-1][keep])
-        return nn.functional.cross_entropy(logits.float(), target[keep])
+        ce = nn.functional.cross_entropy(logits.float(), target[keep], reduction="none")
+        return ce, keep.nonzero()[:, 0]
 
     def prompt_inputs(self, batch: QABatch, soft: Tensor | None = None):
         """The prompt without answers: ``(past | None, attention_mask (B, P + T), position_ids (B, T),
