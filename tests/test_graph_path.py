@@ -17,8 +17,7 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.train import (ALIGN_QUESTION, ALIGN_SUFFIX, GRAPH_ONLY_SUFFIX, TrainConfig, make_batch, token_spread,
-                                train, with_align_rows, with_graph_only_rows)
+from toporag_core.train import GRAPH_ONLY_SUFFIX, TrainConfig, make_batch, token_spread, train, with_graph_only_rows
 
 DIM = 16
 ENC = HashingEncoder(dim=DIM)
@@ -145,21 +144,6 @@ def test_graph_only_rows_have_no_context_and_their_own_ids(examples):
         TrainConfig(graph_only=1.5)
 
 
-def test_align_rows_ask_for_the_first_context_block_from_graph_tokens_alone(examples):
-    base = with_graph_only_rows(examples, 0.5, seed=1)  # graph-only rows (no context) are never drawn
-    rows = with_align_rows(base, 0.5, seed=1)
-    extra = rows[len(base):]
-    assert rows[:len(base)] == base and len(extra) == 3
-    src = {e.id: e for e in examples}
-    for e in extra:
-        assert e.id.endswith(ALIGN_SUFFIX) and e.context == "" and e.question == ALIGN_QUESTION
-        own = src[e.id.removesuffix(ALIGN_SUFFIX)]
-        assert e.answer == own.context.strip().split("\n\n")[0] and e.answer and e.tensors is own.tensors
-    assert with_align_rows(examples, 0.0) == list(examples)
-    with pytest.raises(ValueError, match="align"):
-        TrainConfig(align=-0.1)
-
-
 def test_answer_nll_is_per_row_and_reads_the_soft_tokens_it_is_given(examples):
     model = model_of(path="cells", tokens=4)
     batch = make_batch(examples[:3])
@@ -189,10 +173,9 @@ def test_token_spread_zero_for_a_constant_path_and_training_fails_loudly(tmp_pat
 
 def test_training_on_the_cells_path_logs_spread_and_reads_graph_only_rows(tmp_path, examples):
     model = model_of(path="cells", tokens=4, mode="lora")
-    cfg = TrainConfig(lr=1e-3, epochs=1, batch_size=2, show_progress=False, graph_only=0.5, align=0.5,
-                      min_token_spread=1e-4)
+    cfg = TrainConfig(lr=1e-3, epochs=1, batch_size=2, show_progress=False, graph_only=0.5, min_token_spread=1e-4)
     summary = train(model, examples[:4], examples[4:], cfg, tmp_path / "run")
-    assert summary["examples_seen"] == 8  # 4 rows + 2 graph-only copies + 2 alignment rows
+    assert summary["examples_seen"] == 6  # 4 rows + 2 graph-only copies
     evals = [json.loads(x) for x in (tmp_path / "run" / "log.jsonl").read_text().splitlines() if "val_loss" in x]
     assert evals and all(e["token_spread"] > 1e-4 for e in evals)
     batch = make_batch(examples[:2])

@@ -26,10 +26,12 @@ answers, the graph tokens act as a learned bias and the answers come from the te
 **Readback** (:func:`readback`) asks the step before: can the LLM read a question's cells back from its
 graph tokens at all? Each example becomes a row with no context, the question :data:`READBACK_QUESTION`
 and as target the first block of its textualized subcomplex (the node lines, e.g. ``lamp [6]: brown,
-glass, small``). Its per-token negative log-likelihood ``L(G)`` (:meth:`TopoRAGModel.answer_nll`) is
-measured with the example's own tokens ``G_i`` and with ``G_sigma(i)``; tokens that carry the cells give
-``L(G_i) < L(G_sigma(i))`` on most rows (a paired sign test), tokens that carry the format only give equal
-losses. It needs no generation: 64 rows take about a minute on a CPU.
+glass, small``), cut like every answer at the model's ``max_new_tokens`` (32-40 tokens in the shipped
+checkpoints: the first three or four node lines). Its per-token negative log-likelihood ``L(G)``
+(:meth:`TopoRAGModel.answer_nll`) is measured with the example's own tokens ``G_i`` and with
+``G_sigma(i)``; tokens that carry the cells give ``L(G_i) < L(G_sigma(i))`` on most rows (a paired sign
+test), tokens that carry the format only give equal losses. It needs no generation: 64 rows take about
+20 seconds on a CPU.
 """
 from __future__ import annotations
 

@@ -103,12 +103,6 @@ class TrainConfig:
     graph_only: float = _opt(0.0, "add this fraction of the training set again with the textualized context "
                                   "removed (graph tokens + question only), so the answer must be read from the "
                                   "graph tokens")
-    # Why alignment rows: without the text a question's own cell tokens answered no better than another
-    # question's (SceneGraphs only 0.363 vs only_permute 0.373): the LLM had never been taught to read a cell
-    # from its token. LLaVA's first stage teaches exactly that (tokens -> the text they stand for).
-    align: float = _opt(0.0, "add this fraction of the training set again as alignment rows: graph tokens + an "
-                             "instruction, target the first block of the textualized subcomplex (its node lines), "
-                             "so the LLM learns to read cells from their tokens", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -123,9 +117,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.lr_schedule: one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if self.select not in SELECT_MODES:
             raise ValueError(f"TrainConfig.select: one of {SELECT_MODES}, got {self.select!r}")
-        for name in ("graph_only", "align"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"TrainConfig.{name}: a fraction in [0, 1], got {getattr(self, name)}")
+        if not 0.0 <= self.graph_only <= 1.0:
+            raise ValueError(f"TrainConfig.graph_only: a fraction in [0, 1], got {self.graph_only}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
@@ -177,29 +170,6 @@ def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int
     pick = np.random.default_rng(seed).choice(len(examples), size=k, replace=False)
     return list(examples) + [replace(examples[i], context="", id=f"{examples[i].id}{GRAPH_ONLY_SUFFIX}")
                              for i in sorted(pick.tolist())]
-
-
-ALIGN_SUFFIX = "#align"
-ALIGN_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
-
-
-def with_align_rows(examples: Sequence[Example], fraction: float, seed: int = 0) -> list[Example]:
-    """``examples`` plus a seeded ``fraction`` of them again as alignment rows (id suffix
-    :data:`ALIGN_SUFFIX`): no context, the question :data:`ALIGN_QUESTION`, and as target the first
-    block of the example's textualized subcomplex (up to its first blank line: the node lines), which
-    the LLM must write from the graph tokens alone. Drawn from the examples that have a context
-    (``fraction`` of those), so graph-only rows are never drawn."""
-    pool = [i for i, e in enumerate(examples) if e.context.strip()]
-    k = int(round(fraction * len(pool)))
-    if k <= 0:
-        return list(examples)
-    pick = np.random.default_rng(seed + 1).choice(len(pool), size=k, replace=False)
-    rows = []
-    for j in sorted(pick.tolist()):
-        e = examples[pool[j]]
-        rows.append(replace(e, context="", question=ALIGN_QUESTION, answer=e.context.strip().split("\n\n")[0],
-                            id=f"{e.id}{ALIGN_SUFFIX}"))
-    return list(examples) + rows
 
 
 @torch.no_grad()
@@ -500,8 +470,6 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     cfg = cfg.resolved(model.config.answer_set)
     if cfg.graph_only and model.config.use_graph:
         train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
-    if cfg.align and model.config.use_graph:
-        train_set = with_align_rows(train_set, cfg.align, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
     run = TrainingRun(model, train_set, val_set, cfg, Path(out), env, kv, extra_meta)
     if resume:

@@ -65,7 +65,6 @@ class TopoRAGConfig:
     use_graph: bool = True  # False: no encoder / soft prompt at all (the frozen-LLM baseline)
     num_graph_tokens: int = 1
     graph_path: str = "pooled"  # a GRAPH_PATHS name; "cells" needs the cwn encoder and >= 2 graph tokens
-    cell_tokens: str = "mlp"  # EXPERIMENT: "vocab" = softmax mixtures of the LLM's word embeddings
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)

@@ -57,7 +57,7 @@ class CellTokens(nn.Module):
     """
 
     def __init__(self, in_dim: int, hidden: int, proj_hidden: int, llm_hidden: int, num_tokens: int,
-                 embed_rms: float = 1.0, vocab: Tensor | None = None) -> None:
+                 embed_rms: float = 1.0) -> None:
         super().__init__()
         if num_tokens < 2:
             raise ValueError(f"graph_tokens='cells' needs num_graph_tokens >= 2 (a whole-subcomplex slot and "
@@ -70,18 +70,9 @@ class CellTokens(nn.Module):
         with torch.no_grad():
             self.norm.weight.fill_(float(embed_rms))
         self.empty = nn.Parameter(torch.randn(llm_hidden) * float(embed_rms))
-        self.to_vocab = None
-        if vocab is not None:  # tokens as mixtures of the LLM's own word embeddings (EXPERIMENT)
-            self.register_buffer("vocab", vocab.detach(), persistent=False)
-            self.to_vocab = nn.Linear(hidden, vocab.shape[0])
-            nn.init.zeros_(self.to_vocab.weight)
-            nn.init.zeros_(self.to_vocab.bias)
 
     def token(self, z: Tensor) -> Tensor:
         """``(K, d) -> (K, H)``: the projector."""
-        if self.to_vocab is not None:
-            p = torch.softmax(self.to_vocab(z).float(), -1)
-            return (p @ self.vocab.float()).to(z.dtype)
         return self.norm(self.proj(z))
 
     def forward(self, h: list[Tensor | None], cells: CellBatch) -> Tensor:

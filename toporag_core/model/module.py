@@ -61,9 +61,7 @@ class TopoRAGModel(nn.Module):
             self.encoder = build_encoder(config.encoder, config.cwn)
             if config.graph_path == "cells":
                 self.projector = CellTokens(config.cwn.in_dim, self.encoder.out_dim, config.projector_hidden,
-                                            hidden, config.num_graph_tokens, embedding_rms(llm),
-                                            vocab=llm.get_input_embeddings().weight
-                                            if config.cell_tokens == "vocab" else None)
+                                            hidden, config.num_graph_tokens, embedding_rms(llm))
             else:
                 self.projector = nn.Sequential(  # G-Retriever's projector shape
                     nn.Linear(self.encoder.out_dim, config.projector_hidden), nn.Sigmoid(),
