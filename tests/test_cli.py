@@ -182,7 +182,10 @@ def test_recipe_then_overrides(tmp_path, capsys):
     recipe.write_text('# a small recipe\nlr = 2e-4\nlora_r = 4\n')
     args = build_parser_args("--recipe", str(recipe), "--lora-r", "2")
     assert (args.lr, args.lora_r, args.epochs) == (2e-4, 2, 10)
-    for text, needle in (('lr = 2e-4\n\nlearning_rate = 1\n', "line 3, 'learning_rate': not an option"),
+    recipe.write_text('graph_path = "cells"\ncell_order = [0, 2, 1]\n')
+    assert build_parser_args("--recipe", str(recipe)).cell_order == (0, 2, 1)
+    for text, needle in (('cell_order = [0, "x"]\n', "line 1, 'cell_order': expected a list of strings or of integers"),
+                         ('lr = 2e-4\n\nlearning_rate = 1\n', "line 3, 'learning_rate': not an option"),
                          ('lr = 2e-4\nepochs = "two"\n', "line 2, 'epochs': expected int, got 'two'"),
                          ('lr = \n', "mine.toml"), ):
         recipe.write_text(text)

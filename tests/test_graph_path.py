@@ -31,12 +31,13 @@ GRAPHS = [
 ]
 
 
-def model_of(path: str = "cells", tokens: int = 6, mode: str = "soft_prompt", seed: int = 0) -> TopoRAGModel:
+def model_of(path: str = "cells", tokens: int = 6, mode: str = "soft_prompt", seed: int = 0,
+             cell_order: tuple[int, ...] = (1, 2, 0)) -> TopoRAGModel:
     tok = tiny_tokenizer(False)
     llm = tiny_llm(len(tok), seed)
     torch.manual_seed(seed + 1)
     cfg = TopoRAGConfig(cwn=CWNConfig(in_dim=DIM, hidden=16), num_graph_tokens=tokens, projector_hidden=32,
-                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path)
+                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path, cell_order=cell_order)
     return TopoRAGModel(cfg, llm, tok)
 
 
@@ -85,6 +86,18 @@ def test_cells_over_the_cap_keep_relations_first(examples):
     expect = model.projector.token(z1[:2])
     got = model.graph_tokens(collate([big.tensors]))[0, 1:]
     assert torch.allclose(got, expect, atol=1e-5)
+
+
+def test_cell_order_puts_nodes_first_when_asked_and_is_saved(tmp_path, examples):
+    model = model_of(tokens=3, cell_order=(0, 2, 1)).eval()  # one whole slot + 2 cells: both must be 0-cells
+    big = max(examples, key=lambda e: e.tensors.shape[1])
+    h = model.encoder.cell_states(collate([big.tensors]))
+    z0 = h[0] + model.projector.skip[0](big.tensors.x0) + model.projector.rank.weight[0]
+    got = model.graph_tokens(collate([big.tensors]))[0, 1:]
+    assert torch.allclose(got, model.projector.token(z0[:2]), atol=1e-5)
+    assert TopoRAGConfig.from_dict(json.loads(json.dumps(model.config.to_dict()))).cell_order == (0, 2, 1)
+    with pytest.raises(ValueError, match="cell_order"):
+        TopoRAGConfig(graph_path="cells", num_graph_tokens=4, cell_order=(0, 0, 1))
 
 
 def test_tokens_start_at_the_llm_embedding_scale(examples):

@@ -76,7 +76,8 @@ class TrainConfig:
     patience: int = _opt(2, "stop after this many validations without improvement", advanced=True)
     grad_clip: float = _opt(0.1, "clip the gradient norm here (G-Retriever's 0.1; 0 = no clipping)", advanced=True)
     seed: int = _opt(0, "seed of initialisation and data order")
-    max_steps: int | None = _opt(None, "at most this many optimiser steps (also the lr schedule's length)",
+    max_steps: int | None = _opt(None, "at most this many optimiser steps (also the lr schedule's length; 0: "
+                                       "stop after the alignment stage, --align-steps)",
                                  advanced=True)
     stop_after_steps: int | None = _opt(None, "stop at this optimiser step without shortening the lr schedule "
                                               "(equal budget to another run)", advanced=True)
@@ -103,6 +104,15 @@ class TrainConfig:
     graph_only: float = _opt(0.0, "add this fraction of the training set again with the textualized context "
                                   "removed (graph tokens + question only), so the answer must be read from the "
                                   "graph tokens")
+    # Why an alignment stage: trained with the text in view, the LLM never learns to read a cell from its graph
+    # token (toporag eval --readback: a question's own tokens read back no better than another question's),
+    # and readback rows with the plain loss only teach the format (toporag_core/align.py).
+    align_steps: int = _opt(0, "before the joint stage, this many alignment steps: the encoder and projector learn "
+                               "(LLM and LoRA frozen) to make each example's node lines likelier from its own graph "
+                               "tokens than from another example's, no text (toporag_core/align.py)", advanced=True)
+    align_lr: float = _opt(1e-3, "the alignment stage's projector lr (its encoder lr: --encoder-lr)", advanced=True)
+    align_margin: float = _opt(0.5, "the alignment stage's margin, in nats per token, by which a row's own graph "
+                                    "tokens should beat another row's", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -119,6 +129,12 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.select: one of {SELECT_MODES}, got {self.select!r}")
         if not 0.0 <= self.graph_only <= 1.0:
             raise ValueError(f"TrainConfig.graph_only: a fraction in [0, 1], got {self.graph_only}")
+        if self.max_steps is not None and (self.max_steps < 0 or (self.max_steps == 0 and not self.align_steps)):
+            raise ValueError(f"TrainConfig.max_steps: >= 1, or 0 with align_steps (alignment only), got "
+                             f"{self.max_steps}")
+        if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0:
+            raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0 and align_margin >= 0, got "
+                             f"{self.align_steps}, {self.align_lr}, {self.align_margin}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
@@ -468,6 +484,19 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
+    aligned: dict[str, Any] = {}
+    if cfg.align_steps and not resume:
+        from .align import align
+
+        if env.world > 1:
+            raise ValueError("the alignment stage (align_steps) runs in one process; align first, then train "
+                             "under torchrun with --init-from")
+        aligned = align(model, train_set, val_set, cfg, out)
+        extra_meta = {**(extra_meta or {}), **aligned}  # the checkpoint records its alignment
+        if env.main:  # the aligned model on its own (toporag eval --readback / --graph-tokens only)
+            model.save(Path(out) / "aligned", extra={"train": asdict(cfg), **extra_meta})
+        if cfg.max_steps == 0:  # alignment only
+            return {**(extra_meta or {}), "steps": 0}
     if cfg.graph_only and model.config.use_graph:
         train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
@@ -475,7 +504,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     if resume:
         run.restore()
     run.prepare()
-    return run.loop()
+    return {**run.loop(), **aligned}
 
 
 def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,

@@ -321,14 +321,15 @@ def _toml_loads(text: str) -> dict[str, Any]:
 
 
 def _check_value(value: Any, kind: Any, where: str) -> Any:
-    """A recipe value of the option's type (an int is a float; a list of strings is a tuple)."""
+    """A recipe value of the option's type (an int is a float; a list of strings or of integers is a tuple)."""
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
-    if kind is tuple and isinstance(value, list) and all(isinstance(v, str) for v in value):
+    if kind is tuple and isinstance(value, list) and (all(isinstance(v, str) for v in value) or all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)):
         return tuple(value)
     if kind in (int, float, str, bool) and isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
         return value
-    want = "a list of strings" if kind is tuple else getattr(kind, '__name__', str(kind))
+    want = "a list of strings or of integers" if kind is tuple else getattr(kind, '__name__', str(kind))
     raise ValueError(f"{where}: expected {want}, got {value!r}")
 
 

@@ -20,7 +20,7 @@ from ..retrieval.textualize import DEFAULT_TEXT
 
 # TopoRAGConfig fields set in a recipe only (recipes/*.toml), never options: the adapter mode and the
 # prompt layout of a shipped checkpoint
-RECIPE_ONLY_FIELDS = frozenset({"mode", "graph_position"})
+RECIPE_ONLY_FIELDS = frozenset({"mode", "graph_position", "cell_order"})
 # TopoRAGConfig fields set from the data and the task, not by options: cwn.in_dim (the embedding width),
 # the closed answer set (--answer-set), the answer length limit and the question form
 DERIVED_MODEL_FIELDS = frozenset({"cwn", "answer_set", "max_new_tokens", "question_form"})
@@ -384,7 +384,7 @@ def run(args) -> int:
         counts = warm_start(model, args.init_from)
         print(f"init from {args.init_from}: {counts['loaded']} tensors loaded, {counts['skipped']} skipped, "
               f"{counts['new']} new", flush=True)
-    kv = _kv_store(args, model, plan, train_set + val_set)
+    kv = None if plan.train.max_steps == 0 else _kv_store(args, model, plan, train_set + val_set)
     meta = {"dataset": args.dataset, "retrieval": plan.prep.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set), "llm_dtype": dtype_name(model.dtype)}
     try:
@@ -395,7 +395,11 @@ def run(args) -> int:
     if not env.main:
         return 0
     print(json.dumps({k: summary[k] for k in ("steps", "examples_seen", "best_val_loss", "best_val_accuracy",
-                                              "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s")
+                                              "best_step", "train_seconds", "kv_cache_seconds", "examples_per_s",
+                                              "align_best_step", "align_readback")
                       if k in summary}))
-    print(f"best checkpoint: {out / 'best'}")
+    if "align_best_step" in summary:
+        print(f"aligned checkpoint: {out / 'aligned'}")
+    if summary["steps"]:
+        print(f"best checkpoint: {out / 'best'}")
     return 0

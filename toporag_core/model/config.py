@@ -65,6 +65,9 @@ class TopoRAGConfig:
     use_graph: bool = True  # False: no encoder / soft prompt at all (the frozen-LLM baseline)
     num_graph_tokens: int = 1
     graph_path: str = "pooled"  # a GRAPH_PATHS name; "cells" needs the cwn encoder and >= 2 graph tokens
+    # graph_path="cells": the ranks in the order they fill the T - 1 cell slots when a subcomplex has more cells
+    # (1, 2, 0: relations first, ExplaGraphs' stance; scenes put 0-cells first, where the attributes live)
+    cell_order: tuple[int, ...] = (1, 2, 0)
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)
@@ -85,6 +88,7 @@ class TopoRAGConfig:
         if isinstance(self.cwn, dict):
             self.cwn = CWNConfig.from_dict(self.cwn)
         self.lora_targets = tuple(self.lora_targets)
+        self.cell_order = tuple(int(r) for r in self.cell_order)
         self.answer_set = tuple(str(a) for a in self.answer_set)
         _choose("mode", self.mode, MODES)
         _choose("graph_position", self.graph_position, GRAPH_POSITIONS)
@@ -98,6 +102,8 @@ class TopoRAGConfig:
             if self.num_graph_tokens < 2:
                 raise ValueError("TopoRAGConfig.graph_path='cells' needs num_graph_tokens >= 2 (a whole-subcomplex "
                                  f"slot and at least one cell), got {self.num_graph_tokens}")
+        if sorted(self.cell_order) != [0, 1, 2]:
+            raise ValueError(f"TopoRAGConfig.cell_order: the ranks 0, 1, 2 once each, got {list(self.cell_order)}")
         for name in ("num_graph_tokens", "max_new_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TopoRAGConfig.{name}: must be >= 1, got {getattr(self, name)}")
@@ -108,6 +114,7 @@ class TopoRAGConfig:
         d = asdict(self)
         d["cwn"] = self.cwn.to_dict()
         d["lora_targets"] = list(self.lora_targets)
+        d["cell_order"] = list(self.cell_order)
         d["answer_set"] = list(self.answer_set)
         return d
 

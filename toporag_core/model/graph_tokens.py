@@ -22,9 +22,10 @@ order the textualized subcomplex lists them (GraphToken, Perozzi et al. 2024; LL
    LLM's own input embeddings, so graph tokens enter at the scale of word tokens.
 3. **Slots.** ``T = num_graph_tokens`` per subcomplex: slot 0 reads the mean of all ``z`` (the whole
    subcomplex, as the pooled path), slots ``1..T-1`` one cell each. When a subcomplex has more than
-   ``T - 1`` cells, 1-cells (relations: where ExplaGraphs' stance lives; a linear probe on mean
+   ``T - 1`` cells, the ranks fill them in ``TopoRAGConfig.cell_order``, each rank in local order:
+   by default 1-cells (relations: where ExplaGraphs' stance lives; a linear probe on mean
    1-cell embeddings reaches 0.67 test accuracy, nodes and 2-cells alone stay at the majority
-   0.55) go first, then 2-cells, then 0-cells, each rank in local order; the chosen cells are
+   0.55) go first, then 2-cells, then 0-cells (a scene puts 0-cells, its attributes, first); the chosen cells are
    then emitted in text order (rank, local index). Unused slots hold a learned ``empty`` token.
    The output keeps the pooled path's shape ``(B, T, H)``, so the ablation arms, the attribution of
    :mod:`~toporag_core.studio.graph_effect` and every decoder take either path unchanged.
@@ -38,8 +39,9 @@ from torch import Tensor, nn
 
 from ..nn import CellBatch
 
-# Which cells fill the slots first when a subcomplex has more cells than slots (rank -> priority).
-RANK_PRIORITY = (2, 0, 1)  # 0-cells last, 1-cells first, 2-cells second
+# Which cells fill the slots first when a subcomplex has more cells than slots (ranks, first first): the
+# default of ``TopoRAGConfig.cell_order``.
+CELL_ORDER = (1, 2, 0)  # 1-cells first, 2-cells second, 0-cells last
 
 
 def local_index(owner: Tensor, num_graphs: int) -> Tensor:
@@ -57,12 +59,18 @@ class CellTokens(nn.Module):
     """
 
     def __init__(self, in_dim: int, hidden: int, proj_hidden: int, llm_hidden: int, num_tokens: int,
-                 embed_rms: float = 1.0) -> None:
+                 embed_rms: float = 1.0, cell_order: tuple[int, ...] = CELL_ORDER) -> None:
         super().__init__()
+        if sorted(cell_order) != [0, 1, 2]:
+            raise ValueError(f"cell_order: the ranks 0, 1, 2 once each, got {list(cell_order)}")
         if num_tokens < 2:
             raise ValueError(f"graph_tokens='cells' needs num_graph_tokens >= 2 (a whole-subcomplex slot and "
                              f"at least one cell), got {num_tokens}")
         self.num_tokens = num_tokens
+        priority = [0, 0, 0]
+        for p, r in enumerate(cell_order):
+            priority[r] = p
+        self.register_buffer("priority", torch.tensor(priority), persistent=False)  # rank -> fill priority
         self.skip = nn.ModuleList([nn.Linear(in_dim, hidden) for _ in range(3)])
         self.rank = nn.Embedding(4, hidden)  # ranks 0, 1, 2 and the whole-subcomplex slot (3)
         self.proj = nn.Sequential(nn.Linear(hidden, proj_hidden), nn.GELU(), nn.Linear(proj_hidden, llm_hidden))
@@ -86,7 +94,6 @@ class CellTokens(nn.Module):
             ranks.append(torch.full_like(owners[r], r))
             own.append(owners[r])
             loc.append(local_index(owners[r], b))
-        dev = self.empty.device
         out = self.empty.expand(b, t, -1).clone()
         if not zs:
             return out
@@ -98,7 +105,7 @@ class CellTokens(nn.Module):
         out[has, 0] = self.token(total[has] / count[has] + self.rank.weight[3]).to(out.dtype)
         # slots 1..T-1: the first T-1 cells of each subcomplex by rank priority, emitted in text order
         span = int(local.max()) + 1
-        prio = torch.tensor(RANK_PRIORITY, device=dev)[rank]
+        prio = self.priority[rank]
         order = torch.argsort(owner * (3 * span) + prio * span + local)
         keep = order[local_index(owner[order], b) < t - 1]
         text = keep[torch.argsort(owner[keep] * (3 * span) + rank[keep] * span + local[keep])]

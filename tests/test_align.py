@@ -1,0 +1,105 @@
+"""The alignment stage (align.py): the contrastive readback loss, what trains, the kept state, and its
+place before the joint stage in train()."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from toporag_core.align import contrastive_readback_loss, graph_parameters
+from toporag_core.arms import readback_rows
+from toporag_core.embed import HashingEncoder
+from toporag_core.graph import TextualGraph
+from toporag_core.model import TopoRAGModel
+from toporag_core.retrieval import RetrievalSetting
+from toporag_core.tasks import RawExample
+from toporag_core.tasks.prep import PrepConfig, prepare_example
+from toporag_core.testing import tiny_model
+from toporag_core.train import TrainConfig, make_batch, train
+
+DIM = 16
+GRAPHS = [
+    [("cats", "are", "pets"), ("pets", "need", "care")],
+    [("guns", "cause", "harm"), ("harm", "is", "bad")],
+    [("school", "has", "uniforms"), ("uniforms", "reduce", "bullying")],
+    [("tax", "funds", "roads"), ("roads", "help", "trade")],
+    [("rain", "feeds", "rivers"), ("rivers", "reach", "sea")],
+    [("sun", "gives", "energy"), ("energy", "powers", "homes")],
+]
+
+
+@pytest.fixture(scope="module")
+def examples():
+    enc = HashingEncoder(dim=DIM)
+    out = []
+    for i, triples in enumerate(GRAPHS):
+        g = TextualGraph.from_triples(triples, name=f"g{i}")
+        label = "support" if i % 2 == 0 else "counter"
+        raw = RawExample(id=str(i), graph=g, question=f"Q{i}: {triples[0][0]}? Answer:", label=label, answer=label)
+        out.append(prepare_example(raw, enc, PrepConfig(RetrievalSetting.make(k0=3, k1=3, k2=1))))
+    return out
+
+
+def lora_model(seed: int = 0) -> TopoRAGModel:
+    return tiny_model(in_dim=DIM, mode="lora", graph_path="cells", tokens=4, cell_order=(0, 2, 1),
+                      max_new_tokens=48, seed=seed)
+
+
+def test_the_loss_is_the_readback_loss_plus_a_hinge_against_another_rows_tokens(examples):
+    model = lora_model().eval()
+    batch = make_batch(readback_rows(examples[:4]))
+    with torch.no_grad():
+        loss, own, other = contrastive_readback_loss(model, batch, margin=0.3, weight=2.0)
+        soft = model.graph_tokens(batch.cells)
+        assert torch.allclose(own, model.answer_nll(batch))
+        assert torch.allclose(other, model.answer_nll(batch, soft=soft[[3, 0, 1, 2]]))  # row i reads row i-1's
+        assert torch.isclose(loss, own.mean() + 2.0 * torch.relu(0.3 + own - other).mean())
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        contrastive_readback_loss(model, make_batch(readback_rows(examples[:1])), margin=0.3)
+
+
+def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_path, examples):
+    model = lora_model()
+    mine = {id(p) for ps in graph_parameters(model).values() for p in ps}
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    cfg = TrainConfig(align_steps=40, align_lr=1e-2, encoder_lr=1e-3, batch_size=4, eval_every=10, seed=0,
+                      show_progress=False)
+    from toporag_core.align import align
+
+    res = align(model, examples, examples, cfg, tmp_path)
+    assert {n: p.requires_grad for n, p in model.named_parameters()} == flags
+    for n, p in model.named_parameters():
+        if id(p) not in mine:  # the LLM and its LoRA adapters
+            assert torch.equal(p.detach(), before[n]), f"{n} is not the graph path's and must stay frozen"
+    assert any(not torch.equal(p.detach(), before[n]) for n, p in model.named_parameters() if id(p) in mine)
+    log = [json.loads(x) for x in (tmp_path / "align_log.jsonl").read_text().splitlines()]
+    checks = [r for r in log if "nll_own" in r]
+    assert [r["align_step"] for r in checks] == [0, 10, 20, 30, 40]
+    assert sum("loss" in r for r in log) == 40
+    gaps = {r["align_step"]: r["nll_other"] - r["nll_own"] for r in checks}
+    assert res["align_best_step"] == max(gaps, key=gaps.get)
+    # the tiny LLM learns to read its six graphs back: own tokens beat another graph's on every row
+    best = res["align_readback"]
+    assert gaps[res["align_best_step"]] > gaps[0] + 0.05 and best["own_lower"] == best["n"] == len(examples)
+    # the kept state is the best check's, not the last step's
+    from toporag_core.arms import readback
+
+    again = readback(model.eval(), examples)
+    assert again["nll_own"] == pytest.approx(best["nll_own"], abs=1e-4)
+
+
+def test_train_aligns_first_saves_the_aligned_model_and_records_it(tmp_path, examples):
+    model = lora_model()
+    cfg = TrainConfig(align_steps=4, align_lr=1e-2, lr=1e-3, epochs=1, batch_size=2, eval_every=2, seed=0,
+                      show_progress=False)
+    summary = train(model, examples[:4], examples[4:], cfg, tmp_path / "run")
+    assert summary["align_steps"] == 4 and summary["align_best_step"] in (0, 2, 4)
+    meta = json.loads((tmp_path / "run" / "aligned" / "config.json").read_text())
+    assert meta["align_best_step"] == summary["align_best_step"] and meta["config"]["cell_order"] == [0, 2, 1]
+    best = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
+    assert best["align_readback"]["n"] == 2
+    for bad in ({"align_steps": -1}, {"align_lr": 0.0}, {"align_margin": -0.1}):
+        with pytest.raises(ValueError, match="align"):
+            TrainConfig(**bad)

@@ -1,0 +1,120 @@
+"""Alignment stage: teach the LLM to read a subcomplex's cells from its graph tokens, before the joint stage.
+
+Why: trained jointly with the text in view, the graph tokens settle into whatever helps every question
+alike (the format), and the LLM never learns to read a cell from its token (:func:`~toporag_core.arms.readback`
+measures that: with the shipped checkpoints, and after training on readback rows with the plain loss, a
+question's own tokens make its node lines no likelier than another question's). LLaVA's first stage
+teaches the reading with the LLM frozen; here the target is the textualized subcomplex itself.
+
+Rows (:func:`~toporag_core.arms.readback_rows`): no context, the question "List the nodes of the graph.",
+as target ``y_i`` the first block of example ``i``'s textualized subcomplex (its node lines, cut at
+``max_new_tokens``). For a batch of ``B`` rows with graph tokens ``G (B, T, H)`` and ``G'`` the same
+tokens rolled by one row (``G'_i = G_{i-1}``: another subcomplex's)::
+
+    L_own_i   = NLL(y_i | G_i, q)          L_other_i = NLL(y_i | G'_i, q)     (per-token means, (B,))
+    loss      = mean_i L_own_i + w * mean_i max(0, m + L_own_i - L_other_i)
+
+The first term is the plain readback loss; on its own it is lowered by the format, which any graph's tokens
+give. The hinge (margin ``m`` nats per token, weight ``w``) is zero for tokens that say nothing a
+question's own cells do not share with another's, so its gradient goes only into what distinguishes them.
+
+Only the graph encoder and the projector train (the LLM and its LoRA adapters stay frozen, so the joint
+stage starts from the LLM it was trained with). Every ``eval_every`` steps the first 64 validation
+examples are read back (own against another example's tokens, :func:`~toporag_core.arms.readback`) and the
+state with the widest gap ``nll_other - nll_own`` is kept. Measured results: ``docs/results/graph_tokens.md``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .arms import readback, readback_rows
+
+VAL_EXAMPLES = 64  # validation examples read back at each alignment check
+
+
+def contrastive_readback_loss(model, batch, margin: float, weight: float = 1.0) -> tuple[Tensor, Tensor, Tensor]:
+    """``(loss, L_own (B,), L_other (B,))`` of a batch of readback rows (module docstring; ``B >= 2``)."""
+    if len(batch) < 2:
+        raise ValueError("the contrastive readback loss needs at least 2 rows per batch (another row's tokens)")
+    soft = model.graph_tokens(batch.cells)
+    own = model.answer_nll(batch, soft=soft)
+    other = model.answer_nll(batch, soft=soft.roll(1, 0))
+    return own.mean() + weight * torch.relu(margin + own - other).mean(), own, other
+
+
+def graph_parameters(model) -> dict[str, list[nn.Parameter]]:
+    """The parameters the alignment stage trains: ``{"projector": [...], "encoder": [...]}``."""
+    return {"projector": list(model.projector.parameters()), "encoder": list(model.encoder.parameters())}
+
+
+def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str | Path) -> dict[str, Any]:
+    """Run ``cfg.align_steps`` alignment steps on ``model`` in place (a :class:`~toporag_core.train.TrainConfig`:
+    ``align_steps``, ``align_lr`` for the projector, ``encoder_lr`` (default ``align_lr``) for the encoder,
+    ``align_margin``, ``batch_size``, ``grad_clip``, ``eval_every`` (default 100), ``seed``); log lines go
+    to ``out/align_log.jsonl``. The LLM's and LoRA's ``requires_grad`` flags are restored afterwards.
+    Returns ``{"align_steps", "align_best_step", "align_readback"}`` (the kept state's validation readback)."""
+    from .train import make_batch
+
+    if not model.config.use_graph:
+        raise ValueError("the alignment stage needs a model with graph tokens (use_graph=True)")
+    rows = readback_rows(train_set)
+    val = [e for e in val_set if e.context.strip()][:VAL_EXAMPLES]
+    if len(rows) < 2 or len(val) < 2:
+        raise ValueError("the alignment stage needs training and validation examples with a textualized context "
+                         f"(got {len(rows)} and {len(val)})")
+    groups = graph_parameters(model)
+    mine = {id(p) for ps in groups.values() for p in ps}
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.requires_grad_(id(p) in mine)
+    opt = torch.optim.AdamW([{"params": groups["projector"], "lr": cfg.align_lr},
+                             {"params": groups["encoder"], "lr": cfg.encoder_lr or cfg.align_lr}], weight_decay=0.0)
+    rng = np.random.default_rng(cfg.seed)
+    bs, every = min(cfg.batch_size, len(rows)), cfg.eval_every or 100
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    best: dict[str, Any] = {"gap": -float("inf"), "step": 0, "state": None, "readback": None}
+    t0 = time.time()
+
+    def check(step: int, log) -> None:
+        model.eval()
+        res = readback(model, val, batch_size=cfg.eval_batch_size)
+        model.train()
+        gap = res["nll_other"] - res["nll_own"]
+        log.write(json.dumps({"align_step": step, **res, "seconds": round(time.time() - t0, 1)}) + "\n")
+        log.flush()
+        if gap > best["gap"]:
+            best.update(gap=gap, step=step, readback=res,
+                        state={k: v.detach().clone() for k, v in model.state_dict().items()
+                               if k.startswith(("encoder.", "projector."))})
+
+    try:
+        with open(out / "align_log.jsonl", "a") as log:
+            check(0, log)
+            model.train()
+            for step in range(1, cfg.align_steps + 1):
+                pick = rng.choice(len(rows), size=bs, replace=False)
+                batch = make_batch([rows[int(i)] for i in pick]).to(model.device)
+                loss, own, other = contrastive_readback_loss(model, batch, cfg.align_margin)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip:
+                    nn.utils.clip_grad_norm_([p for ps in groups.values() for p in ps], cfg.grad_clip)
+                opt.step()
+                log.write(json.dumps({"align_step": step, "loss": round(loss.item(), 5),
+                                      "own": round(own.mean().item(), 5), "other": round(other.mean().item(), 5)})
+                          + "\n")
+                if step % every == 0 or step == cfg.align_steps:
+                    check(step, log)
+    finally:
+        for n, p in model.named_parameters():
+            p.requires_grad_(flags[n])
+    model.load_state_dict(best["state"], strict=False)
+    return {"align_steps": cfg.align_steps, "align_best_step": best["step"], "align_readback": best["readback"]}
