@@ -90,16 +90,42 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
     assert again["nll_own"] == pytest.approx(best["nll_own"], abs=1e-4)
 
 
-def test_train_aligns_first_saves_the_aligned_model_and_records_it(tmp_path, examples):
-    model = lora_model()
-    cfg = TrainConfig(align_steps=4, align_lr=1e-2, lr=1e-3, epochs=1, batch_size=2, eval_every=2, seed=0,
-                      show_progress=False)
-    summary = train(model, examples[:4], examples[4:], cfg, tmp_path / "run")
-    assert summary["align_steps"] == 4 and summary["align_best_step"] in (0, 2, 4)
-    meta = json.loads((tmp_path / "run" / "aligned" / "config.json").read_text())
-    assert meta["align_best_step"] == summary["align_best_step"] and meta["config"]["cell_order"] == [0, 2, 1]
-    best = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
-    assert best["align_readback"]["n"] == 2
-    for bad in ({"align_steps": -1}, {"align_lr": 0.0}, {"align_margin": -0.1}):
+def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):
+    """`toporag train --align-steps N --max-steps 0` runs the alignment stage alone and saves OUT/aligned (no
+    joint stage, no OUT/best), which `toporag eval --readback` reads as any checkpoint; without --max-steps 0
+    the joint stage follows and its checkpoint records the alignment. Refused: max_steps 0 without alignment,
+    and train() asked for no steps."""
+    from toporag_core.cli import main
+    from toporag_core.tasks.scenes import write_dataset
+    from toporag_core.testing import save_tiny_llm
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    scenes = tmp_path / "scenes"
+    write_dataset(scenes, n=10, seed=3, per_type=2)
+    llm = save_tiny_llm(tmp_path / "llm")
+    recipe = tmp_path / "cells.toml"  # the cell path and its order are recipe settings
+    recipe.write_text('graph_position = "before_question"\ngraph_path = "cells"\ncell_order = [0, 2, 1]\n'
+                      'num_graph_tokens = 4\n')
+    common = ["--recipe", str(recipe), "--dataset", "scene_graphs", "--data-dir", str(scenes), "--device", "cpu",
+              "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32", "--batch-size", "4",
+              "--align-steps", "3", "--eval-every", "3"]
+    assert main(["train", *common, "--max-steps", "0", "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "aligned checkpoint:" in out and "best checkpoint" not in out
+    assert (tmp_path / "a" / "aligned" / "model.safetensors").is_file() and not (tmp_path / "a" / "best").exists()
+    meta = json.loads((tmp_path / "a" / "aligned" / "config.json").read_text())
+    assert meta["align_steps"] == 3 and meta["config"]["cell_order"] == [0, 2, 1] and meta["dataset"] == "scene_graphs"
+    checks = [json.loads(x) for x in (tmp_path / "a" / "align_log.jsonl").read_text().splitlines() if "nll_own" in x]
+    assert [c["align_step"] for c in checks] == [0, 3]
+    assert main(["eval", "--checkpoint", str(tmp_path / "a" / "aligned"), "--dataset", "scene_graphs", "--data-dir",
+                 str(scenes), "--split", "val", "--device", "cpu", "--readback"]) == 0
+    got = json.loads(capsys.readouterr().out.splitlines()[-2])["readback"]
+    assert got["n"] >= 2 and got["own_lower"] + got["other_lower"] <= got["n"]
+    assert main(["train", *common, "--max-steps", "2", "--out", str(tmp_path / "b")]) == 0
+    best = json.loads((tmp_path / "b" / "best" / "config.json").read_text())
+    assert best["align_steps"] == 3 and best["align_readback"]["n"] >= 2
+    for bad in ({"align_steps": -1}, {"align_lr": 0.0}, {"align_margin": -0.1}, {"max_steps": 0}):
         with pytest.raises(ValueError, match="align"):
             TrainConfig(**bad)
+    with pytest.raises(ValueError, match="alignment stage"):
+        train(lora_model(), [], [], TrainConfig(max_steps=0, align_steps=1), tmp_path / "c")

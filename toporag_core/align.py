@@ -118,3 +118,16 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
             p.requires_grad_(flags[n])
     model.load_state_dict(best["state"], strict=False)
     return {"align_steps": cfg.align_steps, "align_best_step": best["step"], "align_readback": best["readback"]}
+
+
+def align_stage(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str | Path,
+                meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`align`, then the aligned model saved to ``out/aligned`` (with ``meta``, the config and the
+    alignment summary: ``toporag eval --readback`` and the graph-token arms read it as any checkpoint).
+    Returns the summary, which the joint stage's checkpoints record too (``toporag train`` runs this
+    before :func:`~toporag_core.train.train` when ``align_steps > 0``)."""
+    from dataclasses import asdict
+
+    summary = align(model, train_set, val_set, cfg, out)
+    model.save(Path(out) / "aligned", extra={"train": asdict(cfg), **(meta or {}), **summary})
+    return summary

@@ -484,19 +484,8 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     """
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
-    aligned: dict[str, Any] = {}
-    if cfg.align_steps and not resume:
-        from .align import align
-
-        if env.world > 1:
-            raise ValueError("the alignment stage (align_steps) runs in one process; align first, then train "
-                             "under torchrun with --init-from")
-        aligned = align(model, train_set, val_set, cfg, out)
-        extra_meta = {**(extra_meta or {}), **aligned}  # the checkpoint records its alignment
-        if env.main:  # the aligned model on its own (toporag eval --readback / --graph-tokens only)
-            model.save(Path(out) / "aligned", extra={"train": asdict(cfg), **extra_meta})
-        if cfg.max_steps == 0:  # alignment only
-            return {**(extra_meta or {}), "steps": 0}
+    if cfg.max_steps == 0:
+        raise ValueError("TrainConfig.max_steps = 0 is the alignment stage alone (toporag_core.align.align_stage)")
     if cfg.graph_only and model.config.use_graph:
         train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)
@@ -504,7 +493,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     if resume:
         run.restore()
     run.prepare()
-    return {**run.loop(), **aligned}
+    return run.loop()
 
 
 def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set: list[Example], cfg: TrainConfig,

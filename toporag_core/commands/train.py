@@ -388,8 +388,15 @@ def run(args) -> int:
     meta = {"dataset": args.dataset, "retrieval": plan.prep.to_dict(), "train_examples": len(train_set),
             "val_examples": len(val_set), "llm_dtype": dtype_name(model.dtype)}
     try:
-        summary = train(model, train_set, val_set, plan.train, out, resume=args.resume, extra_meta=meta, kv=kv,
-                        env=env)
+        if plan.train.align_steps and not args.resume:
+            if env.world > 1:
+                raise ValueError("the alignment stage (--align-steps) runs in one process; align first, then train "
+                                 "under torchrun with --init-from OUT/aligned")
+            from ..align import align_stage
+
+            meta.update(align_stage(model, train_set, val_set, plan.train, out, meta))
+        summary = {**meta, "steps": 0} if plan.train.max_steps == 0 else train(
+            model, train_set, val_set, plan.train, out, resume=args.resume, extra_meta=meta, kv=kv, env=env)
     finally:
         distributed.shutdown()
     if not env.main:
