@@ -83,11 +83,15 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
     # the tiny LLM learns to read its six graphs back: own tokens beat another graph's on every row
     best = res["align_readback"]
     assert gaps[res["align_best_step"]] > gaps[0] + 0.05 and best["own_lower"] == best["n"] == len(examples)
-    # the kept state is the best check's, not the last step's
+    # the model is left holding the kept state: reading back again gives the kept check's numbers
     from toporag_core.arms import readback
 
     again = readback(model.eval(), examples)
     assert again["nll_own"] == pytest.approx(best["nll_own"], abs=1e-4)
+    with pytest.raises(ValueError, match="batches of at least 2 rows"):
+        align(model, examples, examples, TrainConfig(align_steps=1, batch_size=1), tmp_path / "one")
+    with pytest.raises(ValueError, match="at least 2 examples with a textualized context, got 1 of 1"):
+        readback(model, examples[:1])
 
 
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):

@@ -69,6 +69,9 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     if len(rows) < 2 or len(val) < 2:
         raise ValueError("the alignment stage needs training and validation examples with a textualized context "
                          f"(got {len(rows)} and {len(val)})")
+    if min(cfg.batch_size, len(rows)) < 2:
+        raise ValueError(f"the alignment stage needs batches of at least 2 rows (another row's tokens are the "
+                         f"contrast), got batch_size {cfg.batch_size}")
     groups = graph_parameters(model)
     mine = {id(p) for ps in groups.values() for p in ps}
     flags = {n: p.requires_grad for n, p in model.named_parameters()}

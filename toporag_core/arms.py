@@ -64,6 +64,9 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0)
     from .train import make_batch
 
     rows = readback_rows(examples)
+    if len(rows) < 2:
+        raise ValueError(f"readback pairs each example with another one's graph tokens: it needs at least 2 "
+                         f"examples with a textualized context, got {len(rows)} of {len(examples)}")
     sigma = derangement(len(rows), seed)
     own, other = [], []
     with torch.no_grad():
