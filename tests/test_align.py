@@ -128,7 +128,7 @@ def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(
     assert main(["train", *common, "--max-steps", "2", "--out", str(tmp_path / "b")]) == 0
     best = json.loads((tmp_path / "b" / "best" / "config.json").read_text())
     assert best["align_steps"] == 3 and best["align_readback"]["n"] >= 2
-    for bad in ({"align_steps": -1}, {"align_lr": 0.0}, {"align_margin": -0.1}, {"max_steps": 0}):
+    for bad in ({"align_steps": -1}, {"align_lr": 0.0}, {"align_margin": -0.1}, {"align_weight": -1.0}, {"max_steps": 0}):
         with pytest.raises(ValueError, match="align"):
             TrainConfig(**bad)
     with pytest.raises(ValueError, match="alignment stage"):

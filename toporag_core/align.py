@@ -57,8 +57,8 @@ def graph_parameters(model) -> dict[str, list[nn.Parameter]]:
 def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str | Path) -> dict[str, Any]:
     """Run ``cfg.align_steps`` alignment steps on ``model`` in place (a :class:`~toporag_core.train.TrainConfig`:
     ``align_steps``, ``align_lr`` for the projector, ``encoder_lr`` (default ``align_lr``) for the encoder,
-    ``align_margin``, ``batch_size``, ``grad_clip``, ``eval_every`` (default 100), ``seed``); log lines go
-    to ``out/align_log.jsonl``. The LLM's and LoRA's ``requires_grad`` flags are restored afterwards.
+    ``align_margin``, ``align_weight``, ``batch_size``, ``grad_clip``, ``eval_every`` (default 100), ``seed``);
+    log lines go to ``out/align_log.jsonl``. The LLM's and LoRA's ``requires_grad`` flags are restored afterwards.
     Returns ``{"align_steps", "align_best_step", "align_readback"}`` (the kept state's validation readback)."""
     from .train import make_batch
 
@@ -105,7 +105,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
             for step in range(1, cfg.align_steps + 1):
                 pick = rng.choice(len(rows), size=bs, replace=False)
                 batch = make_batch([rows[int(i)] for i in pick]).to(model.device)
-                loss, own, other = contrastive_readback_loss(model, batch, cfg.align_margin)
+                loss, own, other = contrastive_readback_loss(model, batch, cfg.align_margin, cfg.align_weight)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if cfg.grad_clip:

@@ -113,6 +113,8 @@ class TrainConfig:
     align_lr: float = _opt(1e-3, "the alignment stage's projector lr (its encoder lr: --encoder-lr)", advanced=True)
     align_margin: float = _opt(0.5, "the alignment stage's margin, in nats per token, by which a row's own graph "
                                     "tokens should beat another row's", advanced=True)
+    align_weight: float = _opt(1.0, "the alignment stage's weight of the hinge (own against another row's tokens) "
+                                    "beside the plain readback loss", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -132,9 +134,9 @@ class TrainConfig:
         if self.max_steps is not None and (self.max_steps < 0 or (self.max_steps == 0 and not self.align_steps)):
             raise ValueError(f"TrainConfig.max_steps: >= 1, or 0 with align_steps (alignment only), got "
                              f"{self.max_steps}")
-        if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0:
-            raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0 and align_margin >= 0, got "
-                             f"{self.align_steps}, {self.align_lr}, {self.align_margin}")
+        if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0 or self.align_weight < 0:
+            raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0, align_margin >= 0 and align_weight >= 0, "
+                             f"got {self.align_steps}, {self.align_lr}, {self.align_margin}, {self.align_weight}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
