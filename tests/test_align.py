@@ -94,6 +94,23 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
         readback(model, examples[:1])
 
 
+def test_alignment_steps_weigh_the_hinge_by_align_weight(tmp_path, examples):
+    """The logged step loss is ``mean L_own + align_weight * mean hinge``: weight 0 leaves the plain readback
+    loss, weight 3 adds three hinges (margin 0.5 keeps the hinge positive at the first step)."""
+    from toporag_core.align import align
+
+    first = {}
+    for w in (0.0, 3.0):
+        cfg = TrainConfig(align_steps=1, align_weight=w, batch_size=4, eval_every=1, seed=0, show_progress=False)
+        align(lora_model(), examples, examples, cfg, tmp_path / str(w))
+        log = [json.loads(x) for x in (tmp_path / str(w) / "align_log.jsonl").read_text().splitlines()]
+        first[w] = next(r for r in log if "loss" in r)
+    assert first[0.0]["loss"] == pytest.approx(first[0.0]["own"], abs=2e-5)
+    hinge = first[3.0]["loss"] - first[3.0]["own"]
+    assert hinge > 3 * 0.4  # three hinges of about margin 0.5 each (own and other nearly equal at step 1)
+    assert first[0.0]["own"] == pytest.approx(first[3.0]["own"], abs=2e-5)  # same start, same batch
+
+
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):
     """`toporag train --align-steps N --max-steps 0` runs the alignment stage alone and saves OUT/aligned (no
     joint stage, no OUT/best), which `toporag eval --readback` reads as any checkpoint; without --max-steps 0
