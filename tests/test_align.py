@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -109,6 +110,67 @@ def test_alignment_steps_weigh_the_hinge_by_align_weight(tmp_path, examples):
     hinge = first[3.0]["loss"] - first[3.0]["own"]
     assert hinge > 3 * 0.4  # three hinges of about margin 0.5 each (own and other nearly equal at step 1)
     assert first[0.0]["own"] == pytest.approx(first[3.0]["own"], abs=2e-5)  # same start, same batch
+
+
+def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_step(examples):
+    from toporag_core.align import JointReadback
+
+    model = lora_model().eval()
+    term = JointReadback(examples, examples, TrainConfig(joint_align_weight=2.5, align_weight=3.0, align_margin=0.4,
+                                                         batch_size=4, seed=7))
+    with torch.no_grad():
+        a, log_a = term.loss(model, 5)
+        b, _ = term.loss(model, 5)
+        c, _ = term.loss(model, 6)
+        assert torch.equal(a, b) and not torch.equal(a, c)  # the step seeds the draw: a resume draws the same rows
+        pick = np.random.default_rng([7, 5]).choice(len(examples), size=4, replace=False)
+        ref, own, _ = contrastive_readback_loss(model, make_batch(readback_rows([examples[int(i)] for i in pick])),
+                                                margin=0.4, weight=3.0)
+    assert torch.isclose(a, 2.5 * ref) and log_a["readback_own"] == pytest.approx(own.mean().item(), abs=1e-5)
+    with pytest.raises(ValueError, match="at least 2 training rows per batch"):
+        JointReadback(examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=1))
+
+
+def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
+    model = lora_model()
+    cfg = TrainConfig(lr=1e-2, encoder_lr=1e-3, max_steps=30, epochs=30, patience=10, eval_every=10, batch_size=4,
+                      joint_align_weight=weight,
+                      seed=0, show_progress=False)
+    train(model, examples, examples, cfg, tmp)
+    return model, [json.loads(x) for x in (tmp / "log.jsonl").read_text().splitlines()]
+
+
+def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tmp_path, examples):
+    """Same data, seed and answer batches: with ``joint_align_weight`` the steps log the term and the
+    validations the readback, and the tokens read back better than after answer training alone."""
+    from toporag_core.arms import readback
+
+    plain, plain_log = joint_run(tmp_path / "plain", examples, 0.0)
+    joint, log = joint_run(tmp_path / "joint", examples, 1.0)
+    steps = [r for r in log if "loss" in r]
+    assert len(steps) == 30 and all("readback_loss" in r for r in steps)
+    assert not any("readback_loss" in r for r in plain_log)
+    checks = [r for r in log if "val_loss" in r]
+    assert [r["step"] for r in checks] == list(range(2, 31, 2))  # every epoch of 2 steps ends with one
+    assert all(r["readback_n"] == len(examples) and "readback_own_lower" in r for r in checks)
+    first = [r["loss"] for r in plain_log if "loss" in r][0]
+    assert steps[0]["loss"] == pytest.approx(first, abs=1e-5)  # the answer loss of step 1: same model, same rows
+    after = {k: readback(m.eval(), examples) for k, m in (("plain", plain), ("joint", joint))}
+    gap = {k: r["nll_other"] - r["nll_own"] for k, r in after.items()}
+    assert gap["joint"] > gap["plain"] + 0.05  # measured: 0.105 against 0.003
+
+
+def test_the_joint_readback_term_is_refused_under_several_processes(examples):
+    from toporag_core.train import ProcessEnv, check_training_inputs
+
+    class TwoRanks(ProcessEnv):
+        world = 2
+
+    with pytest.raises(ValueError, match="joint_align_weight is not supported with several processes"):
+        check_training_inputs(lora_model(), examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4),
+                              TwoRanks(), None)
+    with pytest.raises(ValueError, match="joint_align_weight: must be >= 0"):
+        TrainConfig(joint_align_weight=-1.0)
 
 
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("neural", ("nn", "llm", "model", "testing")),
     ("answering", ("pipeline",)),
     ("systems", ("hybrid", "docgraph", "kg", "serve")),
-    ("tasks", ("arms", "align", "tasks", "train", "evaluate", "distributed", "predictions")),
+    ("tasks", ("arms", "align", "batches", "tasks", "train", "evaluate", "distributed", "predictions")),
     ("app", ("studio", "commands", "cli")),
 ]
 RANK = {top: i for i, (_, tops) in enumerate(LAYERS) for top in tops}

@@ -12,7 +12,7 @@ from toporag_core.evaluate import evaluate
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.testing import tiny_model
-from toporag_core.train import make_batch
+from toporag_core.batches import make_batch
 
 from .test_train_eval import DIM, ENC, raw_examples
 

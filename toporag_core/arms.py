@@ -61,7 +61,7 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0)
     import torch
 
     from .metrics import mcnemar_exact
-    from .train import make_batch
+    from .batches import make_batch
 
     rows = readback_rows(examples)
     if len(rows) < 2:
@@ -151,7 +151,7 @@ class GraphTokenArm:
         return model.graph_tokens(self._cells(model, [self.partner(e) for e in chunk]))
 
     def _cells(self, model, examples: Sequence[Any]):
-        from .train import make_batch
+        from .batches import make_batch
 
         return make_batch(list(examples), with_answers=False, use_graph=True).to(model.device).cells
 

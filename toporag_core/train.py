@@ -48,8 +48,9 @@ import numpy as np
 import torch
 
 from .tasks.prep import Example
-from .model import QABatch, TopoRAGModel, evidence_target
-from .nn import collate
+from .align import JointReadback
+from .batches import make_batch
+from .model import TopoRAGModel, evidence_target
 
 
 LR_SCHEDULES = ("constant", "cosine")
@@ -115,6 +116,12 @@ class TrainConfig:
                                     "tokens should beat another row's", advanced=True)
     align_weight: float = _opt(1.0, "the alignment stage's weight of the hinge (own against another row's tokens) "
                                     "beside the plain readback loss", advanced=True)
+    # Why a readback term in the joint stage: trained on answers alone, the joint stage erases what the alignment
+    # stage taught (readback on validation fell from 53 / 11 to 29 / 35), also when only the encoder trains.
+    joint_align_weight: float = _opt(0.0, "in the joint stage, add this weight times the alignment stage's "
+                                          "contrastive readback loss on a batch of readback rows to every step's "
+                                          "loss, and read back validation at every evaluation "
+                                          "(toporag_core/align.py)", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -137,6 +144,8 @@ class TrainConfig:
         if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0 or self.align_weight < 0:
             raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0, align_margin >= 0 and align_weight >= 0, "
                              f"got {self.align_steps}, {self.align_lr}, {self.align_margin}, {self.align_weight}")
+        if self.joint_align_weight < 0:
+            raise ValueError(f"TrainConfig.joint_align_weight: must be >= 0, got {self.joint_align_weight}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
@@ -203,15 +212,6 @@ def token_spread(model: TopoRAGModel, examples: Sequence[Example], batch_size: i
     if g.shape[0] < 2:
         return math.nan
     return float(g.std(0).norm() / g.mean(0).norm().clamp(min=1e-12))
-
-
-def make_batch(examples: list[Example], with_answers: bool = True, use_graph: bool = True,
-               kv: KVStore | None = None) -> QABatch:
-    """Collate examples into a :class:`QABatch` (tensors on CPU); ``kv``: attach cached frozen parts."""
-    return QABatch(cells=collate([e.tensors for e in examples]) if use_graph else None,
-                   questions=[e.question for e in examples], contexts=[e.context for e in examples],
-                   answers=[e.answer for e in examples] if with_answers else None,
-                   kv=kv.get([e.id for e in examples]) if kv is not None else None)
 
 
 class KVStore:
@@ -514,6 +514,9 @@ def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set
     if cfg.batch_size % env.world:
         raise ValueError(f"TrainConfig.batch_size ({cfg.batch_size}, the global batch) must be divisible by the "
                          f"number of processes ({env.world})")
+    if cfg.joint_align_weight:
+        raise ValueError("TrainConfig.joint_align_weight is not supported with several processes: its readback "
+                         "rows run outside DDP's gradient reduction; train in one process")
     if kv is not None:
         raise ValueError("the KV cache (KVStore) is not supported with several processes: every rank would "
                          "build the same shard files in one folder; train without it (--no-kv-cache)")
@@ -543,6 +546,8 @@ class TrainingRun:
                                       "best_acc": -1.0, "best_step": -1, "bad_evals": 0, "seen": 0,
                                       "train_seconds": 0.0, "kv_seconds": 0.0, "done": False}
         self.losses: list[float] = []
+        self.joint = (JointReadback(train_set, val_set, cfg)
+                      if cfg.joint_align_weight and model.config.use_graph else None)
         self.log = None
         self.t_start = 0.0
 
@@ -591,6 +596,7 @@ class TrainingRun:
             model.eval()
             spread = env.broadcast([token_spread(model, self.val_set) if env.main else 0.0])[0]
             model.train(was)
+        rb = self.joint.check(model) if self.joint is not None and env.main else {}
         improved = self.improved(v_loss, v_acc)
         if improved:
             state.update(best_val=v_loss, best_acc=v_acc if v_acc is not None else -1.0,
@@ -608,7 +614,7 @@ class TrainingRun:
             self.log.write(json.dumps({"step": state["step"], "epoch": state["epoch"], "val_loss": v_loss,
                                        "val_accuracy": v_acc, "best": improved, "seen": state["seen"],
                                        "seconds": state["train_seconds"],
-                                       **({} if math.isnan(spread) else {"token_spread": spread})}) + "\n")
+                                       **({} if math.isnan(spread) else {"token_spread": spread}), **rb}) + "\n")
             self.log.flush()
         if spread < cfg.min_token_spread:
             raise RuntimeError(f"graph tokens collapsed at step {state['step']}: their spread across validation "
@@ -640,8 +646,9 @@ class TrainingRun:
         ex_tot, tok_tot = tot[:len(sizes)], tot[len(sizes):]
         return ex_tot, [t * env.world / max(tt, 1.0) for t, tt in zip(toks, tok_tot)]
 
-    def step(self, net: torch.nn.Module, group: list[list[int]], lr: float) -> tuple[float, int]:
-        """One optimiser step over the micro-batches ``group``: ``(global loss, examples)``."""
+    def step(self, net: torch.nn.Module, group: list[list[int]], lr: float) -> tuple[float, int, dict[str, float]]:
+        """One optimiser step over the micro-batches ``group``: ``(global answer loss, examples, readback term's
+        log)``."""
         env, opt = self.env, self.opt
         for g in opt.param_groups:
             g["lr"] = lr * g["lr_scale"]
@@ -658,10 +665,14 @@ class TrainingRun:
                 (loss * w).backward()
             part += float(loss.detach()) * w / env.world
         step_loss = env.all_sum([part])[0]
+        extra: dict[str, float] = {}
+        if self.joint is not None:
+            term, extra = self.joint.loss(self.model, self.state["step"])
+            term.backward()
         if self.cfg.grad_clip:
             torch.nn.utils.clip_grad_norm_(list(self.params.values()), self.cfg.grad_clip)
         opt.step()
-        return step_loss, int(n_ex)
+        return step_loss, int(n_ex), extra
 
     def epoch(self, net: torch.nn.Module, lengths: list[int], total_steps: int, eval_every: int, bar) -> bool:
         """The rest of the current epoch (from ``state["batch_in_epoch"]``); True when training stops."""
@@ -670,13 +681,13 @@ class TrainingRun:
         groups = [batches[i:i + cfg.grad_accum] for i in range(0, len(batches), cfg.grad_accum)]
         for b in range(state["batch_in_epoch"], len(groups)):
             lr = cfg.lr_at(state["step"], total_steps)
-            step_loss, n_ex = self.step(net, groups[b], lr)
+            step_loss, n_ex, extra = self.step(net, groups[b], lr)
             state["step"] += 1
             state["seen"] += n_ex
             state["batch_in_epoch"] = b + 1
             self.losses.append(step_loss)
             if self.log is not None:
-                self.log.write(json.dumps({"step": state["step"], "loss": step_loss, "lr": lr}) + "\n")
+                self.log.write(json.dumps({"step": state["step"], "loss": step_loss, "lr": lr, **extra}) + "\n")
             bar.update(1)
             bar.set_postfix(loss=f"{step_loss:.4f}", best_val=f"{state['best_val']:.4f}")
             budget_hit = self.over_budget()
