@@ -17,7 +17,8 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.testing import tiny_model
-from toporag_core.train import TrainConfig, make_batch, train
+from toporag_core.batches import make_batch
+from toporag_core.train import TrainConfig, train
 
 DIM = 16
 GRAPHS = [

@@ -15,7 +15,8 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model import QABatch, TopoRAGModel, is_clean, short_answer
 from toporag_core.testing import tiny_model
-from toporag_core.train import KVStore, TrainConfig, make_batch, train
+from toporag_core.batches import make_batch
+from toporag_core.train import KVStore, TrainConfig, train
 
 from .test_train_eval import DIM, ENC, raw_examples
 

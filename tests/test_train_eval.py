@@ -18,7 +18,8 @@ from toporag_core.graph import TextualGraph
 from toporag_core.model import IGNORE_INDEX, TopoRAGConfig, TopoRAGModel
 from toporag_core.nn import CWNConfig
 from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.train import TrainConfig, make_batch, train
+from toporag_core.batches import make_batch
+from toporag_core.train import TrainConfig, train
 
 DIM = 16
 ENC = HashingEncoder(dim=DIM)
