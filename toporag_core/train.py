@@ -672,7 +672,7 @@ class TrainingRun:
                     full, loss, hinge = contrastive_answer_loss(self.model, batch, self.cfg.align_margin,
                                                                 self.cfg.answer_contrast)
                     (full * w).backward()
-                    hinges.append(float(hinge))
+                    hinges.append(float(hinge.detach()))
                 else:
                     loss = net(batch)
                     (loss * w).backward()
