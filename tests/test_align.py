@@ -161,55 +161,17 @@ def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tm
     assert gap["joint"] > gap["plain"] + 0.05  # measured: 0.105 against 0.003
 
 
-def test_the_answer_contrast_is_the_answer_loss_plus_a_hinge_against_another_rows_tokens(examples):
-    from toporag_core.align import contrastive_answer_loss
-
-    model = lora_model().eval()
-    batch = make_batch(examples[:4])
-    with torch.no_grad():
-        loss, mean, hinge = contrastive_answer_loss(model, batch, margin=0.3, weight=2.0)
-        soft = model.graph_tokens(batch.cells)
-        assert torch.isclose(mean, model(batch))  # the answer loss is forward()'s token mean
-        own, other = model.answer_nll(batch), model.answer_nll(batch, soft=soft[[3, 0, 1, 2]])
-        assert torch.isclose(hinge, torch.relu(0.3 + own - other).mean())
-        assert torch.isclose(loss, mean + 2.0 * hinge)
-    with pytest.raises(ValueError, match="at least 2 rows"):
-        contrastive_answer_loss(model, make_batch(examples[:1]), margin=0.3, weight=1.0)
-
-
-def test_the_joint_stage_with_answer_contrast_makes_answers_depend_on_their_own_tokens(tmp_path, examples):
-    """Same data, seed and batches: with ``answer_contrast`` the steps log the hinge (the logged loss stays the
-    answer loss), and afterwards another row's tokens make the answers less likely than without it."""
-    def run(weight: float):
-        model = lora_model()
-        cfg = TrainConfig(lr=1e-2, encoder_lr=1e-3, max_steps=30, epochs=30, patience=10, eval_every=10,
-                          batch_size=4, answer_contrast=weight, seed=0, show_progress=False)
-        train(model, examples, examples, cfg, tmp_path / str(weight))
-        log = [json.loads(x) for x in (tmp_path / str(weight) / "log.jsonl").read_text().splitlines()]
-        with torch.no_grad():
-            batch = make_batch(list(examples))
-            soft = model.eval().graph_tokens(batch.cells)
-            gap = (model.answer_nll(batch, soft=soft.roll(1, 0)) - model.answer_nll(batch)).mean().item()
-        return [r for r in log if "loss" in r], gap
-
-    plain, plain_gap = run(0.0)
-    contrast, gap = run(2.0)
-    assert all("answer_hinge" in r for r in contrast) and not any("answer_hinge" in r for r in plain)
-    assert contrast[0]["loss"] == pytest.approx(plain[0]["loss"], abs=1e-5)  # the answer loss, same start
-    assert gap > plain_gap + 0.1, (gap, plain_gap)
-
-
 def test_the_joint_readback_term_is_refused_under_several_processes(examples):
     from toporag_core.train import ProcessEnv, check_training_inputs
 
     class TwoRanks(ProcessEnv):
         world = 2
 
-    with pytest.raises(ValueError, match="joint_align_weight and answer_contrast are not supported with several"):
+    with pytest.raises(ValueError, match="joint_align_weight is not supported with several processes"):
         check_training_inputs(lora_model(), examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4),
                               TwoRanks(), None)
-    with pytest.raises(ValueError, match="joint_align_weight >= 0 and answer_contrast >= 0"):
-        TrainConfig(answer_contrast=-1.0)
+    with pytest.raises(ValueError, match="joint_align_weight: must be >= 0"):
+        TrainConfig(joint_align_weight=-1.0)
 
 
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):

@@ -213,14 +213,10 @@ class TopoRAGModel(nn.Module):
     def answer_nll(self, batch: QABatch, soft: Tensor | None = None) -> Tensor:
         """``(B,)`` each row's mean cross-entropy over its answer tokens (+ EOS), with ``soft`` (``(B, T, H)``)
         in place of the batch's own graph tokens when given (the ablation arms' and readback's measure)."""
-        return self.answer_losses(batch, soft)[1]
-
-    def answer_losses(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """From one pass: ``(forward()'s mean over all answer tokens, answer_nll()'s (B,) row means)``."""
         ce, row = self._answer_ce(batch, soft)
         n = len(batch)
         total = torch.zeros(n, dtype=ce.dtype, device=ce.device).index_add_(0, row, ce)
-        return ce.mean(), total / torch.bincount(row, minlength=n).clamp(min=1)
+        return total / torch.bincount(row, minlength=n).clamp(min=1)
 
     def _answer_ce(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``(K,)`` cross-entropy of every answer token of the batch and ``(K,)`` the row it belongs to."""
