@@ -24,8 +24,9 @@ examples are read back (own against another example's tokens, :func:`~toporag_co
 state with the widest gap ``nll_other - nll_own`` is kept.
 
 The joint stage forgets the reading when it trains on answers alone (measured on the first 64 SceneGraphs test
-questions: own tokens lower on 48 / 64 rows after alignment, on 29 / 64 after 100 joint steps). :class:`JointReadback` keeps the same loss as a term of the joint loss, with weight
-``lambda`` (``TrainConfig.joint_align_weight``)::
+questions: own tokens lower on 48 / 64 rows after alignment, on 29 / 64 after 100 joint steps).
+:class:`JointReadback` keeps the same loss as a term of the joint loss, with weight ``lambda``
+(``TrainConfig.joint_align_weight``)::
 
     loss_step = L_answer(answer rows) + lambda * loss(B readback rows drawn for this step)
 

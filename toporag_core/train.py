@@ -19,6 +19,10 @@
   all as safetensors/JSON, no pickle) written after every evaluation; ``log.jsonl`` has one line
   per optimiser step (``loss``, ``lr``) and one per evaluation (``val_loss``, ``val_accuracy``);
   ``summary.json`` at the end.
+* Readback term: with ``joint_align_weight > 0`` every step adds the alignment stage's contrastive readback
+  loss on a batch of readback rows (:class:`~toporag_core.align.JointReadback`; one process only), its
+  parts go into the step's log line (``readback_loss``, ``readback_own``, ``readback_other``) and every
+  evaluation reads validation back (``readback_own_lower`` ...), so a run shows when the reading fades.
 * Targets: an example's ``answer``; :func:`with_evidence_targets` turns yes/no answers into
   ``"<evidence>. Answer: <label>"`` for evidence-first training (the task's ``evidence`` hook).
 * Budgets: ``max_steps`` (optimiser steps; also the schedule's length), ``stop_after_steps``
