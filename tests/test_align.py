@@ -135,8 +135,7 @@ def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_s
 def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
     model = lora_model()
     cfg = TrainConfig(lr=1e-2, encoder_lr=1e-3, max_steps=30, epochs=30, patience=10, eval_every=10, batch_size=4,
-                      joint_align_weight=weight,
-                      seed=0, show_progress=False)
+                      joint_align_weight=weight, seed=0, show_progress=False)
     train(model, examples, examples, cfg, tmp)
     return model, [json.loads(x) for x in (tmp / "log.jsonl").read_text().splitlines()]
 
@@ -161,7 +160,7 @@ def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tm
     assert gap["joint"] > gap["plain"] + 0.05  # measured: 0.105 against 0.003
 
 
-def test_the_joint_readback_term_is_refused_under_several_processes(examples):
+def test_the_joint_readback_term_is_refused_without_graph_tokens_or_under_several_processes(tmp_path, examples):
     from toporag_core.train import ProcessEnv, check_training_inputs
 
     class TwoRanks(ProcessEnv):
@@ -172,6 +171,10 @@ def test_the_joint_readback_term_is_refused_under_several_processes(examples):
                               TwoRanks(), None)
     with pytest.raises(ValueError, match="joint_align_weight: must be >= 0"):
         TrainConfig(joint_align_weight=-1.0)
+    text_only = tiny_model(in_dim=DIM, mode="lora", use_graph=False, max_new_tokens=48)
+    with pytest.raises(ValueError, match="joint_align_weight reads cells back from graph tokens"):
+        train(text_only, examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4), tmp_path / "t")
+    assert not (tmp_path / "t").exists()  # refused before anything is written
 
 
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):

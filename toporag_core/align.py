@@ -63,6 +63,21 @@ def contrastive_readback_loss(model, batch, margin: float, weight: float = 1.0) 
     return own.mean() + weight * torch.relu(margin + own - other).mean(), own, other
 
 
+def validation_examples(val_set: Sequence[Any]) -> list[Any]:
+    """The validation examples read back at each check: the first :data:`VAL_EXAMPLES` with a context."""
+    return [e for e in val_set if e.context.strip()][:VAL_EXAMPLES]
+
+
+def read_back(model, val: Sequence[Any], batch_size: int) -> dict[str, Any]:
+    """:func:`~toporag_core.arms.readback` of ``val`` in eval mode; the model's mode is restored afterwards."""
+    was = model.training
+    model.eval()
+    try:
+        return readback(model, val, batch_size=batch_size)
+    finally:
+        model.train(was)
+
+
 class JointReadback:
     """The contrastive readback loss as a term of the joint stage (module docstring): ``loss(model, step)``
     is ``lambda * loss`` of ``batch_size`` readback rows of the training examples, drawn without replacement
@@ -71,7 +86,7 @@ class JointReadback:
 
     def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg) -> None:
         self.rows = readback_rows(train_set)
-        self.val = [e for e in val_set if e.context.strip()][:VAL_EXAMPLES]
+        self.val = validation_examples(val_set)
         self.cfg = cfg
         self.size = min(cfg.batch_size, len(self.rows))
         if self.size < 2 or len(self.val) < 2:
@@ -88,12 +103,8 @@ class JointReadback:
                                                     "readback_other": round(other.mean().item(), 5)}
 
     def check(self, model) -> dict[str, Any]:
-        """:func:`~toporag_core.arms.readback` of the validation examples, keys prefixed ``readback_``."""
-        was = model.training
-        model.eval()
-        res = readback(model, self.val, batch_size=self.cfg.eval_batch_size)
-        model.train(was)
-        return {f"readback_{k}": v for k, v in res.items()}
+        """:func:`read_back` of the validation examples, keys prefixed ``readback_``."""
+        return {f"readback_{k}": v for k, v in read_back(model, self.val, self.cfg.eval_batch_size).items()}
 
 
 def graph_parameters(model) -> dict[str, list[nn.Parameter]]:
@@ -110,7 +121,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     if not model.config.use_graph:
         raise ValueError("the alignment stage needs a model with graph tokens (use_graph=True)")
     rows = readback_rows(train_set)
-    val = [e for e in val_set if e.context.strip()][:VAL_EXAMPLES]
+    val = validation_examples(val_set)
     if len(rows) < 2 or len(val) < 2:
         raise ValueError("the alignment stage needs training and validation examples with a textualized context "
                          f"(got {len(rows)} and {len(val)})")
@@ -132,9 +143,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     t0 = time.time()
 
     def check(step: int, log) -> None:
-        model.eval()
-        res = readback(model, val, batch_size=cfg.eval_batch_size)
-        model.train()
+        res = read_back(model, val, cfg.eval_batch_size)
         gap = res["nll_other"] - res["nll_own"]
         log.write(json.dumps({"align_step": step, **res, "seconds": round(time.time() - t0, 1)}) + "\n")
         log.flush()

@@ -514,6 +514,9 @@ def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set
         raise ValueError("empty validation set (needed for model selection)")
     if cfg.select == "accuracy" and not model.config.answer_set:
         raise ValueError("TrainConfig.select='accuracy' needs a model with a closed answer_set")
+    if cfg.joint_align_weight and not model.config.use_graph:
+        raise ValueError("TrainConfig.joint_align_weight reads cells back from graph tokens: it needs a model with "
+                         "graph tokens (drop --no-graph, or --joint-align-weight)")
     if env.world <= 1:
         return
     if cfg.batch_size % env.world:
@@ -537,6 +540,7 @@ class TrainingRun:
                  out: Path, env: ProcessEnv, kv: KVStore | None, extra_meta: dict[str, Any] | None) -> None:
         self.model, self.train_set, self.val_set, self.cfg, self.out, self.env, self.kv = \
             model, train_set, val_set, cfg, out, env, kv
+        self.joint = JointReadback(train_set, val_set, cfg) if cfg.joint_align_weight else None
         self.last = out / "last"
         if env.main:
             self.last.mkdir(parents=True, exist_ok=True)
@@ -551,8 +555,6 @@ class TrainingRun:
                                       "best_acc": -1.0, "best_step": -1, "bad_evals": 0, "seen": 0,
                                       "train_seconds": 0.0, "kv_seconds": 0.0, "done": False}
         self.losses: list[float] = []
-        self.joint = (JointReadback(train_set, val_set, cfg)
-                      if cfg.joint_align_weight and model.config.use_graph else None)
         self.log = None
         self.t_start = 0.0
 
