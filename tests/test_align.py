@@ -132,6 +132,25 @@ def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_s
         JointReadback(examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=1))
 
 
+def test_the_readback_target_picks_the_rows_of_the_term_and_of_its_checks(examples):
+    import dataclasses
+
+    from toporag_core.align import JointReadback
+
+    block = "nodes\n{} [0]: red, small\nbox [1]: blue, large\n\nrelations\n{} [0] on box [1]"
+    scenes = [dataclasses.replace(e, context=block.format(n, n)) for e, n in zip(examples, ("cup", "pen", "hat", "jar"))]
+    cfg = TrainConfig(joint_align_weight=1.0, readback_target="attributes", batch_size=2, seed=0)
+    term = JointReadback(scenes, scenes, cfg, lines=1)  # one tokened line: the first node is asked about
+    assert [(r.question, r.answer) for r in term.rows] == [
+        (f"Question: What are the attributes of the {n}?\nAnswer:", "red, small") for n in ("cup", "pen", "hat", "jar")]
+    model = lora_model().eval()
+    assert term.check(model)["readback_n"] == 4  # validation reads back the same kind of rows
+    with torch.no_grad():
+        assert torch.isfinite(term.loss(model, 1)[0])
+    with pytest.raises(ValueError, match="readback_target: one of nodes, attributes"):
+        TrainConfig(readback_target="colours")
+
+
 def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
     model = lora_model()
     cfg = TrainConfig(lr=1e-2, encoder_lr=1e-3, max_steps=30, epochs=30, patience=10, eval_every=10, batch_size=4,

@@ -113,3 +113,38 @@ def test_readback_tells_a_live_graph_path_from_a_constant_one(examples):
     dead = readback(model, examples)
     assert dead["nll_own"] == pytest.approx(dead["nll_other"], abs=1e-6)
     assert dead["own_lower"] == dead["other_lower"] == 0 and dead["p_value"] == 1.0
+
+
+SCENE_BLOCK = ("nodes\ndesk [0]: green, wooden\nplant [1]: green, sitting\nlamp [2]: brown, glass, small\n"
+               "plant [3]: green, standing\nclock [4]: white, wooden\n\nrelations\ndesk [0] in front of plant [1]")
+
+
+def test_attribute_readback_asks_for_one_named_nodes_attributes_among_the_tokened_lines(examples):
+    import dataclasses
+
+    scenes = [dataclasses.replace(examples[0], id=str(i), context=SCENE_BLOCK) for i in range(40)]
+    rows = readback_rows(scenes, "attributes", lines=4)  # nodes 0-3 have a token; plant occurs twice
+    assert len(rows) == 40 and rows == readback_rows(scenes, "attributes", lines=4)  # the same node every run
+    asked = {r.question: r.answer for r in rows}
+    assert asked == {"Question: What are the attributes of the desk?\nAnswer:": "green, wooden",
+                     "Question: What are the attributes of the lamp?\nAnswer:": "brown, glass, small"}
+    assert all(r.context == "" and r.tensors is examples[0].tensors for r in rows)
+    with_clock = readback_rows(scenes, "attributes", lines=None)  # every line: the clock may be asked too
+    assert "Question: What are the attributes of the clock?\nAnswer:" in {r.question for r in with_clock}
+    # triples without attributes (the fixture's node lines have none) give no attribute row
+    assert readback_rows(examples, "attributes") == []
+    with pytest.raises(ValueError, match="readback target: one of nodes, attributes"):
+        readback_rows(scenes, "colours")
+
+
+def test_attribute_readback_pairs_own_and_another_examples_tokens(examples):
+    import dataclasses
+
+    blocks = [SCENE_BLOCK.replace("brown", c) for c in ("brown", "red", "blue", "pink")]
+    scenes = [dataclasses.replace(e, context=b) for e, b in zip(examples, blocks)]
+    model = tiny_model(in_dim=DIM, graph_path="cells", tokens=4, max_new_tokens=16)
+    res = readback(model, scenes, target="attributes")
+    assert res["n"] == len(readback_rows(scenes, "attributes", lines=3))
+    assert res["own_lower"] + res["other_lower"] > 0 and res["nll_own"] != res["nll_other"]
+    with pytest.raises(ValueError, match=r"readback \(attributes\) pairs each example"):
+        readback(model, examples, target="attributes")

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..arms import ARMS
+from ..arms import ARMS, READBACK_TARGETS
 from .train import add_data_args, prep_config_from_args
 
 
@@ -50,6 +50,9 @@ class EvalOptions:
                                  "tokens? Prints the per-token loss of the first context block (the node lines) "
                                  "given the example's own graph tokens and no text against another example's, "
                                  "paired (toporag_core/arms.py)", advanced=True)
+    readback_target: str = _opt("nodes", "what --readback reads back: nodes (the node lines) | attributes (one named "
+                                         "node's attributes, the name in the question)", choices=READBACK_TARGETS,
+                                advanced=True)
 
 
 def register(subparsers) -> None:
@@ -169,7 +172,7 @@ def print_readback(model, examples: list, args) -> int:
 
     if not model.config.use_graph:
         raise ValueError("--readback needs a checkpoint with graph tokens (this one has none)")
-    res = readback(model, examples, batch_size=args.batch_size)
+    res = readback(model, examples, batch_size=args.batch_size, target=args.readback_target)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "readback": res}))
     print(f"readback of {res['n']} examples: loss {res['nll_own']:.4f} with their own graph tokens, "
           f"{res['nll_other']:.4f} with another example's; own lower on {res['own_lower']}, another's on "
