@@ -208,18 +208,20 @@ class TopoRAGModel(nn.Module):
 
     def forward(self, batch: QABatch) -> Tensor:
         """Mean cross-entropy over the answer tokens (+ EOS) of the batch."""
-        return self._answer_ce(batch)[0].mean()
+        return self.answer_token_nll(batch)[0].mean()
 
     def answer_nll(self, batch: QABatch, soft: Tensor | None = None) -> Tensor:
         """``(B,)`` each row's mean cross-entropy over its answer tokens (+ EOS), with ``soft`` (``(B, T, H)``)
         in place of the batch's own graph tokens when given (the ablation arms' and readback's measure)."""
-        ce, row = self._answer_ce(batch, soft)
+        ce, row, _ = self.answer_token_nll(batch, soft)
         n = len(batch)
         total = torch.zeros(n, dtype=ce.dtype, device=ce.device).index_add_(0, row, ce)
         return total / torch.bincount(row, minlength=n).clamp(min=1)
 
-    def _answer_ce(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """``(K,)`` cross-entropy of every answer token of the batch and ``(K,)`` the row it belongs to."""
+    def answer_token_nll(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """``(K,)`` cross-entropy of every answer token of the batch (+ EOS), ``(K,)`` the row it belongs to and
+        ``(K,)`` its token id, rows in order (which tokens a graph path helps: benchmarks/bench_readback_tokens.py);
+        ``soft`` as in :meth:`answer_nll`."""
         if batch.answers is None:
             raise ValueError("forward() needs batch.answers (training targets); use answer() otherwise")
         past, mask, pos, embeds, labels = self._inputs(batch, with_answers=True, soft=soft)
@@ -232,7 +234,7 @@ class TopoRAGModel(nn.Module):
         keep = target != IGNORE_INDEX
         logits = head(hidden[:, :-1][keep])
         ce = nn.functional.cross_entropy(logits.float(), target[keep], reduction="none")
-        return ce, keep.nonzero()[:, 0]
+        return ce, keep.nonzero()[:, 0], target[keep]
 
     def prompt_inputs(self, batch: QABatch, soft: Tensor | None = None):
         """The prompt without answers: ``(past | None, attention_mask (B, P + T), position_ids (B, T),
