@@ -54,8 +54,9 @@ NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized cont
 
 READBACK_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
 ATTRIBUTE_QUESTION = "Question: What are the attributes of the {name}?\nAnswer:"
-READBACK_TARGETS = ("nodes", "attributes")
-_NODE_LINE = re.compile(r"^(?P<name>\S.*?) \[\d+\]: (?P<attrs>\S.*)$")
+INDEXED_QUESTION = "Question: What are the attributes of node [{index}]?\nAnswer:"
+READBACK_TARGETS = ("nodes", "attributes", "indexed")
+_NODE_LINE = re.compile(r"^(?P<name>\S.*?) \[(?P<index>\d+)\]: (?P<attrs>\S.*)$")
 
 
 def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | None = None) -> list[Any]:
@@ -84,11 +85,12 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
         counts: dict[str, int] = {}
         for m in found:
             counts[m["name"]] = counts.get(m["name"], 0) + 1
-        pick = [m for m in found[:lines] if counts[m["name"]] == 1]
+        pick = [m for m in found[:lines] if counts[m["name"]] == 1 or target == "indexed"]
         if pick:
             m = pick[zlib.crc32(str(e.id).encode()) % len(pick)]
-            rows.append(dataclasses.replace(e, context="", question=ATTRIBUTE_QUESTION.format(name=m["name"]),
-                                            answer=m["attrs"].strip()))
+            q = (ATTRIBUTE_QUESTION.format(name=m["name"]) if target == "attributes"
+                 else INDEXED_QUESTION.format(index=m["index"]))
+            rows.append(dataclasses.replace(e, context="", question=q, answer=m["attrs"].strip()))
     return rows
 
 
