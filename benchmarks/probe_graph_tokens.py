@@ -4,7 +4,7 @@ For the node slots of the cell path (``graph_path = "cells"`` with nodes first, 
 slot ``s + 1`` is the subcomplex's ``s``-th node line), a logistic regression decodes the node's name and its
 first attribute (a SceneGraphs node's colour) from three stages of :class:`~toporag_core.model.graph_tokens.CellTokens`:
 
-* ``z``: the cell state the projector reads (``h + W x + e_rank``, after ``cell_norm`` when the model has it);
+* ``z``: the cell state the projector reads (``h + W x + e_rank``);
 * ``pre``: the projector's MLP output, before its LayerNorm;
 * ``token``: the graph token the LLM reads.
 

@@ -132,25 +132,6 @@ def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_s
         JointReadback(examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=1))
 
 
-def test_the_readback_target_picks_the_rows_of_the_term_and_of_its_checks(examples):
-    import dataclasses
-
-    from toporag_core.align import JointReadback
-
-    block = "nodes\n{} [0]: red, small\nbox [1]: blue, large\n\nrelations\n{} [0] on box [1]"
-    scenes = [dataclasses.replace(e, context=block.format(n, n)) for e, n in zip(examples, ("cup", "pen", "hat", "jar"))]
-    cfg = TrainConfig(joint_align_weight=1.0, readback_target="attributes", batch_size=2, seed=0)
-    term = JointReadback(scenes, scenes, cfg, lines=1)  # one tokened line: the first node is asked about
-    assert [(r.question, r.answer) for r in term.rows] == [
-        (f"Question: What are the attributes of the {n}?\nAnswer:", "red, small") for n in ("cup", "pen", "hat", "jar")]
-    model = lora_model().eval()
-    assert term.check(model)["readback_n"] == 4  # validation reads back the same kind of rows
-    with torch.no_grad():
-        assert torch.isfinite(term.loss(model, 1)[0])
-    with pytest.raises(ValueError, match="readback_target: one of nodes, attributes"):
-        TrainConfig(readback_target="colours")
-
-
 def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
     model = lora_model()
     cfg = TrainConfig(lr=1e-2, encoder_lr=1e-3, max_steps=30, epochs=30, patience=10, eval_every=10, batch_size=4,
@@ -211,7 +192,7 @@ def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(
     llm = save_tiny_llm(tmp_path / "llm")
     recipe = tmp_path / "cells.toml"  # the cell path and its order are recipe settings
     recipe.write_text('graph_position = "before_question"\ngraph_path = "cells"\ncell_order = [0, 2, 1]\n'
-                      'num_graph_tokens = 4\n')
+                      'num_graph_tokens = 4\ntext = "compact"\n')  # compact node lines: `lamp [2]: brown, glass`
     common = ["--recipe", str(recipe), "--dataset", "scene_graphs", "--data-dir", str(scenes), "--device", "cpu",
               "--llm", str(llm), "--hidden", "16", "--projector-hidden", "32", "--batch-size", "4",
               "--align-steps", "3", "--eval-every", "3"]
@@ -227,6 +208,10 @@ def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(
                  str(scenes), "--split", "val", "--device", "cpu", "--readback"]) == 0
     got = json.loads(capsys.readouterr().out.splitlines()[-2])["readback"]
     assert got["n"] >= 2 and got["own_lower"] + got["other_lower"] <= got["n"]
+    assert main(["eval", "--checkpoint", str(tmp_path / "a" / "aligned"), "--dataset", "scene_graphs", "--data-dir",
+                 str(scenes), "--split", "val", "--device", "cpu", "--readback", "--readback-target", "attributes"]) == 0
+    attrs = json.loads(capsys.readouterr().out.splitlines()[-2])["readback"]  # one named node's attributes each
+    assert 2 <= attrs["n"] <= got["n"] and attrs["nll_own"] != got["nll_own"]
     assert main(["train", *common, "--max-steps", "2", "--out", str(tmp_path / "b")]) == 0
     best = json.loads((tmp_path / "b" / "best" / "config.json").read_text())
     assert best["align_steps"] == 3 and best["align_readback"]["n"] >= 2

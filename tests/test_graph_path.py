@@ -33,13 +33,12 @@ GRAPHS = [
 
 
 def model_of(path: str = "cells", tokens: int = 6, mode: str = "soft_prompt", seed: int = 0,
-             cell_order: tuple[int, ...] = (1, 2, 0), cell_norm: bool = False) -> TopoRAGModel:
+             cell_order: tuple[int, ...] = (1, 2, 0)) -> TopoRAGModel:
     tok = tiny_tokenizer(False)
     llm = tiny_llm(len(tok), seed)
     torch.manual_seed(seed + 1)
     cfg = TopoRAGConfig(cwn=CWNConfig(in_dim=DIM, hidden=16), num_graph_tokens=tokens, projector_hidden=32,
-                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path, cell_order=cell_order,
-                        cell_norm=cell_norm)
+                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path, cell_order=cell_order)
     return TopoRAGModel(cfg, llm, tok)
 
 
@@ -100,30 +99,6 @@ def test_cell_order_puts_nodes_first_when_asked_and_is_saved(tmp_path, examples)
     assert TopoRAGConfig.from_dict(json.loads(json.dumps(model.config.to_dict()))).cell_order == (0, 2, 1)
     with pytest.raises(ValueError, match="cell_order"):
         TopoRAGConfig(graph_path="cells", num_graph_tokens=4, cell_order=(0, 0, 1))
-
-
-def test_cell_norm_standardises_the_cell_states_and_keeps_its_statistics(tmp_path, examples):
-    model = model_of(cell_norm=True)
-    cells = collate([e.tensors for e in examples])
-    seen = []
-    model.projector.proj.register_forward_hook(lambda m, i, o: seen.append(i[0].detach()))
-    model.train()
-    model.graph_tokens(cells)
-    z = seen[-1]  # the cell slots' input (the last projector call); over all cells it is standardised
-    norm = model.projector.cell_norm
-    assert norm is not None and int(norm.num_batches_tracked) == 1
-    h = model.encoder.cell_states(cells)
-    every = torch.cat([h[r] + model.projector.skip[r](getattr(cells, f"x{r}")) + model.projector.rank.weight[r]
-                       for r in range(3) if h[r] is not None and h[r].shape[0]])
-    want = (every - every.mean(0)) / torch.sqrt(every.var(0, unbiased=False) + norm.eps)
-    assert torch.cdist(z, want, compute_mode="donot_use_mm_for_euclid_dist").min(1).values.max() < 1e-4  # every cell slot reads a standardised state
-    model.eval()  # eval uses the running statistics: one example's tokens do not depend on the others
-    one = model.graph_tokens(collate([examples[0].tensors]))
-    assert torch.allclose(one[0], model.graph_tokens(cells)[0], atol=1e-5)
-    model.save(tmp_path / "m")
-    back = TopoRAGModel.load(tmp_path / "m", llm=tiny_llm(len(model.tokenizer), 0), tokenizer=model.tokenizer)
-    assert back.config.cell_norm and torch.equal(back.projector.cell_norm.running_mean, norm.running_mean)
-    assert model_of().projector.cell_norm is None  # off by default: saved checkpoints load as they were
 
 
 def test_tokens_start_at_the_llm_embedding_scale(examples):

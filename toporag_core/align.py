@@ -34,9 +34,6 @@ and reads back the validation examples at every evaluation of the joint stage (`
 Measured with ``lambda = 1``: the reading stays (56 / 64 test rows after 120 joint steps), but the answers
 still do not depend on a question's own tokens.
 
-``TrainConfig.readback_target`` picks the rows of both: the node lines (``"nodes"``) or one named node's
-attributes (``"attributes"``, :func:`~toporag_core.arms.readback_rows`); the checks read back the same kind.
-
 Measured results: ``docs/results/graph_tokens.md``.
 """
 from __future__ import annotations
@@ -50,7 +47,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .arms import readback, readback_rows, token_lines
+from .arms import readback, readback_rows
 from .batches import make_batch
 
 VAL_EXAMPLES = 64  # validation examples read back at each alignment check
@@ -71,12 +68,12 @@ def validation_examples(val_set: Sequence[Any]) -> list[Any]:
     return [e for e in val_set if e.context.strip()][:VAL_EXAMPLES]
 
 
-def read_back(model, val: Sequence[Any], batch_size: int, target: str = "nodes") -> dict[str, Any]:
+def read_back(model, val: Sequence[Any], batch_size: int) -> dict[str, Any]:
     """:func:`~toporag_core.arms.readback` of ``val`` in eval mode; the model's mode is restored afterwards."""
     was = model.training
     model.eval()
     try:
-        return readback(model, val, batch_size=batch_size, target=target)
+        return readback(model, val, batch_size=batch_size)
     finally:
         model.train(was)
 
@@ -87,8 +84,8 @@ class JointReadback:
     from a generator seeded by ``(seed, step)`` (a resumed run draws the same rows); ``check(model)`` reads
     back the first :data:`VAL_EXAMPLES` validation examples with a context."""
 
-    def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg, lines: int | None = None) -> None:
-        self.rows = readback_rows(train_set, cfg.readback_target, lines)
+    def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg) -> None:
+        self.rows = readback_rows(train_set)
         self.val = validation_examples(val_set)
         self.cfg = cfg
         self.size = min(cfg.batch_size, len(self.rows))
@@ -107,8 +104,7 @@ class JointReadback:
 
     def check(self, model) -> dict[str, Any]:
         """:func:`read_back` of the validation examples, keys prefixed ``readback_``."""
-        res = read_back(model, self.val, self.cfg.eval_batch_size, self.cfg.readback_target)
-        return {f"readback_{k}": v for k, v in res.items()}
+        return {f"readback_{k}": v for k, v in read_back(model, self.val, self.cfg.eval_batch_size).items()}
 
 
 def graph_parameters(model) -> dict[str, list[nn.Parameter]]:
@@ -124,7 +120,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     Returns ``{"align_steps", "align_best_step", "align_readback"}`` (the kept state's validation readback)."""
     if not model.config.use_graph:
         raise ValueError("the alignment stage needs a model with graph tokens (use_graph=True)")
-    rows = readback_rows(train_set, cfg.readback_target, token_lines(model))
+    rows = readback_rows(train_set)
     val = validation_examples(val_set)
     if len(rows) < 2 or len(val) < 2:
         raise ValueError("the alignment stage needs training and validation examples with a textualized context "
@@ -147,7 +143,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     t0 = time.time()
 
     def check(step: int, log) -> None:
-        res = read_back(model, val, cfg.eval_batch_size, cfg.readback_target)
+        res = read_back(model, val, cfg.eval_batch_size)
         gap = res["nll_other"] - res["nll_own"]
         log.write(json.dumps({"align_step": step, **res, "seconds": round(time.time() - t0, 1)}) + "\n")
         log.flush()

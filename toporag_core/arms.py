@@ -54,9 +54,8 @@ NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized cont
 
 READBACK_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
 ATTRIBUTE_QUESTION = "Question: What are the attributes of the {name}?\nAnswer:"
-INDEXED_QUESTION = "Question: What are the attributes of node [{index}]?\nAnswer:"
-READBACK_TARGETS = ("nodes", "attributes", "indexed")
-_NODE_LINE = re.compile(r"^(?P<name>\S.*?) \[(?P<index>\d+)\]: (?P<attrs>\S.*)$")
+READBACK_TARGETS = ("nodes", "attributes")
+_NODE_LINE = re.compile(r"^(?P<name>\S.*?) \[\d+\]: (?P<attrs>\S.*)$")
 
 
 def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | None = None) -> list[Any]:
@@ -64,9 +63,10 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
 
     * ``"nodes"``: :data:`READBACK_QUESTION` and the first block of the context (up to its first blank line)
       as the answer;
-    * ``"attributes"``: :data:`ATTRIBUTE_QUESTION` about one node of the first block whose name occurs once
-      there, among its first ``lines`` node lines (the cells that have a graph token when nodes come first),
-      and that node's attributes as the answer (``lamp [6]: brown, glass, small`` -> ``brown, glass, small``).
+    * ``"attributes"`` (compact text, ``text = "compact"``): :data:`ATTRIBUTE_QUESTION` about one node of the
+      first block whose name occurs once there, among its first ``lines`` node lines (the cells that have a
+      graph token when nodes come first), and that node's attributes as the answer (``lamp [6]: brown, glass,
+      small`` -> ``brown, glass, small``).
       The node is picked by a hash of the example's id, so every run asks the same. Examples without such a
       node (no attributed node lines, e.g. ExplaGraphs) give no row. The name is in the question, so the
       answer can only come from the graph tokens: what the nodes readback carries mostly as names.
@@ -85,12 +85,11 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
         counts: dict[str, int] = {}
         for m in found:
             counts[m["name"]] = counts.get(m["name"], 0) + 1
-        pick = [m for m in found[:lines] if counts[m["name"]] == 1 or target == "indexed"]
+        pick = [m for m in found[:lines] if counts[m["name"]] == 1]
         if pick:
             m = pick[zlib.crc32(str(e.id).encode()) % len(pick)]
-            q = (ATTRIBUTE_QUESTION.format(name=m["name"]) if target == "attributes"
-                 else INDEXED_QUESTION.format(index=m["index"]))
-            rows.append(dataclasses.replace(e, context="", question=q, answer=m["attrs"].strip()))
+            rows.append(dataclasses.replace(e, context="", question=ATTRIBUTE_QUESTION.format(name=m["name"]),
+                                            answer=m["attrs"].strip()))
     return rows
 
 
@@ -107,9 +106,9 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0,
 
     rows = readback_rows(examples, target, token_lines(model))
     if len(rows) < 2:
+        need = " and a tokened node line with attributes and a name of its own" if target == "attributes" else ""
         raise ValueError(f"readback ({target}) pairs each example with another one's graph tokens: it needs at "
-                         f"least 2 examples with a textualized context (and for attributes a node with attributes "
-                         f"and a name of its own), got {len(rows)} of {len(examples)}")
+                         f"least 2 examples with a textualized context{need}, got {len(rows)} of {len(examples)}")
     sigma = derangement(len(rows), seed)
     own, other = [], []
     with torch.no_grad():

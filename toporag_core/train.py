@@ -53,7 +53,6 @@ import torch
 
 from .tasks.prep import Example
 from .align import JointReadback
-from .arms import READBACK_TARGETS, token_lines
 from .batches import make_batch
 from .model import TopoRAGModel, evidence_target
 
@@ -128,12 +127,6 @@ class TrainConfig:
                                           "contrastive readback loss on a batch of readback rows to every step's "
                                           "loss, and read back validation at every evaluation "
                                           "(toporag_core/align.py)", advanced=True)
-    # Why attribute readback: the nodes readback's gap between own and another's tokens comes from the node names
-    # and the line structure; the attributes, which most scene questions ask for, read back no better from a
-    # question's own tokens than from another's (docs/results/graph_tokens.md).
-    readback_target: str = _opt("nodes", "what the alignment stage and the joint readback term read back: nodes (the "
-                                         "node lines) | attributes (one named node's attributes, the name in the "
-                                         "question; toporag_core/arms.py)", choices=READBACK_TARGETS, advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -156,9 +149,6 @@ class TrainConfig:
         if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0 or self.align_weight < 0:
             raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0, align_margin >= 0 and align_weight >= 0, "
                              f"got {self.align_steps}, {self.align_lr}, {self.align_margin}, {self.align_weight}")
-        if self.readback_target not in READBACK_TARGETS:
-            raise ValueError(f"TrainConfig.readback_target: one of {', '.join(READBACK_TARGETS)}, got "
-                             f"{self.readback_target!r}")
         if self.joint_align_weight < 0:
             raise ValueError(f"TrainConfig.joint_align_weight: must be >= 0, got {self.joint_align_weight}")
         if self.min_token_spread < 0:
@@ -550,7 +540,7 @@ class TrainingRun:
                  out: Path, env: ProcessEnv, kv: KVStore | None, extra_meta: dict[str, Any] | None) -> None:
         self.model, self.train_set, self.val_set, self.cfg, self.out, self.env, self.kv = \
             model, train_set, val_set, cfg, out, env, kv
-        self.joint = JointReadback(train_set, val_set, cfg, token_lines(model)) if cfg.joint_align_weight else None
+        self.joint = JointReadback(train_set, val_set, cfg) if cfg.joint_align_weight else None
         self.last = out / "last"
         if env.main:
             self.last.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from ..retrieval.textualize import DEFAULT_TEXT
 
 # TopoRAGConfig fields set in a recipe only (recipes/*.toml), never options: the adapter mode and the
 # prompt layout of a shipped checkpoint
-RECIPE_ONLY_FIELDS = frozenset({"mode", "graph_position", "cell_order", "cell_norm"})
+RECIPE_ONLY_FIELDS = frozenset({"mode", "graph_position", "cell_order"})
 # TopoRAGConfig fields set from the data and the task, not by options: cwn.in_dim (the embedding width),
 # the closed answer set (--answer-set), the answer length limit and the question form
 DERIVED_MODEL_FIELDS = frozenset({"cwn", "answer_set", "max_new_tokens", "question_form"})

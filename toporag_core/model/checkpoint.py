@@ -14,19 +14,9 @@ from torch import Tensor, nn
 from .config import TopoRAGConfig
 
 
-def saved_tensors(model: nn.Module) -> dict[str, Tensor]:
-    """What a checkpoint holds, live: the parameters that train (encoder, projector, LoRA) and the running
-    statistics of the graph path's batch norms (``TopoRAGConfig.cell_norm``), which eval reads."""
-    own = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    for name, mod in model.named_modules():
-        if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)) and mod.track_running_stats:
-            own[f"{name}.running_mean"], own[f"{name}.running_var"] = mod.running_mean, mod.running_var
-    return own
-
-
 def trainable_state_dict(model: nn.Module) -> dict[str, Tensor]:
-    """:func:`saved_tensors`, float32 on the CPU."""
-    return {n: p.detach().float().cpu().contiguous() for n, p in saved_tensors(model).items()}
+    """Only the parameters that train (encoder, projector, LoRA), float32 on the CPU."""
+    return {n: p.detach().float().cpu().contiguous() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def num_trainable(model: nn.Module) -> int:
@@ -50,8 +40,8 @@ def save(model, folder: str | os.PathLike, extra: dict[str, Any] | None = None,
 
 
 def load_trainable(model: nn.Module, state: dict[str, Tensor], where: str = "checkpoint") -> None:
-    """Copy saved trainable tensors in; every one of :func:`saved_tensors` must be present, nothing extra."""
-    own = saved_tensors(model)
+    """Copy saved trainable tensors in; every trainable parameter must be present, nothing extra."""
+    own = {n: p for n, p in model.named_parameters() if p.requires_grad}
     missing, extra = sorted(set(own) - set(state)), sorted(set(state) - set(own))
     if missing or extra:
         hint = ""
@@ -80,7 +70,7 @@ def warm_start(model: nn.Module, folder: str | os.PathLike) -> dict[str, int]:
     if not weights.is_file():
         raise FileNotFoundError(f"--init-from: {weights} not found (not a TopoRAG checkpoint folder)")
     state = load_file(str(weights))
-    own = saved_tensors(model)
+    own = {n: p for n, p in model.named_parameters() if p.requires_grad}
     match = [n for n, t in state.items() if n in own and tuple(t.shape) == tuple(own[n].shape)]
     if not match:
         raise ValueError(f"--init-from {folder}: none of its {len(state)} tensors fits this model (another LLM, "

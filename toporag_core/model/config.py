@@ -68,9 +68,6 @@ class TopoRAGConfig:
     # graph_path="cells": the ranks in the order they fill the T - 1 cell slots when a subcomplex has more cells
     # (1, 2, 0: relations first, ExplaGraphs' stance; scenes put 0-cells first, where the attributes live)
     cell_order: tuple[int, ...] = (1, 2, 0)
-    # graph_path="cells": standardise the cell states across cells (BatchNorm, running statistics at eval) before
-    # the projector, so that what tells cells apart is not a few percent of a token dominated by a shared part
-    cell_norm: bool = False
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)

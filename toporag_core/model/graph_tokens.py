@@ -59,7 +59,7 @@ class CellTokens(nn.Module):
     """
 
     def __init__(self, in_dim: int, hidden: int, proj_hidden: int, llm_hidden: int, num_tokens: int,
-                 embed_rms: float = 1.0, cell_order: tuple[int, ...] = CELL_ORDER, cell_norm: bool = False) -> None:
+                 embed_rms: float = 1.0, cell_order: tuple[int, ...] = CELL_ORDER) -> None:
         super().__init__()
         if sorted(cell_order) != [0, 1, 2]:
             raise ValueError(f"cell_order: the ranks 0, 1, 2 once each, got {list(cell_order)}")
@@ -73,7 +73,6 @@ class CellTokens(nn.Module):
         self.register_buffer("priority", torch.tensor(priority), persistent=False)  # rank -> fill priority
         self.skip = nn.ModuleList([nn.Linear(in_dim, hidden) for _ in range(3)])
         self.rank = nn.Embedding(4, hidden)  # ranks 0, 1, 2 and the whole-subcomplex slot (3)
-        self.cell_norm = nn.BatchNorm1d(hidden) if cell_norm else None
         self.proj = nn.Sequential(nn.Linear(hidden, proj_hidden), nn.GELU(), nn.Linear(proj_hidden, llm_hidden))
         self.norm = nn.LayerNorm(llm_hidden)
         with torch.no_grad():
@@ -99,8 +98,6 @@ class CellTokens(nn.Module):
         if not zs:
             return out
         z, rank, owner, local = torch.cat(zs), torch.cat(ranks), torch.cat(own), torch.cat(loc)
-        if self.cell_norm is not None and (z.shape[0] > 1 or not self.training):
-            z = self.cell_norm(z.float()).to(z.dtype)
         # slot 0: the whole subcomplex (mean of its cells' z), as the pooled path sees it
         total = torch.zeros(b, z.shape[1], dtype=z.dtype, device=z.device).index_add_(0, owner, z)
         count = torch.bincount(owner, minlength=b).clamp(min=1).unsqueeze(1).to(z.dtype)
