@@ -8,6 +8,9 @@ first attribute (a SceneGraphs node's colour) from three stages of :class:`~topo
 * ``pre``: the projector's MLP output, before its LayerNorm;
 * ``token``: the graph token the LLM reads.
 
+It also prints how much of the variance of the nodes' input embeddings (``x``, the cell text's sentence
+embedding) lies between names and between first attributes: the share of a label's class means.
+
 Each probe is fit on 70% of the node slots and scored on the rest (a fixed seeded split), on features
 standardised per dimension with the training part's statistics, and on the raw features. It prints the
 accuracy beside the majority class, and per stage the norm of the features' mean and of their standard
@@ -43,6 +46,14 @@ def probe(x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, sta
         mu, sd = x[train].mean(0), x[train].std(0) + 1e-8
         x = (x - mu) / sd
     return float(LogisticRegression(max_iter=3000).fit(x[train], y[train]).score(x[test], y[test]))
+
+
+def between_share(x: np.ndarray, y: np.ndarray) -> float:
+    """The share of ``x``'s total variance that lies between the classes of ``y`` (sum of squared class means,
+    weighted by class size, over the total sum of squares; ``x`` centred)."""
+    x = x - x.mean(0)
+    between = sum((y == v).sum() * float((x[y == v].mean(0) ** 2).sum()) for v in set(y.tolist()))
+    return between / float((x ** 2).sum())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     proj.proj.register_forward_hook(at_mlp)
     proj.norm.register_forward_hook(at_norm)
     feats: dict[str, list] = {s: [] for s in STAGES}
-    names, firsts = [], []
+    names, firsts, inputs = [], [], []
     slots = model.config.num_graph_tokens - 1
     examples = [e for e in data[args.split][: args.limit] if e.context.strip()]
     with torch.no_grad():
@@ -108,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             start = 0  # the last projector call holds the cell slots, example by example in slot order
             for r, e in enumerate(chunk):
                 labels = node_labels(e.context)[: count[r]]
+                x0 = cells.x0[cells.batch0 == r]  # the example's nodes in local (text) order
                 for s, (name, first) in enumerate(labels):
+                    inputs.append(x0[s].float().cpu().numpy())
                     for st in STAGES:
                         feats[st].append(seen[st][-1][start + s].cpu().numpy())
                     names.append(name)
@@ -130,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{acc['first', False]:.3f} |")
     for k, y in ys.items():
         top = max(np.mean(y[test] == v) for v in set(y[train].tolist()))
-        print(f"majority {k}: {top:.3f} ({len(set(y.tolist()))} classes)")
+        print(f"majority {k}: {top:.3f} ({len(set(y.tolist()))} classes); share of the input embeddings' "
+              f"variance between {k} classes: {between_share(np.stack(inputs), y):.3f}")
     return 0
 
 
