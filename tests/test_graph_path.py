@@ -171,6 +171,10 @@ def test_answer_nll_is_per_row_and_reads_the_soft_tokens_it_is_given(examples):
         own = model.graph_tokens(batch.cells)
         assert torch.allclose(model.answer_nll(batch, soft=own), per_row)
         assert not torch.allclose(model.answer_nll(batch, soft=own.flip(0)), per_row)
+        ce, row, ids = model.answer_token_nll(batch)  # the same losses token by token, with their ids
+        assert row.tolist() == sorted(row.tolist()) and torch.bincount(row).tolist() == lengths.int().tolist()
+        for r, a in enumerate(batch.answers):
+            assert ids[row == r].tolist() == list(model.answer_ids(a)) and torch.isclose(ce[row == r].mean(), per_row[r])
 
 
 def test_token_spread_zero_for_a_constant_path_and_training_fails_loudly(tmp_path, examples):

@@ -34,7 +34,7 @@ test), tokens that carry the format only give equal losses. It needs no generati
 20 seconds on a CPU.
 
 Readback of the node lines can pass on names alone: after the SceneGraphs alignment stage and joint stage
-the own-against-another gap sat in the name and index tokens (2.0 and 0.9 nats each) and hardly in the
+the own-against-another gap sat in the name and index tokens (2.3 and 1.1 nats per token) and hardly in the
 attributes (0.07), which are what most scene questions ask for. ``target="attributes"`` reads back one node's
 attributes with its name in the question (``What are the attributes of the lamp?`` -> ``brown, glass,
 small``), so only what the tokens carry about that node can lower the loss.
