@@ -62,3 +62,35 @@ def load_checkpoint_model(folder: str | Path, meta: dict, dtype: str = "auto"):
 
     llm, tok = load_llm(meta["config"]["llm"], device="cpu", dtype=dtype)
     return TopoRAGModel.load(Path(folder), llm=llm, tokenizer=tok, device="cpu").eval()
+
+
+def add_eval_checkpoint_args(ap, limit: int, limit_help: str = "only the first N examples of the split") -> None:
+    """``--checkpoint --dataset --split --data-dir --limit --threads``: the options of a benchmark that reads one
+    split through a checkpoint as ``toporag eval`` does (:func:`eval_model_and_split`)."""
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--dataset", default="scene_graphs")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--limit", type=int, default=limit, help=limit_help)
+    ap.add_argument("--threads", type=int, default=2)
+
+
+def eval_model_and_split(args):
+    """``(model in eval mode, the first args.limit examples of args.split)``, loaded and prepared exactly as
+    ``toporag eval --checkpoint ... --dataset ... --split ...`` loads them (the checkpoint's retrieval setting
+    and LLM dtype; ``--data-dir`` when given). Sets ``args.threads`` torch threads."""
+    import torch
+
+    from toporag_core.cli import build_parser
+    from toporag_core.commands import eval as ev
+    from toporag_core.tasks.prep import prepare_dataset
+
+    torch.set_num_threads(args.threads)
+    eargs = build_parser("eval").parse_args(["eval", "--checkpoint", args.checkpoint, "--dataset", args.dataset,
+                                             "--split", args.split,
+                                             *(["--data-dir", args.data_dir] if args.data_dir else [])])
+    meta, base = ev.checkpoint_meta(eargs)
+    setting = ev.prep_config_from_args(eargs, base)
+    data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=ev.data_source(eargs))
+    model, _ = ev.load_model(eargs, meta, setting.retrieval.method)
+    return model.eval(), data[args.split][: args.limit]

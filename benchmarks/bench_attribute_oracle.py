@@ -21,40 +21,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
+
 _LINE = re.compile(r"^(?P<name>\S.*?) \[\d+\]: (?P<attrs>.*)$")
 ORACLES = ("none", "attrs", "line")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dataset", default="scene_graphs")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--limit", type=int, default=200)
-    ap.add_argument("--threads", type=int, default=2)
+    add_eval_checkpoint_args(ap, limit=200)
     args = ap.parse_args(argv)
 
     import torch
 
     from toporag_core.arms import derangement, readback_rows, token_lines
     from toporag_core.batches import make_batch
-    from toporag_core.cli import build_parser
-    from toporag_core.commands import eval as ev
     from toporag_core.metrics import mcnemar_exact
-    from toporag_core.tasks.prep import prepare_dataset
 
-    torch.set_num_threads(args.threads)
-    eargs = build_parser("eval").parse_args(["eval", "--checkpoint", args.checkpoint, "--dataset", args.dataset,
-                                             "--split", args.split, *(["--data-dir", args.data_dir]
-                                                                      if args.data_dir else [])])
-    meta, base = ev.checkpoint_meta(eargs)
-    setting = ev.prep_config_from_args(eargs, base)
-    data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=ev.data_source(eargs))
-    model, _ = ev.load_model(eargs, meta, setting.retrieval.method)
-    model.eval()
+    model, examples = eval_model_and_split(args)
     words = model.llm.get_input_embeddings().weight.detach().float()
-    examples = [e for e in data[args.split][: args.limit] if e.context.strip()]
+    examples = [e for e in examples if e.context.strip()]
     by_id = {e.id: e for e in examples}
     rows = readback_rows(examples, "attributes", token_lines(model))
     sigma = derangement(len(rows), 0)

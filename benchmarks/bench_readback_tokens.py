@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
+
 CLASSES = ("header", "name", "index", "separator", "attribute", "comma", "newline", "end")
 _LINE = re.compile(r"^(?P<name>[^\n\[]*?)(?P<index> \[\d+\])(?P<sep>: ?)(?P<attrs>.*)$")
 
@@ -59,13 +61,8 @@ def token_classes(tokenizer, ids: list[int], text: str, target: str = "nodes") -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dataset", default="scene_graphs")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--limit", type=int, default=64)
+    add_eval_checkpoint_args(ap, limit=64)
     ap.add_argument("--target", default="nodes", choices=("nodes", "attributes"))
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default=None, help="also write the table as JSON here")
     args = ap.parse_args(argv)
 
@@ -73,20 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from toporag_core.arms import derangement, readback_rows, token_lines
     from toporag_core.batches import make_batch
-    from toporag_core.cli import build_parser
-    from toporag_core.commands import eval as ev
-    from toporag_core.tasks.prep import prepare_dataset
 
-    torch.set_num_threads(args.threads)
-    eargs = build_parser("eval").parse_args(["eval", "--checkpoint", args.checkpoint, "--dataset", args.dataset,
-                                             "--split", args.split, *(["--data-dir", args.data_dir]
-                                                                      if args.data_dir else [])])
-    meta, base = ev.checkpoint_meta(eargs)
-    setting = ev.prep_config_from_args(eargs, base)
-    data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=ev.data_source(eargs))
-    model, _ = ev.load_model(eargs, meta, setting.retrieval.method)
-    model.eval()
-    rows = readback_rows(data[args.split][: args.limit], args.target, token_lines(model))
+    model, examples = eval_model_and_split(args)
+    rows = readback_rows(examples, args.target, token_lines(model))
     sigma = derangement(len(rows), 0)
     stats: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])  # own, other, own lower, n
     with torch.no_grad():

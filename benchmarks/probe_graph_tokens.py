@@ -30,6 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
+
 _LINE = re.compile(r"^(?P<name>\S.*?) \[\d+\]: (?P<first>[^,]+)")
 STAGES = ("z", "pre", "token")
 
@@ -58,12 +60,7 @@ def between_share(x: np.ndarray, y: np.ndarray) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dataset", default="scene_graphs")
-    ap.add_argument("--split", default="test")
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--limit", type=int, default=400, help="examples whose node slots are probed")
-    ap.add_argument("--threads", type=int, default=2)
+    add_eval_checkpoint_args(ap, limit=400, limit_help="examples whose node slots are probed")
     ap.add_argument("--reset-projector", action="store_true",
                     help="re-initialise the projector first (seed 0): what an untrained projector keeps")
     args = ap.parse_args(argv)
@@ -71,21 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from toporag_core.batches import make_batch
-    from toporag_core.cli import build_parser
-    from toporag_core.commands import eval as ev
-    from toporag_core.tasks.prep import prepare_dataset
 
-    torch.set_num_threads(args.threads)
-    eargs = build_parser("eval").parse_args(["eval", "--checkpoint", args.checkpoint, "--dataset", args.dataset,
-                                             "--split", args.split, *(["--data-dir", args.data_dir]
-                                                                      if args.data_dir else [])])
-    meta, base = ev.checkpoint_meta(eargs)
-    if meta["config"].get("graph_path") != "cells":
+    model, examples = eval_model_and_split(args)
+    if model.config.graph_path != "cells":
         raise SystemExit("probe_graph_tokens: the checkpoint needs graph_path = \"cells\"")
-    setting = ev.prep_config_from_args(eargs, base)
-    data = prepare_dataset(args.dataset, setting, splits=(args.split,), data_dir=ev.data_source(eargs))
-    model, _ = ev.load_model(eargs, meta, setting.retrieval.method)
-    model.eval()
     proj = model.projector
     if args.reset_projector:
         torch.manual_seed(0)
@@ -106,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     feats: dict[str, list] = {s: [] for s in STAGES}
     names, firsts, inputs = [], [], []
     slots = model.config.num_graph_tokens - 1
-    examples = [e for e in data[args.split][: args.limit] if e.context.strip()]
+    examples = [e for e in examples if e.context.strip()]
     with torch.no_grad():
         for i in range(0, len(examples), 16):
             chunk = examples[i:i + 16]
