@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 for s, (name, first) in enumerate(labels):
                     inputs.append(x0[s].float().cpu().numpy())
                     for st in STAGES:
-                        feats[st].append(seen[st][-1][start + s].cpu().numpy())
+                        feats[st].append(seen[st][-1][start + s].reshape(-1).cpu().numpy())  # (k H,) with k tokens per cell
                     names.append(name)
                     firsts.append(first)
                 start += count[r]

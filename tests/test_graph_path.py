@@ -33,12 +33,13 @@ GRAPHS = [
 
 
 def model_of(path: str = "cells", tokens: int = 6, mode: str = "soft_prompt", seed: int = 0,
-             cell_order: tuple[int, ...] = (1, 2, 0)) -> TopoRAGModel:
+             cell_order: tuple[int, ...] = (1, 2, 0), per_cell: int = 1) -> TopoRAGModel:
     tok = tiny_tokenizer(False)
     llm = tiny_llm(len(tok), seed)
     torch.manual_seed(seed + 1)
     cfg = TopoRAGConfig(cwn=CWNConfig(in_dim=DIM, hidden=16), num_graph_tokens=tokens, projector_hidden=32,
-                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path, cell_order=cell_order)
+                        llm="tiny", mode=mode, max_new_tokens=8, graph_path=path, cell_order=cell_order,
+                        tokens_per_cell=per_cell)
     return TopoRAGModel(cfg, llm, tok)
 
 
@@ -99,6 +100,35 @@ def test_cell_order_puts_nodes_first_when_asked_and_is_saved(tmp_path, examples)
     assert TopoRAGConfig.from_dict(json.loads(json.dumps(model.config.to_dict()))).cell_order == (0, 2, 1)
     with pytest.raises(ValueError, match="cell_order"):
         TopoRAGConfig(graph_path="cells", num_graph_tokens=4, cell_order=(0, 0, 1))
+
+
+def test_tokens_per_cell_gives_each_slot_k_consecutive_tokens_and_round_trips(tmp_path, examples):
+    k = 3
+    model = model_of(tokens=3, cell_order=(0, 2, 1), per_cell=k).eval()
+    big = max(examples, key=lambda e: e.tensors.shape[0])
+    g = model.graph_tokens(collate([big.tensors])).detach()
+    assert g.shape == (1, 3 * k, model.llm_hidden) and model.num_soft_tokens() == 3 * k
+    h = model.encoder.cell_states(collate([big.tensors]))
+    z0 = h[0] + model.projector.skip[0](big.tensors.x0) + model.projector.rank.weight[0]
+    want = model.projector.token(z0[:2]).detach()  # (2 cells, k, H): slots 1 and 2 are the first two nodes
+    assert want.shape == (2, k, model.llm_hidden)
+    assert torch.allclose(g[0, k:], want.reshape(2 * k, -1), atol=1e-5)
+    assert not torch.allclose(g[0, k], g[0, k + 1])  # the k tokens of one cell differ
+    # a subcomplex with fewer cells than slots: the unused slots' k positions hold the empty token
+    small = model_of(tokens=8, per_cell=k).eval()
+    tiny = min(examples, key=lambda e: sum(e.tensors.shape))
+    used = sum(tiny.tensors.shape)
+    gs = small.graph_tokens(collate([tiny.tensors])).detach()[0]
+    assert torch.allclose(gs[(1 + used) * k:], small.projector.empty.detach().expand(gs.shape[0] - (1 + used) * k, -1))
+    # the prompt holds T k soft positions, the loss reads them, and the config and weights round-trip
+    batch = make_batch(examples[:2])
+    assert torch.isfinite(model(batch))
+    model.save(tmp_path / "k3")
+    again = TopoRAGModel.load(tmp_path / "k3", tiny_llm(len(tiny_tokenizer(False)), 0), tiny_tokenizer(False)).eval()
+    assert again.config.tokens_per_cell == k
+    assert torch.allclose(again.graph_tokens(collate([big.tensors])).detach(), g, atol=1e-6)
+    with pytest.raises(ValueError, match="tokens_per_cell.*graph_path='cells'"):
+        TopoRAGConfig(graph_path="pooled", tokens_per_cell=2)
 
 
 def test_tokens_start_at_the_llm_embedding_scale(examples):

@@ -68,6 +68,8 @@ class TopoRAGConfig:
     # graph_path="cells": the ranks in the order they fill the T - 1 cell slots when a subcomplex has more cells
     # (1, 2, 0: relations first, ExplaGraphs' stance; scenes put 0-cells first, where the attributes live)
     cell_order: tuple[int, ...] = (1, 2, 0)
+    # graph_path="cells": soft tokens per slot (k); the LLM reads T * k graph tokens (model/graph_tokens.py)
+    tokens_per_cell: int = 1
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)
@@ -104,11 +106,19 @@ class TopoRAGConfig:
                                  f"slot and at least one cell), got {self.num_graph_tokens}")
         if sorted(self.cell_order) != [0, 1, 2]:
             raise ValueError(f"TopoRAGConfig.cell_order: the ranks 0, 1, 2 once each, got {list(self.cell_order)}")
-        for name in ("num_graph_tokens", "max_new_tokens"):
+        if self.tokens_per_cell != 1 and self.graph_path != "cells":
+            raise ValueError(f"TopoRAGConfig.tokens_per_cell={self.tokens_per_cell} needs graph_path='cells' "
+                             f"(the pooled path has no cell slots)")
+        for name in ("num_graph_tokens", "max_new_tokens", "tokens_per_cell"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TopoRAGConfig.{name}: must be >= 1, got {getattr(self, name)}")
         if len(set(self.answer_set)) != len(self.answer_set) or any(not a.strip() for a in self.answer_set):
             raise ValueError(f"TopoRAGConfig.answer_set: needs distinct non-empty answers, got {self.answer_set}")
+
+    @property
+    def soft_tokens(self) -> int:
+        """Graph token positions the LLM reads per example: ``num_graph_tokens * tokens_per_cell``."""
+        return self.num_graph_tokens * self.tokens_per_cell if self.use_graph else 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

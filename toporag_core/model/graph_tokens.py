@@ -29,6 +29,13 @@ order the textualized subcomplex lists them (GraphToken, Perozzi et al. 2024; LL
    then emitted in text order (rank, local index). Unused slots hold a learned ``empty`` token.
    The output keeps the pooled path's shape ``(B, T, H)``, so the ablation arms, the attribution of
    :mod:`~toporag_core.studio.graph_effect` and every decoder take either path unchanged.
+4. **Tokens per cell.** With ``k = TopoRAGConfig.tokens_per_cell > 1`` the projector's last layer
+   writes ``k`` tokens per slot (``W_2`` is ``(k H, p)``, each token through the same LayerNorm), so the
+   output is ``(B, T k, H)``, slot ``s`` at positions ``s k .. s k + k - 1``. Why: SmolLM2-135M reads a
+   soft token about as it reads one word. A node line ``lamp [6]: brown, glass, small`` is four words;
+   with one token per node the LLM reads the name back from its token (2.3 nats per name token below
+   another question's tokens) and not the attributes (0.07 nats), although a linear probe decodes the
+   first attribute from that token at 0.92 (docs/results/graph_tokens.md).
 
 Everything is vectorised over the batch's index arrays: two sorts pick and order the cells.
 """
@@ -52,41 +59,44 @@ def local_index(owner: Tensor, num_graphs: int) -> Tensor:
 
 
 class CellTokens(nn.Module):
-    """``forward(h, cells) -> (B, T, H)``: one graph token per selected cell plus a whole-subcomplex slot.
+    """``forward(h, cells) -> (B, T k, H)``: ``k`` graph tokens per selected cell plus a whole-subcomplex slot.
 
     ``h``: the encoder's ``[h0 (N, d), h1 (M, d), h2 (F, d) or None]``; ``cells``: the batch they came
     from (its ``x0/x1/x2`` feed the skip projections, ``batch0/1/2`` say which subcomplex owns a cell).
     """
 
     def __init__(self, in_dim: int, hidden: int, proj_hidden: int, llm_hidden: int, num_tokens: int,
-                 embed_rms: float = 1.0, cell_order: tuple[int, ...] = CELL_ORDER) -> None:
+                 embed_rms: float = 1.0, cell_order: tuple[int, ...] = CELL_ORDER, per_cell: int = 1) -> None:
         super().__init__()
         if sorted(cell_order) != [0, 1, 2]:
             raise ValueError(f"cell_order: the ranks 0, 1, 2 once each, got {list(cell_order)}")
         if num_tokens < 2:
             raise ValueError(f"graph_tokens='cells' needs num_graph_tokens >= 2 (a whole-subcomplex slot and "
                              f"at least one cell), got {num_tokens}")
-        self.num_tokens = num_tokens
+        if per_cell < 1:
+            raise ValueError(f"tokens_per_cell must be >= 1, got {per_cell}")
+        self.num_tokens, self.per_cell, self.llm_hidden = num_tokens, per_cell, llm_hidden
         priority = [0, 0, 0]
         for p, r in enumerate(cell_order):
             priority[r] = p
         self.register_buffer("priority", torch.tensor(priority), persistent=False)  # rank -> fill priority
         self.skip = nn.ModuleList([nn.Linear(in_dim, hidden) for _ in range(3)])
         self.rank = nn.Embedding(4, hidden)  # ranks 0, 1, 2 and the whole-subcomplex slot (3)
-        self.proj = nn.Sequential(nn.Linear(hidden, proj_hidden), nn.GELU(), nn.Linear(proj_hidden, llm_hidden))
+        self.proj = nn.Sequential(nn.Linear(hidden, proj_hidden), nn.GELU(),
+                                  nn.Linear(proj_hidden, per_cell * llm_hidden))
         self.norm = nn.LayerNorm(llm_hidden)
         with torch.no_grad():
             self.norm.weight.fill_(float(embed_rms))
         self.empty = nn.Parameter(torch.randn(llm_hidden) * float(embed_rms))
 
     def token(self, z: Tensor) -> Tensor:
-        """``(K, d) -> (K, H)``: the projector."""
-        return self.norm(self.proj(z))
+        """``(K, d) -> (K, k, H)``: the projector (``k`` tokens per slot)."""
+        return self.norm(self.proj(z).view(z.shape[0], self.per_cell, self.llm_hidden))
 
     def forward(self, h: list[Tensor | None], cells: CellBatch) -> Tensor:
         xs, owners = [cells.x0, cells.x1, cells.x2], [cells.batch0, cells.batch1, cells.batch2]
         zs, ranks, own, loc = [], [], [], []
-        b, t = cells.num_graphs, self.num_tokens
+        b, t, k = cells.num_graphs, self.num_tokens, self.per_cell
         for r in range(3):
             if h[r] is None or h[r].shape[0] == 0:
                 continue
@@ -94,9 +104,9 @@ class CellTokens(nn.Module):
             ranks.append(torch.full_like(owners[r], r))
             own.append(owners[r])
             loc.append(local_index(owners[r], b))
-        out = self.empty.expand(b, t, -1).clone()
+        out = self.empty.expand(b, t, k, -1).clone()
         if not zs:
-            return out
+            return out.flatten(1, 2)
         z, rank, owner, local = torch.cat(zs), torch.cat(ranks), torch.cat(own), torch.cat(loc)
         # slot 0: the whole subcomplex (mean of its cells' z), as the pooled path sees it
         total = torch.zeros(b, z.shape[1], dtype=z.dtype, device=z.device).index_add_(0, owner, z)
@@ -111,7 +121,7 @@ class CellTokens(nn.Module):
         text = keep[torch.argsort(owner[keep] * (3 * span) + rank[keep] * span + local[keep])]
         slot = 1 + local_index(owner[text], b)
         out[owner[text], slot] = self.token(z[text]).to(out.dtype)
-        return out
+        return out.flatten(1, 2)  # (B, T k, H): slot s at s k .. s k + k - 1
 
 
 def embedding_rms(llm: nn.Module) -> float:

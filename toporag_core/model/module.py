@@ -62,7 +62,7 @@ class TopoRAGModel(nn.Module):
             if config.graph_path == "cells":
                 self.projector = CellTokens(config.cwn.in_dim, self.encoder.out_dim, config.projector_hidden,
                                             hidden, config.num_graph_tokens, embedding_rms(llm),
-                                            cell_order=config.cell_order)
+                                            cell_order=config.cell_order, per_cell=config.tokens_per_cell)
             else:
                 self.projector = nn.Sequential(  # G-Retriever's projector shape
                     nn.Linear(self.encoder.out_dim, config.projector_hidden), nn.Sigmoid(),

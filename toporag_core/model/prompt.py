@@ -92,7 +92,7 @@ class Prompter:
 
     def num_soft_tokens(self) -> int:
         """Soft (non-text) input positions per example: the graph tokens."""
-        return self.config.num_graph_tokens if self.config.use_graph else 0
+        return self.config.soft_tokens
 
     def context_budget(self, question: str) -> int:
         """Context tokens that fit beside ``question``: ``max_input_tokens`` minus the chat prefix,
