@@ -113,6 +113,74 @@ def test_alignment_steps_weigh_the_hinge_by_align_weight(tmp_path, examples):
     assert first[0.0]["own"] == pytest.approx(first[3.0]["own"], abs=2e-5)  # same start, same batch
 
 
+SCENES = [
+    [("name: lamp; attributes: brown, glass", "on", "name: table; attributes: wooden"),
+     ("name: table; attributes: wooden", "near", "name: chair; attributes: red, small")],
+    [("name: cup; attributes: white", "on", "name: shelf; attributes: tall, metal")],
+    [("name: dog; attributes: black, large", "under", "name: bench; attributes: green")],
+    [("name: book; attributes: blue, thin", "beside", "name: vase; attributes: glass")],
+]
+
+
+@pytest.fixture(scope="module")
+def scene_examples():
+    enc = HashingEncoder(dim=DIM)
+    setting = PrepConfig(RetrievalSetting.make(k0=3, k1=3, k2=1), text="compact")  # node lines `lamp [0]: brown, ...`
+    return [prepare_example(RawExample(id=str(i), graph=TextualGraph.from_triples(t, name=f"s{i}"), question="q",
+                                       label="a", answer="a"), enc, setting) for i, t in enumerate(SCENES)]
+
+
+def word_model(k: int = 2, tokens: int = 3, order=(0, 2, 1)) -> TopoRAGModel:
+    return tiny_model(in_dim=DIM, mode="lora", graph_path="cells", tokens=tokens, cell_order=order,
+                      tokens_per_cell=k, max_new_tokens=48)
+
+
+def test_word_targets_are_the_llm_embeddings_of_each_node_slots_words(scene_examples):
+    """``word_loss`` compares token ``(1 + s) k + j`` with the embedding of word ``j`` of node line ``s`` (name, then
+    attributes), only for the nodes that have a slot: zero when those tokens are the targets, and the other
+    positions do not enter."""
+    from toporag_core.align import check_word_targets, word_loss
+
+    model = word_model(k=2, tokens=3).eval()  # 2 node slots of 2 tokens each
+    rows = readback_rows(scene_examples[:2])
+    batch = make_batch(rows)
+    emb = model.llm.get_input_embeddings().weight.detach()
+
+    def vec(word):
+        return emb[model.prompter.ids(" " + word)].mean(0)
+
+    soft = torch.randn(2, 3 * 2, model.llm_hidden)
+    nodes = torch.bincount(batch.cells.batch0, minlength=2)
+    assert float(word_loss(model, rows, soft, nodes)) > 0.5
+    # scene 0: lamp [0]: brown, glass / table [1]: wooden / chair [2]: ...; scene 1: cup [0]: white / shelf [1]: ...
+    want = {(0, 2): "lamp", (0, 3): "brown", (0, 4): "table", (0, 5): "wooden",
+            (1, 2): "cup", (1, 3): "white", (1, 4): "shelf", (1, 5): "tall"}
+    assert rows[0].answer.splitlines()[1:3] == ["lamp [0]: brown, glass", "table [1]: wooden"]
+    for (i, p), w in want.items():
+        soft[i, p] = 3.0 * vec(w)
+    assert float(word_loss(model, rows, soft, nodes)) == pytest.approx(0.0, abs=1e-5)
+    soft[:, :2] = torch.randn(2, 2, model.llm_hidden)  # the whole-subcomplex slot has no target
+    assert float(word_loss(model, rows, soft, nodes)) == pytest.approx(0.0, abs=1e-5)
+    soft[0, 3] = vec("red")  # a wrong attribute in lamp's second token
+    assert float(word_loss(model, rows, soft, nodes)) > 1e-3
+    with pytest.raises(ValueError, match="nodes first"):
+        check_word_targets(word_model(order=(1, 2, 0)))
+
+
+def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path, scene_examples):
+    from toporag_core.align import align
+
+    model = word_model(k=2, tokens=4)
+    cfg = TrainConfig(align_steps=30, align_lr=1e-2, encoder_lr=1e-3, align_words=5.0, batch_size=4, eval_every=30,
+                      seed=0, show_progress=False)
+    align(model, scene_examples, scene_examples, cfg, tmp_path)
+    words = [json.loads(x)["words"] for x in (tmp_path / "align_log.jsonl").read_text().splitlines()
+             if "words" in x]
+    assert len(words) == 30 and words[-1] < 0.6 * words[0]  # measured: 0.85 to 0.43
+    with pytest.raises(ValueError, match="nodes first"):
+        align(word_model(order=(1, 2, 0)), scene_examples, scene_examples, cfg, tmp_path / "no")
+
+
 def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_step(examples):
     from toporag_core.align import JointReadback
 
@@ -169,8 +237,10 @@ def test_the_joint_readback_term_is_refused_without_graph_tokens_or_under_severa
     with pytest.raises(ValueError, match="joint_align_weight is not supported with several processes"):
         check_training_inputs(lora_model(), examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4),
                               TwoRanks(), None)
-    with pytest.raises(ValueError, match="joint_align_weight: must be >= 0"):
+    with pytest.raises(ValueError, match="joint_align_weight and align_words must be >= 0"):
         TrainConfig(joint_align_weight=-1.0)
+    with pytest.raises(ValueError, match="joint_align_weight and align_words must be >= 0"):
+        TrainConfig(align_words=-1.0)
     text_only = tiny_model(in_dim=DIM, mode="lora", use_graph=False, max_new_tokens=48)
     with pytest.raises(ValueError, match="joint_align_weight reads cells back from graph tokens"):
         train(text_only, examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4), tmp_path / "t")

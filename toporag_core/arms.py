@@ -56,6 +56,18 @@ READBACK_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
 ATTRIBUTE_QUESTION = "Question: What are the attributes of the {name}?\nAnswer:"
 READBACK_TARGETS = ("nodes", "attributes")
 _NODE_LINE = re.compile(r"^(?P<name>\S.*?) \[\d+\]: (?P<attrs>\S.*)$")
+_NAMED_LINE = re.compile(r"^(?P<name>[^\s\[][^\[\]]*?) \[\d+\](?:: (?P<attrs>\S.*))?$")
+
+
+def node_words(block: str) -> list[list[str]]:
+    """The words of each node line of a compact textualized block, name first (``lamp [6]: brown, glass, small``
+    -> ``["lamp", "brown", "glass", "small"]``; ``cup [2]`` -> ``["cup"]``), in text order; other lines are
+    skipped."""
+    out = []
+    for m in map(_NAMED_LINE.match, block.splitlines()):
+        if m:
+            out.append([m["name"]] + [a.strip() for a in (m["attrs"] or "").split(",") if a.strip()])
+    return out
 
 
 def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | None = None) -> list[Any]:

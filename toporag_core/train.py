@@ -120,6 +120,12 @@ class TrainConfig:
                                     "tokens should beat another row's", advanced=True)
     align_weight: float = _opt(1.0, "the alignment stage's weight of the hinge (own against another row's tokens) "
                                     "beside the plain readback loss", advanced=True)
+    # Why word targets: through the frozen LLM alone the alignment loss taught names (2.3 nats per name token below
+    # another question's tokens) and not attributes (0.07), though a probe reads the first attribute off the token.
+    align_words: float = _opt(0.0, "in the alignment stage, add this weight times the cosine distance between each "
+                                   "node slot's j-th token and the LLM's embedding of the j-th word of its node line "
+                                   "(name, then attributes; tokens_per_cell tokens per node, nodes first) "
+                                   "(toporag_core/align.py)", advanced=True)
     # Why a readback term in the joint stage: trained on answers alone, the joint stage erases what the alignment
     # stage taught (own tokens read back better on 48 of 64 test rows before, 29 after), also when only the
     # encoder trains.
@@ -149,8 +155,9 @@ class TrainConfig:
         if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0 or self.align_weight < 0:
             raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0, align_margin >= 0 and align_weight >= 0, "
                              f"got {self.align_steps}, {self.align_lr}, {self.align_margin}, {self.align_weight}")
-        if self.joint_align_weight < 0:
-            raise ValueError(f"TrainConfig.joint_align_weight: must be >= 0, got {self.joint_align_weight}")
+        if self.joint_align_weight < 0 or self.align_words < 0:
+            raise ValueError(f"TrainConfig: joint_align_weight and align_words must be >= 0, got "
+                             f"{self.joint_align_weight} and {self.align_words}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
