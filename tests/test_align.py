@@ -181,6 +181,22 @@ def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path
         align(word_model(order=(1, 2, 0)), scene_examples, scene_examples, cfg, tmp_path / "no")
 
 
+def test_the_joint_readback_term_adds_the_word_targets(scene_examples):
+    from toporag_core.align import JointReadback, word_loss
+
+    model = word_model(k=2, tokens=3).eval()
+    cfg = TrainConfig(joint_align_weight=0.5, align_words=2.0, batch_size=3, seed=1)
+    with torch.no_grad():
+        got, log = JointReadback(scene_examples, scene_examples, cfg).loss(model, 4)
+        rows = readback_rows([scene_examples[int(i)] for i in np.random.default_rng([1, 4]).choice(4, 3, replace=False)])
+        batch = make_batch(rows)
+        soft = model.graph_tokens(batch.cells)
+        ref, _, _ = contrastive_readback_loss(model, batch, cfg.align_margin, cfg.align_weight, soft)
+        words = word_loss(model, rows, soft, torch.bincount(batch.cells.batch0, minlength=3))
+    assert words > 0.1 and log["readback_words"] == pytest.approx(words.item(), abs=1e-5)
+    assert torch.isclose(got, 0.5 * (ref + 2.0 * words))
+
+
 def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_step(examples):
     from toporag_core.align import JointReadback
 

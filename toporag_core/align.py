@@ -124,9 +124,10 @@ def read_back(model, val: Sequence[Any], batch_size: int) -> dict[str, Any]:
 
 class JointReadback:
     """The contrastive readback loss as a term of the joint stage (module docstring): ``loss(model, step)``
-    is ``lambda * loss`` of ``batch_size`` readback rows of the training examples, drawn without replacement
-    from a generator seeded by ``(seed, step)`` (a resumed run draws the same rows); ``check(model)`` reads
-    back the first :data:`VAL_EXAMPLES` validation examples with a context."""
+    is ``lambda * loss`` (plus ``beta * L_words`` with ``align_words``) of ``batch_size`` readback rows of the
+    training examples, drawn without replacement from a generator seeded by ``(seed, step)`` (a resumed run
+    draws the same rows); ``check(model)`` reads back the first :data:`VAL_EXAMPLES` validation examples with
+    a context."""
 
     def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg) -> None:
         self.rows = readback_rows(train_set)
@@ -140,11 +141,17 @@ class JointReadback:
     def loss(self, model, step: int) -> tuple[Tensor, dict[str, float]]:
         """``(lambda * loss, {"readback_loss", "readback_own", "readback_other"})`` for optimiser step ``step``."""
         pick = np.random.default_rng([self.cfg.seed, step]).choice(len(self.rows), size=self.size, replace=False)
-        batch = make_batch([self.rows[int(i)] for i in pick]).to(model.device)
-        loss, own, other = contrastive_readback_loss(model, batch, self.cfg.align_margin, self.cfg.align_weight)
-        return self.cfg.joint_align_weight * loss, {"readback_loss": round(loss.item(), 5),
-                                                    "readback_own": round(own.mean().item(), 5),
-                                                    "readback_other": round(other.mean().item(), 5)}
+        rows = [self.rows[int(i)] for i in pick]
+        batch = make_batch(rows).to(model.device)
+        soft = model.graph_tokens(batch.cells)
+        loss, own, other = contrastive_readback_loss(model, batch, self.cfg.align_margin, self.cfg.align_weight, soft)
+        log = {"readback_loss": round(loss.item(), 5), "readback_own": round(own.mean().item(), 5),
+               "readback_other": round(other.mean().item(), 5)}
+        if self.cfg.align_words:
+            words = word_loss(model, rows, soft, torch.bincount(batch.cells.batch0, minlength=len(rows)))
+            loss = loss + self.cfg.align_words * words
+            log["readback_words"] = round(words.item(), 5)
+        return self.cfg.joint_align_weight * loss, log
 
     def check(self, model) -> dict[str, Any]:
         """:func:`read_back` of the validation examples, keys prefixed ``readback_``."""

@@ -52,7 +52,7 @@ import numpy as np
 import torch
 
 from .tasks.prep import Example
-from .align import JointReadback
+from .align import JointReadback, check_word_targets
 from .batches import make_batch
 from .model import TopoRAGModel, evidence_target
 
@@ -548,6 +548,8 @@ class TrainingRun:
         self.model, self.train_set, self.val_set, self.cfg, self.out, self.env, self.kv = \
             model, train_set, val_set, cfg, out, env, kv
         self.joint = JointReadback(train_set, val_set, cfg) if cfg.joint_align_weight else None
+        if self.joint and cfg.align_words:
+            check_word_targets(model)
         self.last = out / "last"
         if env.main:
             self.last.mkdir(parents=True, exist_ok=True)
