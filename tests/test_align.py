@@ -181,6 +181,30 @@ def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path
         align(word_model(order=(1, 2, 0)), scene_examples, scene_examples, cfg, tmp_path / "no")
 
 
+def test_word_steps_run_the_word_targets_alone_before_the_alignment_steps(tmp_path, scene_examples):
+    """``word_steps`` train the graph path on ``L_words`` only: as many LLM forwards as without them (the readback
+    checks and the alignment step), every 50th step logged, and one more readback check before the alignment."""
+    from toporag_core.align import align
+
+    forwards = {}
+    for n in (0, 100):
+        model = word_model(k=2, tokens=4)
+        layer = next(m for m in model.llm.modules() if type(m).__name__.endswith("DecoderLayer"))
+        calls = []
+        layer.register_forward_hook(lambda *a, calls=calls: calls.append(1))
+        cfg = TrainConfig(align_steps=1, word_steps=n, align_lr=1e-2, encoder_lr=1e-3, align_words=1.0,
+                          batch_size=4, eval_every=1, seed=0, show_progress=False)
+        align(model, scene_examples, scene_examples, cfg, tmp_path / str(n))
+        forwards[n] = len(calls)
+        log = [json.loads(x) for x in (tmp_path / str(n) / "align_log.jsonl").read_text().splitlines()]
+    assert 0 < forwards[100] - forwards[0] < 100  # one readback check more; none in each of the 100 word steps
+    words = [r["words"] for r in log if "word_step" in r]
+    assert [r["word_step"] for r in log if "word_step" in r] == [50, 100] and words[-1] < 0.5
+    assert [r["align_step"] for r in log if "nll_own" in r] == [0, 0, 1]
+    with pytest.raises(ValueError, match="word_steps.*needs align_words"):
+        TrainConfig(word_steps=10, align_steps=5)
+
+
 def test_the_joint_readback_term_adds_the_word_targets(scene_examples):
     from toporag_core.align import JointReadback, word_loss
 

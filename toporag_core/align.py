@@ -44,6 +44,9 @@ word of that node's line (name, then attributes; a word of several tokens: their
     L_words = mean_{(i, s, j)} 1 - cos(G_i[(1 + s) k + j], E(w_{i,s,j}))
     loss    = (the contrastive readback loss) + beta * L_words
 
+``L_words`` needs no LLM forward, so ``TrainConfig.word_steps`` steps of it alone (a few milliseconds each) can
+come first: within the LM-bound alignment steps it only reached the distance of a per-position mean word.
+
 Measured results: ``docs/results/graph_tokens.md``.
 """
 from __future__ import annotations
@@ -105,6 +108,19 @@ def word_loss(model, rows: Sequence[Any], soft: Tensor, num_nodes: Tensor) -> Te
                                          mode="mean")
     got = soft[torch.tensor(row, device=dev), torch.tensor(pos, device=dev)]
     return (1.0 - nn.functional.cosine_similarity(got.float(), target.float(), dim=-1)).mean()
+
+
+def word_steps(model, rows: Sequence[Any], cfg, rng: np.random.Generator, update, log) -> None:
+    """``cfg.word_steps`` steps of ``L_words`` alone on batches of ``rows`` (no LLM forward); ``update(loss)`` takes
+    an optimiser step; every 50th step's loss goes to ``log`` as ``{"word_step", "words"}``."""
+    bs = min(cfg.batch_size, len(rows))
+    for step in range(1, cfg.word_steps + 1):
+        pick = [rows[int(i)] for i in rng.choice(len(rows), size=bs, replace=False)]
+        cells = make_batch(pick, with_answers=False).to(model.device).cells
+        words = word_loss(model, pick, model.graph_tokens(cells), torch.bincount(cells.batch0, minlength=bs))
+        update(cfg.align_words * words)
+        if step % 50 == 0 or step == cfg.word_steps:
+            log.write(json.dumps({"word_step": step, "words": round(words.item(), 5)}) + "\n")
 
 
 def validation_examples(val_set: Sequence[Any]) -> list[Any]:
@@ -195,6 +211,13 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     best: dict[str, Any] = {"gap": -float("inf"), "step": 0, "state": None, "readback": None}
     t0 = time.time()
 
+    def update(loss: Tensor) -> None:
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip:
+            nn.utils.clip_grad_norm_([p for ps in groups.values() for p in ps], cfg.grad_clip)
+        opt.step()
+
     def check(step: int, log) -> None:
         res = read_back(model, val, cfg.eval_batch_size)
         gap = res["nll_other"] - res["nll_own"]
@@ -209,6 +232,9 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
         with open(out / "align_log.jsonl", "a") as log:
             check(0, log)
             model.train()
+            if cfg.word_steps:
+                word_steps(model, rows, cfg, rng, update, log)
+                check(0, log)
             for step in range(1, cfg.align_steps + 1):
                 pick = [rows[int(i)] for i in rng.choice(len(rows), size=bs, replace=False)]
                 batch = make_batch(pick).to(model.device)
@@ -219,11 +245,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
                     words = word_loss(model, pick, soft, torch.bincount(batch.cells.batch0, minlength=len(pick)))
                     loss = loss + cfg.align_words * words
                     extra["words"] = round(words.item(), 5)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip:
-                    nn.utils.clip_grad_norm_([p for ps in groups.values() for p in ps], cfg.grad_clip)
-                opt.step()
+                update(loss)
                 log.write(json.dumps({"align_step": step, "loss": round(loss.item(), 5),
                                       "own": round(own.mean().item(), 5), "other": round(other.mean().item(), 5),
                                       **extra}) + "\n")

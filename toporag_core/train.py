@@ -126,6 +126,8 @@ class TrainConfig:
                                    "node slot's j-th token and the LLM's embedding of the j-th word of its node line "
                                    "(name, then attributes; tokens_per_cell tokens per node, nodes first) "
                                    "(toporag_core/align.py)", advanced=True)
+    word_steps: int = _opt(0, "at the start of the alignment stage, this many steps of the word targets alone "
+                              "(encoder and projector, no LLM forward; needs align_words)", advanced=True)
     # Why a readback term in the joint stage: trained on answers alone, the joint stage erases what the alignment
     # stage taught (own tokens read back better on 48 of 64 test rows before, 29 after), also when only the
     # encoder trains.
@@ -155,6 +157,9 @@ class TrainConfig:
         if self.align_steps < 0 or self.align_lr <= 0 or self.align_margin < 0 or self.align_weight < 0:
             raise ValueError(f"TrainConfig: align_steps >= 0, align_lr > 0, align_margin >= 0 and align_weight >= 0, "
                              f"got {self.align_steps}, {self.align_lr}, {self.align_margin}, {self.align_weight}")
+        if self.word_steps < 0 or (self.word_steps and not (self.align_words and self.align_steps)):
+            raise ValueError(f"TrainConfig.word_steps: >= 0, and it needs align_words > 0 and align_steps > 0, got "
+                             f"{self.word_steps} (align_words {self.align_words}, align_steps {self.align_steps})")
         if self.joint_align_weight < 0 or self.align_words < 0:
             raise ValueError(f"TrainConfig: joint_align_weight and align_words must be >= 0, got "
                              f"{self.joint_align_weight} and {self.align_words}")
