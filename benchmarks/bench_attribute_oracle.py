@@ -39,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     from toporag_core.metrics import mcnemar_exact
 
     model, examples = eval_model_and_split(args)
+    if model.config.tokens_per_cell != 1:
+        print(f"this oracle sums words into a node's one token; {args.checkpoint} has tokens_per_cell = "
+              f"{model.config.tokens_per_cell} (use a checkpoint with one token per cell)", file=sys.stderr)
+        return 2
     words = model.llm.get_input_embeddings().weight.detach().float()
     examples = [e for e in examples if e.context.strip()]
     by_id = {e.id: e for e in examples}
