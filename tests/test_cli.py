@@ -196,3 +196,19 @@ def test_recipe_then_overrides(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--recipe", "no_such_recipe"])
     assert "shipped recipes: expla_graphs, general, scene_graphs" in capsys.readouterr().err
+
+
+def test_the_scene_alignment_recipes_hold_the_word_target_stage_and_its_joint_stage():
+    """recipes/scene_graphs_align.toml (word steps, then alignment steps, then stop) and scene_graphs_joint.toml
+    (the joint stage with the alignment loss as a term) build valid plans on the same model."""
+    from toporag_core.commands.train import plan_from_args
+
+    align, joint = (plan_from_args(build_parser_args("--recipe", r)) for r in ("scene_graphs_align", "scene_graphs_joint"))
+    assert (align.train.word_steps, align.train.align_words, align.train.align_steps, align.train.max_steps) == \
+        (3000, 5.0, 100, 0)
+    assert (joint.train.align_steps, joint.train.joint_align_weight, joint.train.align_words, joint.train.graph_only) == \
+        (0, 1.0, 5.0, 0.5)
+    for key in ("graph_path", "cell_order", "num_graph_tokens", "tokens_per_cell", "lora_r", "text"):
+        assert getattr(build_parser_args("--recipe", "scene_graphs_align"), key) == \
+            getattr(build_parser_args("--recipe", "scene_graphs_joint"), key), key
+    assert build_parser_args("--recipe", "scene_graphs_joint").tokens_per_cell == 4
