@@ -140,8 +140,10 @@ def main() -> int:
             continue
         rows = table(files)
         cfg = meta.get("config", {})
+        per = cfg.get("tokens_per_cell", 1)
+        tokens = f"{cfg.get('num_graph_tokens')} slots x {per} tokens" if per != 1 else f"{cfg.get('num_graph_tokens')}"
         print(f"\n## {ckpt} ({dataset}, {args.split}, graph_path={cfg.get('graph_path', 'pooled')}, "
-              f"{cfg.get('num_graph_tokens')} graph tokens)\n")
+              f"{tokens} graph tokens)\n")
         print("\n".join(paired_markdown(rows)))
         if {"only", "only_permute"} <= set(files):
             print(own_tokens_line(files["only"], files["only_permute"]))
