@@ -85,7 +85,7 @@ def test_cells_over_the_cap_keep_relations_first(examples):
     big = max(examples, key=lambda e: e.tensors.shape[1])
     h = model.encoder.cell_states(collate([big.tensors]))
     z1 = h[1] + model.projector.skip[1](big.tensors.x1) + model.projector.rank.weight[1]
-    expect = model.projector.token(z1[:2])
+    expect = model.projector.token(z1[:2]).flatten(0, 1)  # (2 cells x 1 token, H)
     got = model.graph_tokens(collate([big.tensors]))[0, 1:]
     assert torch.allclose(got, expect, atol=1e-5)
 
@@ -96,7 +96,7 @@ def test_cell_order_puts_nodes_first_when_asked_and_is_saved(tmp_path, examples)
     h = model.encoder.cell_states(collate([big.tensors]))
     z0 = h[0] + model.projector.skip[0](big.tensors.x0) + model.projector.rank.weight[0]
     got = model.graph_tokens(collate([big.tensors]))[0, 1:]
-    assert torch.allclose(got, model.projector.token(z0[:2]), atol=1e-5)
+    assert torch.allclose(got, model.projector.token(z0[:2]).flatten(0, 1), atol=1e-5)
     assert TopoRAGConfig.from_dict(json.loads(json.dumps(model.config.to_dict()))).cell_order == (0, 2, 1)
     with pytest.raises(ValueError, match="cell_order"):
         TopoRAGConfig(graph_path="cells", num_graph_tokens=4, cell_order=(0, 0, 1))
