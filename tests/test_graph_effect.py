@@ -126,3 +126,22 @@ def test_models_without_graph_tokens_get_a_clear_line(ecx):
     assert not e.has_graph and not e.changed and e.table() == []
     assert e.verdict() == ge.NO_GRAPH and "no graph tokens" in e.verdict()
     assert ge.attribute(pipe, ecx, r["subcomplex"], CLOSED[0], r["context"], e) == []
+
+
+def test_the_effect_and_the_attribution_on_a_model_with_several_tokens_per_cell(ecx):
+    """A cell-path model with ``tokens_per_cell = 3`` (the word-target recipes use 4): the three arms, the closed
+    answer's probabilities and leave-one-cell-out drops work on its ``(1, T k, H)`` graph tokens."""
+    pipe = TopoRAGPipeline(tiny_model(in_dim=256, tokens=4, graph_path="cells", cell_order=(0, 2, 1),
+                                      tokens_per_cell=3), HashingEncoder())
+    r = answered(pipe, ecx, *CLOSED)
+    st = subcomplex_tensors(r["subcomplex"], ecx.emb)
+    with torch.no_grad():
+        tokens = ge.arm_tokens(pipe.model, st)
+    assert tokens["own"].shape == (1, 12, pipe.model.llm_hidden) and not torch.allclose(tokens["permuted"],
+                                                                                        tokens["own"])
+    e = ge.graph_token_effect(pipe, ecx, r["subcomplex"], CLOSED[0], r["context"], r["answer"], CLOSED[1])
+    assert e.has_graph and all(sum(e.probs[a].values()) == pytest.approx(1.0) for a in ge.ARMS)
+    for label, p in r["label_probs"].items():
+        assert e.probs["own"][label] == pytest.approx(p, abs=1e-5)
+    cells = ge.attribute(pipe, ecx, r["subcomplex"], CLOSED[0], r["context"], e, cap=5)
+    assert len(cells) == 5 and any(c.drop != 0 for c in cells)
