@@ -150,19 +150,18 @@ def test_word_targets_are_the_llm_embeddings_of_each_node_slots_words(scene_exam
         return emb[model.prompter.ids(" " + word)].mean(0)
 
     soft = torch.randn(2, 3 * 2, model.llm_hidden)
-    nodes = torch.bincount(batch.cells.batch0, minlength=2)
-    assert float(word_loss(model, rows, soft, nodes)) > 0.5
+    assert float(word_loss(model, rows, soft, batch.cells)) > 0.5
     # scene 0: lamp [0]: brown, glass / table [1]: wooden / chair [2]: ...; scene 1: cup [0]: white / shelf [1]: ...
     want = {(0, 2): "lamp", (0, 3): "brown", (0, 4): "table", (0, 5): "wooden",
             (1, 2): "cup", (1, 3): "white", (1, 4): "shelf", (1, 5): "tall"}
     assert rows[0].answer.splitlines()[1:3] == ["lamp [0]: brown, glass", "table [1]: wooden"]
     for (i, p), w in want.items():
         soft[i, p] = 3.0 * vec(w)
-    assert float(word_loss(model, rows, soft, nodes)) == pytest.approx(0.0, abs=1e-5)
+    assert float(word_loss(model, rows, soft, batch.cells)) == pytest.approx(0.0, abs=1e-5)
     soft[:, :2] = torch.randn(2, 2, model.llm_hidden)  # the whole-subcomplex slot has no target
-    assert float(word_loss(model, rows, soft, nodes)) == pytest.approx(0.0, abs=1e-5)
+    assert float(word_loss(model, rows, soft, batch.cells)) == pytest.approx(0.0, abs=1e-5)
     soft[0, 3] = vec("red")  # a wrong attribute in lamp's second token
-    assert float(word_loss(model, rows, soft, nodes)) > 1e-3
+    assert float(word_loss(model, rows, soft, batch.cells)) > 1e-3
     with pytest.raises(ValueError, match="nodes first"):
         check_word_targets(word_model(order=(1, 2, 0)))
 
@@ -216,7 +215,7 @@ def test_the_joint_readback_term_adds_the_word_targets(scene_examples):
         batch = make_batch(rows)
         soft = model.graph_tokens(batch.cells)
         ref, _, _ = contrastive_readback_loss(model, batch, cfg.align_margin, cfg.align_weight, soft)
-        words = word_loss(model, rows, soft, torch.bincount(batch.cells.batch0, minlength=3))
+        words = word_loss(model, rows, soft, batch.cells)
     assert words > 0.1 and log["readback_words"] == pytest.approx(words.item(), abs=1e-5)
     assert torch.isclose(got, 0.5 * (ref + 2.0 * words))
 
@@ -280,7 +279,9 @@ def test_the_joint_readback_term_is_refused_without_graph_tokens_or_under_severa
     with pytest.raises(ValueError, match="joint_align_weight and align_words must be >= 0"):
         TrainConfig(joint_align_weight=-1.0)
     with pytest.raises(ValueError, match="joint_align_weight and align_words must be >= 0"):
-        TrainConfig(align_words=-1.0)
+        TrainConfig(align_words=-1.0, align_steps=1)
+    with pytest.raises(ValueError, match="align_words=2.0 acts in the alignment stage or the joint readback term"):
+        TrainConfig(align_words=2.0)
     text_only = tiny_model(in_dim=DIM, mode="lora", use_graph=False, max_new_tokens=48)
     with pytest.raises(ValueError, match="joint_align_weight reads cells back from graph tokens"):
         train(text_only, examples, examples, TrainConfig(joint_align_weight=1.0, batch_size=4), tmp_path / "t")

@@ -148,3 +148,10 @@ def test_attribute_readback_pairs_own_and_another_examples_tokens(examples):
     assert res["own_lower"] + res["other_lower"] > 0 and res["nll_own"] != res["nll_other"]
     with pytest.raises(ValueError, match=r"readback \(attributes\) pairs each example"):
         readback(model, examples, target="attributes")
+
+
+def test_node_words_reads_name_then_attributes_of_node_lines_only():
+    from toporag_core.arms import node_words
+
+    block = "nodes\nlamp [0]: brown, glass\ncup [2]\nred table [3]: wooden\n\nrelations\nlamp [0] on cup [2]"
+    assert node_words(block) == [["lamp", "brown", "glass"], ["cup"], ["red table", "wooden"]]

@@ -87,19 +87,21 @@ def check_word_targets(model) -> None:
                          f"with 0 (nodes first), got graph_path={cfg.graph_path!r}, cell_order={list(cfg.cell_order)}")
 
 
-def word_loss(model, rows: Sequence[Any], soft: Tensor, num_nodes: Tensor) -> Tensor:
+def word_loss(model, rows: Sequence[Any], soft: Tensor, cells) -> Tensor:
     """``L_words`` (module docstring) of readback rows ``rows`` (their answer is the node block) with graph tokens
-    ``soft (B, T k, H)``; ``num_nodes (B,)``: each row's 0-cells (a node line without a 0-cell gets no target).
-    Zero (with a gradient path) when no row has a node line."""
+    ``soft (B, T k, H)`` of ``cells`` (their batch; a node line without a 0-cell there gets no target). Zero (with
+    a gradient path) when no row has a node line."""
     k, t = model.config.tokens_per_cell, model.config.num_graph_tokens
-    take = num_nodes.clamp(max=t - 1).tolist()
+    take = torch.bincount(cells.batch0, minlength=len(rows)).clamp(max=t - 1).tolist()
     row, pos, ids, offsets = [], [], [], []
     for i, r in enumerate(rows):
         for s, words in enumerate(node_words(r.answer)[: take[i]]):
             for j, w in enumerate(words[:k]):
                 piece = model.prompter.ids(" " + w)
                 if piece:
-                    row.append(i), pos.append((1 + s) * k + j), offsets.append(len(ids))
+                    row.append(i)
+                    pos.append((1 + s) * k + j)
+                    offsets.append(len(ids))
                     ids += piece
     if not row:
         return soft.sum() * 0.0
@@ -118,7 +120,7 @@ def word_steps(model, rows: Sequence[Any], cfg, rng: np.random.Generator, update
     for step in range(1, cfg.word_steps + 1):
         pick = [rows[int(i)] for i in rng.choice(len(rows), size=bs, replace=False)]
         cells = make_batch(pick, with_answers=False).to(model.device).cells
-        words = word_loss(model, pick, model.graph_tokens(cells), torch.bincount(cells.batch0, minlength=bs))
+        words = word_loss(model, pick, model.graph_tokens(cells), cells)
         update(cfg.align_words * words)
         if step % 50 == 0 or step == cfg.word_steps:
             log.write(json.dumps({"word_step": step, "words": round(words.item(), 5)}) + "\n")
@@ -165,7 +167,7 @@ class JointReadback:
         log = {"readback_loss": round(loss.item(), 5), "readback_own": round(own.mean().item(), 5),
                "readback_other": round(other.mean().item(), 5)}
         if self.cfg.align_words:
-            words = word_loss(model, rows, soft, torch.bincount(batch.cells.batch0, minlength=len(rows)))
+            words = word_loss(model, rows, soft, batch.cells)
             loss = loss + self.cfg.align_words * words
             log["readback_words"] = round(words.item(), 5)
         return self.cfg.joint_align_weight * loss, log
@@ -243,7 +245,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
                 loss, own, other = contrastive_readback_loss(model, batch, cfg.align_margin, cfg.align_weight, soft)
                 extra = {}
                 if cfg.align_words:
-                    words = word_loss(model, pick, soft, torch.bincount(batch.cells.batch0, minlength=len(pick)))
+                    words = word_loss(model, pick, soft, batch.cells)
                     loss = loss + cfg.align_words * words
                     extra["words"] = round(words.item(), 5)
                 update(loss)

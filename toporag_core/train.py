@@ -160,6 +160,9 @@ class TrainConfig:
         if self.word_steps < 0 or (self.word_steps and not (self.align_words and self.align_steps)):
             raise ValueError(f"TrainConfig.word_steps: >= 0, and it needs align_words > 0 and align_steps > 0, got "
                              f"{self.word_steps} (align_words {self.align_words}, align_steps {self.align_steps})")
+        if self.align_words and not (self.align_steps or self.joint_align_weight):
+            raise ValueError(f"TrainConfig.align_words={self.align_words} acts in the alignment stage or the joint "
+                             f"readback term: it needs align_steps > 0 or joint_align_weight > 0")
         if self.joint_align_weight < 0 or self.align_words < 0:
             raise ValueError(f"TrainConfig: joint_align_weight and align_words must be >= 0, got "
                              f"{self.joint_align_weight} and {self.align_words}")
