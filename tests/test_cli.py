@@ -212,3 +212,14 @@ def test_the_scene_alignment_recipes_hold_the_word_target_stage_and_its_joint_st
         assert getattr(build_parser_args("--recipe", "scene_graphs_align"), key) == \
             getattr(build_parser_args("--recipe", "scene_graphs_joint"), key), key
     assert build_parser_args("--recipe", "scene_graphs_joint").tokens_per_cell == 4
+
+
+def test_the_scene_names_recipe_is_the_joint_stage_with_the_tokened_attributes_out_of_the_text():
+    """recipes/scene_graphs_names.toml: recipes/scene_graphs_joint.toml plus ``token_text = "names"``, nothing else."""
+    from toporag_core.commands.train import plan_from_args
+
+    joint, names = (plan_from_args(build_parser_args("--recipe", r)) for r in ("scene_graphs_joint", "scene_graphs_names"))
+    assert (joint.model.get("token_text", "full"), names.model["token_text"]) == ("full", "names")
+    assert {k: v for k, v in names.model.items() if k != "token_text"} == \
+        {k: v for k, v in joint.model.items() if k != "token_text"}
+    assert names.train == joint.train and names.prep == joint.prep

@@ -42,11 +42,12 @@ small``), so only what the tokens carry about that node can lower the loss.
 from __future__ import annotations
 
 import dataclasses
-import re
 import zlib
 from typing import Any, Sequence
 
 import numpy as np
+
+from .retrieval.textualize import NODE_LINE
 
 ARMS = ("normal", "zero", "permute", "mean", "only", "only_permute")
 NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized context
@@ -55,7 +56,6 @@ NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized cont
 READBACK_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
 ATTRIBUTE_QUESTION = "Question: What are the attributes of the {name}?\nAnswer:"
 READBACK_TARGETS = ("nodes", "attributes")
-_NODE_LINE = re.compile(r"^(?P<name>[^\s\[][^\[\]]*?) \[\d+\](?:: (?P<attrs>\S.*))?$")
 
 
 def node_words(block: str) -> list[list[str]]:
@@ -63,7 +63,7 @@ def node_words(block: str) -> list[list[str]]:
     -> ``["lamp", "brown", "glass", "small"]``; ``cup [2]`` -> ``["cup"]``), in text order; other lines are
     skipped."""
     out = []
-    for m in map(_NODE_LINE.match, block.splitlines()):
+    for m in map(NODE_LINE.match, block.splitlines()):
         if m:
             out.append([m["name"]] + [a.strip() for a in (m["attrs"] or "").split(",") if a.strip()])
     return out
@@ -92,7 +92,7 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
         if target == "nodes":
             rows.append(dataclasses.replace(e, context="", question=READBACK_QUESTION, answer=block))
             continue
-        found = [m for m in map(_NODE_LINE.match, block.splitlines()) if m and m["attrs"]]
+        found = [m for m in map(NODE_LINE.match, block.splitlines()) if m and m["attrs"]]
         counts: dict[str, int] = {}
         for m in found:
             counts[m["name"]] = counts.get(m["name"], 0) + 1

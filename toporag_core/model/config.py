@@ -21,6 +21,10 @@ GRAPH_POSITIONS = ("prefix", "before_question")
 # T tokens by an MLP, G-Retriever's; the shipped checkpoints before the cell path) | "cells" (one token per
 # retrieved cell in text order plus a whole-subcomplex slot)
 GRAPH_PATHS = ("pooled", "cells")
+# What the text keeps of the nodes that have graph tokens of their own (graph_path="cells", nodes first):
+# "full" (every line as written) | "names" (their compact node lines lose their attributes, ``lamp [6]``: the LLM
+# reads those from the graph tokens; retrieval/textualize.py names_only)
+TOKEN_TEXTS = ("full", "names")
 CACHEABLE_POSITIONS = ("before_question",)  # layouts with a frozen, cacheable part
 
 # Retired config keys -> the only value a saved config may still hold (their old default).
@@ -70,6 +74,9 @@ class TopoRAGConfig:
     cell_order: tuple[int, ...] = (1, 2, 0)
     # graph_path="cells": soft tokens per slot (k); the LLM reads T * k graph tokens (model/graph_tokens.py)
     tokens_per_cell: int = 1
+    # graph_path="cells", nodes first: a TOKEN_TEXTS name; "names" drops the attributes of the node lines whose
+    # nodes have a slot of their own (the first num_graph_tokens - 1), so the graph tokens carry them
+    token_text: str = "full"
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
     mode: str = "soft_prompt"  # "soft_prompt" (graph tokens only) | "lora" (plus LoRA adapters)
@@ -97,6 +104,7 @@ class TopoRAGConfig:
         _choose("answer_style", self.answer_style, ANSWER_STYLES)
         _choose("question_form", self.question_form, sorted(QUESTION_FORMS))
         _choose("graph_path", self.graph_path, GRAPH_PATHS)
+        _choose("token_text", self.token_text, TOKEN_TEXTS)
         if self.graph_path == "cells" and self.use_graph:
             if self.encoder != "cwn":
                 raise ValueError(f"TopoRAGConfig.graph_path='cells' needs per-cell states: encoder 'cwn', "
@@ -106,6 +114,12 @@ class TopoRAGConfig:
                                  f"slot and at least one cell), got {self.num_graph_tokens}")
         if sorted(self.cell_order) != [0, 1, 2]:
             raise ValueError(f"TopoRAGConfig.cell_order: the ranks 0, 1, 2 once each, got {list(self.cell_order)}")
+        nodes_first = self.use_graph and self.graph_path == "cells" and self.cell_order[0] == 0
+        if self.token_text != "full" and not nodes_first:
+            raise ValueError(f"TopoRAGConfig.token_text={self.token_text!r} moves node attributes from the text into "
+                             f"the nodes' graph tokens: it needs use_graph, graph_path='cells' and cell_order starting "
+                             f"with 0 (nodes first), got use_graph={self.use_graph}, graph_path={self.graph_path!r}, "
+                             f"cell_order={list(self.cell_order)}")
         if self.tokens_per_cell != 1 and self.graph_path != "cells":
             raise ValueError(f"TopoRAGConfig.tokens_per_cell={self.tokens_per_cell} needs graph_path='cells' "
                              f"(the pooled path has no cell slots)")
@@ -119,6 +133,16 @@ class TopoRAGConfig:
     def soft_tokens(self) -> int:
         """Graph token positions the LLM reads per example: ``num_graph_tokens * tokens_per_cell``."""
         return self.num_graph_tokens * self.tokens_per_cell if self.use_graph else 0
+
+    def reads(self, context: str) -> str:
+        """The context as the LLM reads it: unchanged for ``token_text="full"``; for ``"names"`` the first
+        ``num_graph_tokens - 1`` compact node lines keep their name and index only (their attributes are in
+        the graph tokens)."""
+        if self.token_text == "full" or not context:
+            return context
+        from ..retrieval.textualize import names_only
+
+        return names_only(context, max(1, self.num_graph_tokens - 1))
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -23,6 +23,12 @@ In ``"before_question"`` everything left of ``|`` (the *frozen part*) is read by
 (LoRA off, no soft token before it), so its key/value cache depends on nothing trainable
 (:func:`~toporag_core.model.kv.context_kv`); the question moves into the *tail*, after the graph
 tokens, so LoRA re-reads it with the graph tokens in view while the context stays cached.
+
+What the context says is ``config.reads(context)``: the context as written, or, for a model with
+``token_text = "names"``, the context with the attributes of the nodes that have a graph token of their own
+taken out (``lamp [6]: brown, glass, small`` -> ``lamp [6]``), so that those attributes reach the LLM through
+the graph tokens alone. Every prompt goes through :meth:`Prompter.context_ids`, so training, the key/value
+cache, evaluation, the ablation arms, Ask and the app's prompt view all read the same text.
 """
 from __future__ import annotations
 
@@ -108,7 +114,7 @@ class Prompter:
     def context_ids(self, context: str, question: str) -> tuple[list[int], list[int]]:
         """``(context ids, question ids)``; the question is never cut. A context longer than
         :meth:`context_budget` is cut by prefix here - the last-resort safety net."""
-        return self.ids(context)[:self.context_budget(question)], self.ids(question)
+        return self.ids(self.config.reads(context))[:self.context_budget(question)], self.ids(question)
 
     def row(self, context: str, question: str) -> tuple[list[int], list[int], list[int]]:
         """``(frozen ids, tail ids before the soft tokens, tail ids after them)`` of one example."""
@@ -131,9 +137,10 @@ class Prompter:
     def layout(self, context: str, question: str) -> dict[str, Any]:
         """What the LLM actually reads for one example (for the app's prompt view)."""
         c, _ = self.context_ids(context, question)
+        read = self.ids(self.config.reads(context))
         lay, dec = self.pieces, self.tokenizer.decode
         return {"soft_tokens": self.num_soft_tokens(), "graph_tokens": self.num_soft_tokens(),
                 "graph_position": self.config.graph_position, "question_first": self.config.question_first,
-                "prefix": dec(lay["pre"]), "context": dec(c), "context_truncated": len(c) < len(self.ids(context)),
+                "prefix": dec(lay["pre"]), "context": dec(c), "context_truncated": len(c) < len(read),
                 "question": question, "suffix": dec(lay["post"]),
                 "input_tokens": sum(map(len, self.row(context, question))) + self.num_soft_tokens()}

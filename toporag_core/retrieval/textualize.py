@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Callable
 
 from .result import Subcomplex
@@ -157,6 +158,26 @@ def _compact_lines(sub: Subcomplex, include_cells2: bool = True) -> list[tuple[s
 TEXT_FORMATS: dict[str, Callable[..., list[tuple[str, Owner | None]]]] = {"csv": _csv_lines,
                                                                           "compact": _compact_lines}
 DEFAULT_TEXT = "csv"
+
+
+# A compact node line: ``lamp [6]: brown, glass, small`` (name, local index, attributes) or ``cup [2]``.
+NODE_LINE = re.compile(r"^(?P<name>[^\s\[][^\[\]]*?) (?P<index>\[\d+\])(?:: (?P<attrs>\S.*))?$")
+
+
+def names_only(context: str, lines: int) -> str:
+    """``context`` with the attributes of its first ``lines`` compact node lines dropped (``lamp [6]: brown,
+    glass, small`` -> ``lamp [6]``), everything else unchanged: what a model with ``token_text = "names"`` reads,
+    whose graph tokens carry those nodes' attributes (:class:`~toporag_core.model.TopoRAGConfig`). Only the first
+    block (up to the first blank line) holds node lines; a context in another format comes back unchanged."""
+    head, sep, rest = context.partition("\n\n")
+    out, left = [], lines
+    for line in head.split("\n"):
+        m = NODE_LINE.match(line) if left > 0 else None
+        if m:
+            left -= 1
+            line = f"{m['name']} {m['index']}"
+        out.append(line)
+    return "\n".join(out) + sep + rest
 
 
 def check_text_format(fmt: str) -> str:
