@@ -34,13 +34,16 @@ laptop [2] on desk [1]
 c1: desk [1] <-[on]- laptop [2] -[near]-> shelf [0] -[behind]-> desk [1]"""
 
 
-def test_names_only_drops_the_attributes_of_the_first_node_lines_and_nothing_else():
+def test_names_only_drops_the_attributes_of_the_nodes_with_a_slot_and_nothing_else():
     got = names_only(CONTEXT, 3).split("\n")
     want = CONTEXT.split("\n")
     assert got[:5] == ["nodes", "shelf [0]", "desk [1]", "laptop [2]", "plant [3]: green"]  # a bare line counts
     assert got[5:] == want[5:]  # relations and 2-cells as written
     assert names_only(CONTEXT, 10).split("\n")[4] == "plant [3]"
     assert names_only(CONTEXT, 0) == CONTEXT
+    # the index says which node has a slot, not the line's position: a fitted context without node 1
+    fitted = "nodes\nshelf [0]: gray, wooden\nlaptop [2]: orange\nplant [3]: green\n\nrelations\nlaptop [2] on shelf [0]"
+    assert names_only(fitted, 2).split("\n")[:4] == ["nodes", "shelf [0]", "laptop [2]: orange", "plant [3]: green"]
     assert names_only("", 3) == ""
     csv = "node_id,node_attr\n0,\"name: shelf; attributes: gray\"\n\nsrc,edge_attr,dst\n0,behind,1"
     assert names_only(csv, 3) == csv  # another format comes back unchanged

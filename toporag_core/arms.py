@@ -135,9 +135,9 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0,
 
 
 def token_lines(model) -> int:
-    """How many of a subcomplex's first node lines can have a graph token of their own: ``num_graph_tokens - 1``
-    (slot 0 is the whole subcomplex's)."""
-    return max(1, int(model.config.num_graph_tokens) - 1)
+    """How many of a subcomplex's first node lines can have a graph token of their own:
+    :attr:`~toporag_core.model.TopoRAGConfig.cell_slots`."""
+    return model.config.cell_slots
 
 
 def derangement(n: int, seed: int = 0) -> np.ndarray:

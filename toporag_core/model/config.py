@@ -75,7 +75,7 @@ class TopoRAGConfig:
     # graph_path="cells": soft tokens per slot (k); the LLM reads T * k graph tokens (model/graph_tokens.py)
     tokens_per_cell: int = 1
     # graph_path="cells", nodes first: a TOKEN_TEXTS name; "names" drops the attributes of the node lines whose
-    # nodes have a slot of their own (the first num_graph_tokens - 1), so the graph tokens carry them
+    # nodes have a slot of their own (local index below cell_slots), so the graph tokens carry them
     token_text: str = "full"
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
@@ -134,15 +134,21 @@ class TopoRAGConfig:
         """Graph token positions the LLM reads per example: ``num_graph_tokens * tokens_per_cell``."""
         return self.num_graph_tokens * self.tokens_per_cell if self.use_graph else 0
 
+    @property
+    def cell_slots(self) -> int:
+        """Slots for retrieved cells (``graph_path="cells"``): ``num_graph_tokens - 1`` (slot 0 is the whole
+        subcomplex's); with nodes first, the nodes of local index below it have a slot of their own."""
+        return max(1, self.num_graph_tokens - 1)
+
     def reads(self, context: str) -> str:
-        """The context as the LLM reads it: unchanged for ``token_text="full"``; for ``"names"`` the first
-        ``num_graph_tokens - 1`` compact node lines keep their name and index only (their attributes are in
-        the graph tokens)."""
+        """The context as the LLM reads it: unchanged for ``token_text="full"``; for ``"names"`` the compact node
+        lines of the nodes that have a slot (local index below :attr:`cell_slots`) keep their name and index only
+        (their attributes are in the graph tokens)."""
         if self.token_text == "full" or not context:
             return context
         from ..retrieval.textualize import names_only
 
-        return names_only(context, max(1, self.num_graph_tokens - 1))
+        return names_only(context, self.cell_slots)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

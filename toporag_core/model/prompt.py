@@ -26,7 +26,8 @@ tokens, so LoRA re-reads it with the graph tokens in view while the context stay
 
 What the context says is ``config.reads(context)``: the context as written, or, for a model with
 ``token_text = "names"``, the context with the attributes of the nodes that have a graph token of their own
-taken out (``lamp [6]: brown, glass, small`` -> ``lamp [6]``), so that those attributes reach the LLM through
+taken out (``lamp [6]: brown, glass, small`` -> ``lamp [6]``, by the node's local index, so a context that the
+token-budget fit cut still loses exactly those nodes' attributes), so that those attributes reach the LLM through
 the graph tokens alone. Every prompt goes through :meth:`Prompter.context_ids`, so training, the key/value
 cache, evaluation, the ablation arms, Ask and the app's prompt view all read the same text.
 """

@@ -164,19 +164,19 @@ DEFAULT_TEXT = "csv"
 NODE_LINE = re.compile(r"^(?P<name>[^\s\[][^\[\]]*?) (?P<index>\[\d+\])(?:: (?P<attrs>\S.*))?$")
 
 
-def names_only(context: str, lines: int) -> str:
-    """``context`` with the attributes of its first ``lines`` compact node lines dropped (``lamp [6]: brown,
-    glass, small`` -> ``lamp [6]``), everything else unchanged: what a model with ``token_text = "names"`` reads,
-    whose graph tokens carry those nodes' attributes (:class:`~toporag_core.model.TopoRAGConfig`). Only the first
-    block (up to the first blank line) holds node lines; a context in another format comes back unchanged."""
+def names_only(context: str, slots: int) -> str:
+    """``context`` with the attributes of the compact node lines of local index below ``slots`` dropped (``lamp [6]:
+    brown, glass, small`` -> ``lamp [6]`` when ``slots > 6``), everything else unchanged: what a model with
+    ``token_text = "names"`` reads, whose first ``slots`` nodes have graph tokens that carry their attributes
+    (:class:`~toporag_core.model.TopoRAGConfig`). The index, not the line's position, says which node it is, so a
+    context whose token-budget fit dropped some node lines (:mod:`~toporag_core.retrieval.budget` keeps
+    textualize's local ids) still strips exactly the nodes that have tokens. Only the first block (up to the first
+    blank line) holds node lines; a context in another format comes back unchanged."""
     head, sep, rest = context.partition("\n\n")
-    out, left = [], lines
+    out = []
     for line in head.split("\n"):
-        m = NODE_LINE.match(line) if left > 0 else None
-        if m:
-            left -= 1
-            line = f"{m['name']} {m['index']}"
-        out.append(line)
+        m = NODE_LINE.match(line)
+        out.append(f"{m['name']} {m['index']}" if m and int(m["index"][1:-1]) < slots else line)
     return "\n".join(out) + sep + rest
 
 
