@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .arms import node_words, readback, readback_rows
+from .arms import readback, readback_rows, readback_target, slot_words
 from .batches import make_batch
 
 VAL_EXAMPLES = 64  # validation examples read back at each alignment check
@@ -79,30 +79,45 @@ def contrastive_readback_loss(model, batch, margin: float, weight: float = 1.0,
     return own.mean() + weight * torch.relu(margin + own - other).mean(), own, other
 
 
+def word_rank(config) -> int:
+    """The rank whose slots get word targets: 1-cells under ``token_text = "relations"``, else nodes."""
+    return 1 if config.token_text == "relations" else 0
+
+
 def check_word_targets(model) -> None:
-    """``ValueError`` unless the model's node slots come first (what :func:`word_loss` assumes)."""
+    """``ValueError`` unless the model's slots are filled first by the rank that has word targets
+    (:func:`word_rank`: nodes, or 1-cells under ``token_text = "relations"``)."""
     cfg = model.config
-    if not cfg.use_graph or cfg.graph_path != "cells" or cfg.cell_order[0] != 0:
-        raise ValueError("align_words targets node slots: it needs graph_path='cells' with cell_order starting "
-                         f"with 0 (nodes first), got graph_path={cfg.graph_path!r}, cell_order={list(cfg.cell_order)}")
+    rank = word_rank(cfg)
+    if not cfg.use_graph or cfg.graph_path != "cells" or cfg.cell_order[0] != rank:
+        first = "0 (nodes first)" if rank == 0 else "1 (relations first, token_text='relations')"
+        raise ValueError(f"align_words targets {'node' if rank == 0 else '1-cell'} slots: it needs graph_path='cells' "
+                         f"with cell_order starting with {first}, got graph_path={cfg.graph_path!r}, "
+                         f"cell_order={list(cfg.cell_order)}")
 
 
 def word_loss(model, rows: Sequence[Any], soft: Tensor, cells) -> Tensor:
-    """``L_words`` (module docstring) of readback rows ``rows`` (their answer is the node block) with graph tokens
-    ``soft (B, T k, H)`` of ``cells`` (their batch; a node line without a 0-cell there gets no target). Zero (with
-    a gradient path) when no row has a node line."""
-    k, t = model.config.tokens_per_cell, model.config.num_graph_tokens
-    take = torch.bincount(cells.batch0, minlength=len(rows)).clamp(max=t - 1).tolist()
+    """``L_words`` (module docstring) of readback rows ``rows`` (their answer is the block that
+    :func:`~toporag_core.arms.slot_words` reads) with graph tokens ``soft (B, T k, H)`` of ``cells`` (their
+    batch): the ``j``-th token of the slot of the ``c``-th cell of rank :func:`word_rank` targets the ``j``-th word
+    of the ``c``-th line (slots as :meth:`~toporag_core.model.graph_tokens.CellTokens.slots` places them; a line
+    without a cell there gets no target). Zero (with a gradient path) when no row has a target."""
+    cfg = model.config
+    k = cfg.tokens_per_cell
+    owner, slot, rank, local = model.projector.slots(cells, cfg.cwn.use_cells2)
+    mine = rank == word_rank(cfg)
+    words = [slot_words(cfg, r.answer) for r in rows]
     row, pos, ids, offsets = [], [], [], []
-    for i, r in enumerate(rows):
-        for s, words in enumerate(node_words(r.answer)[: take[i]]):
-            for j, w in enumerate(words[:k]):
-                piece = model.prompter.ids(" " + w)
-                if piece:
-                    row.append(i)
-                    pos.append((1 + s) * k + j)
-                    offsets.append(len(ids))
-                    ids += piece
+    for i, s, c in zip(owner[mine].tolist(), slot[mine].tolist(), local[mine].tolist()):
+        if c >= len(words[i]):
+            continue
+        for j, w in enumerate(words[i][c][:k]):
+            piece = model.prompter.ids(" " + w)
+            if piece:
+                row.append(i)
+                pos.append(s * k + j)
+                offsets.append(len(ids))
+                ids += piece
     if not row:
         return soft.sum() * 0.0
     emb = model.llm.get_input_embeddings().weight
@@ -132,11 +147,12 @@ def validation_examples(val_set: Sequence[Any]) -> list[Any]:
 
 
 def read_back(model, val: Sequence[Any], batch_size: int) -> dict[str, Any]:
-    """:func:`~toporag_core.arms.readback` of ``val`` in eval mode; the model's mode is restored afterwards."""
+    """:func:`~toporag_core.arms.readback` of ``val`` (of the model's :func:`~toporag_core.arms.readback_target`)
+    in eval mode; the model's mode is restored afterwards."""
     was = model.training
     model.eval()
     try:
-        return readback(model, val, batch_size=batch_size)
+        return readback(model, val, batch_size=batch_size, target=readback_target(model.config))
     finally:
         model.train(was)
 
@@ -146,10 +162,11 @@ class JointReadback:
     is ``lambda * loss`` (plus ``beta * L_words`` with ``align_words``) of ``batch_size`` readback rows of the
     training examples, drawn without replacement from a generator seeded by ``(seed, step)`` (a resumed run
     draws the same rows); ``check(model)`` reads back the first :data:`VAL_EXAMPLES` validation examples with
-    a context."""
+    a context. ``target``: the rows' :data:`~toporag_core.arms.READBACK_TARGETS` name (the model's
+    :func:`~toporag_core.arms.readback_target`)."""
 
-    def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg) -> None:
-        self.rows = readback_rows(train_set)
+    def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg, target: str = "nodes") -> None:
+        self.rows = readback_rows(train_set, target)
         self.val = validation_examples(val_set)
         self.cfg = cfg
         self.size = min(cfg.batch_size, len(self.rows))
@@ -190,7 +207,7 @@ def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str
     Returns ``{"align_steps", "align_best_step", "align_readback"}`` (the kept state's validation readback)."""
     if not model.config.use_graph:
         raise ValueError("the alignment stage needs a model with graph tokens (use_graph=True)")
-    rows = readback_rows(train_set)
+    rows = readback_rows(train_set, readback_target(model.config))
     val = validation_examples(val_set)
     if len(rows) < 2 or len(val) < 2:
         raise ValueError("the alignment stage needs training and validation examples with a textualized context "

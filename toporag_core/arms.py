@@ -47,7 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .retrieval.textualize import NODE_LINE
+from .retrieval.textualize import NODE_LINE, RELATION_HEADER, relation_words
 
 ARMS = ("normal", "zero", "permute", "mean", "only", "only_permute")
 NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized context
@@ -55,7 +55,8 @@ NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized cont
 
 READBACK_QUESTION = "Question: List the nodes of the graph.\nAnswer:"
 ATTRIBUTE_QUESTION = "Question: What are the attributes of the {name}?\nAnswer:"
-READBACK_TARGETS = ("nodes", "attributes")
+RELATIONS_QUESTION = "Question: List the relations of the graph.\nAnswer:"
+READBACK_TARGETS = ("nodes", "attributes", "relations")
 
 
 def node_words(block: str) -> list[list[str]]:
@@ -69,11 +70,26 @@ def node_words(block: str) -> list[list[str]]:
     return out
 
 
+def slot_words(config, block: str) -> list[list[str]]:
+    """The words each cell of the rank that fills a model's slots first carries, in text order, from a readback
+    row's answer ``block`` (:func:`readback_target`): each node line's (:func:`node_words`), or under
+    ``token_text = "relations"`` each 1-cell's relation (:func:`~toporag_core.retrieval.textualize.relation_words`)."""
+    return relation_words(block) if config.token_text == "relations" else node_words(block)
+
+
+def readback_target(config) -> str:
+    """What a model's alignment reads back: ``"relations"`` when its relations left the text
+    (``token_text = "relations"``), else ``"nodes"``."""
+    return "relations" if config.token_text == "relations" else "nodes"
+
+
 def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | None = None) -> list[Any]:
     """The readback rows of the examples that have a context (no context; ids unchanged):
 
     * ``"nodes"``: :data:`READBACK_QUESTION` and the first block of the context (up to its first blank line)
       as the answer;
+    * ``"relations"`` (CSV text): :data:`RELATIONS_QUESTION` and the relation block (from its header
+      ``src,edge_attr,dst`` to the next blank line) as the answer; examples without one give no row;
     * ``"attributes"`` (compact text, ``text = "compact"``): :data:`ATTRIBUTE_QUESTION` about one node of the
       first block whose name occurs once there, among its first ``lines`` node lines (the cells that have a
       graph token when nodes come first), and that node's attributes as the answer (``lamp [6]: brown, glass,
@@ -91,6 +107,12 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
             continue
         if target == "nodes":
             rows.append(dataclasses.replace(e, context="", question=READBACK_QUESTION, answer=block))
+            continue
+        if target == "relations":
+            at = e.context.find(RELATION_HEADER + "\n")
+            if at >= 0 and (at == 0 or e.context[at - 1] == "\n"):
+                rows.append(dataclasses.replace(e, context="", question=RELATIONS_QUESTION,
+                                                answer=e.context[at:].split("\n\n")[0].strip()))
             continue
         found = [m for m in map(NODE_LINE.match, block.splitlines()) if m and m["attrs"]]
         counts: dict[str, int] = {}

@@ -53,6 +53,7 @@ import torch
 
 from .tasks.prep import Example
 from .align import JointReadback, check_word_targets
+from .arms import readback_target
 from .batches import make_batch
 from .model import TopoRAGModel, evidence_target
 
@@ -555,7 +556,8 @@ class TrainingRun:
                  out: Path, env: ProcessEnv, kv: KVStore | None, extra_meta: dict[str, Any] | None) -> None:
         self.model, self.train_set, self.val_set, self.cfg, self.out, self.env, self.kv = \
             model, train_set, val_set, cfg, out, env, kv
-        self.joint = JointReadback(train_set, val_set, cfg) if cfg.joint_align_weight else None
+        self.joint = JointReadback(train_set, val_set, cfg, readback_target(model.config)) if cfg.joint_align_weight \
+            else None
         if self.joint and cfg.align_words:
             check_word_targets(model)
         self.last = out / "last"

@@ -24,7 +24,7 @@ GRAPH_PATHS = ("pooled", "cells")
 # What the text keeps of the nodes that have graph tokens of their own (graph_path="cells", nodes first):
 # "full" (every line as written) | "names" (their compact node lines lose their attributes, ``lamp [6]``: the LLM
 # reads those from the graph tokens; retrieval/textualize.py names_only)
-TOKEN_TEXTS = ("full", "names")
+TOKEN_TEXTS = ("full", "names", "relations")
 CACHEABLE_POSITIONS = ("before_question",)  # layouts with a frozen, cacheable part
 
 # Retired config keys -> the only value a saved config may still hold (their old default).
@@ -74,8 +74,9 @@ class TopoRAGConfig:
     cell_order: tuple[int, ...] = (1, 2, 0)
     # graph_path="cells": soft tokens per slot (k); the LLM reads T * k graph tokens (model/graph_tokens.py)
     tokens_per_cell: int = 1
-    # graph_path="cells", nodes first: a TOKEN_TEXTS name; "names" drops the attributes of the node lines whose
-    # nodes have a slot of their own (local index below cell_slots), so the graph tokens carry them
+    # graph_path="cells": a TOKEN_TEXTS name. "names" (nodes first) drops the attributes of the node lines whose
+    # nodes have a slot of their own (local index below cell_slots); "relations" (relations first, CSV text) the
+    # relation of the first cell_slots 1-cells (``0,?,2``): the graph tokens carry them
     token_text: str = "full"
     projector_hidden: int = 1024  # G-Retriever: Linear(d, 2048) -> Sigmoid -> Linear(2048, H) for 7B
     llm: str = "smollm2-135m-instruct"
@@ -114,12 +115,14 @@ class TopoRAGConfig:
                                  f"slot and at least one cell), got {self.num_graph_tokens}")
         if sorted(self.cell_order) != [0, 1, 2]:
             raise ValueError(f"TopoRAGConfig.cell_order: the ranks 0, 1, 2 once each, got {list(self.cell_order)}")
-        nodes_first = self.use_graph and self.graph_path == "cells" and self.cell_order[0] == 0
-        if self.token_text != "full" and not nodes_first:
-            raise ValueError(f"TopoRAGConfig.token_text={self.token_text!r} moves node attributes from the text into "
-                             f"the nodes' graph tokens: it needs use_graph, graph_path='cells' and cell_order starting "
-                             f"with 0 (nodes first), got use_graph={self.use_graph}, graph_path={self.graph_path!r}, "
-                             f"cell_order={list(self.cell_order)}")
+        if self.token_text != "full":
+            rank, what = {"names": (0, "node attributes"), "relations": (1, "relations")}[self.token_text]
+            if not (self.use_graph and self.graph_path == "cells" and self.cell_order[0] == rank):
+                first = "nodes" if rank == 0 else "relations"
+                raise ValueError(f"TopoRAGConfig.token_text={self.token_text!r} moves {what} from the text into their "
+                                 f"cells' graph tokens: it needs use_graph, graph_path='cells' and cell_order starting "
+                                 f"with {rank} ({first} first), got use_graph={self.use_graph}, "
+                                 f"graph_path={self.graph_path!r}, cell_order={list(self.cell_order)}")
         if self.tokens_per_cell != 1 and self.graph_path != "cells":
             raise ValueError(f"TopoRAGConfig.tokens_per_cell={self.tokens_per_cell} needs graph_path='cells' "
                              f"(the pooled path has no cell slots)")
@@ -142,12 +145,15 @@ class TopoRAGConfig:
 
     def reads(self, context: str) -> str:
         """The context as the LLM reads it: unchanged for ``token_text="full"``; for ``"names"`` the compact node
-        lines of the nodes that have a slot (local index below :attr:`cell_slots`) keep their name and index only
-        (their attributes are in the graph tokens)."""
+        lines of the nodes that have a slot (local index below :attr:`cell_slots`) keep their name and index only;
+        for ``"relations"`` the CSV relation lines of the first :attr:`cell_slots` 1-cells lose their relation
+        (``0,?,2``). What left the text is in the graph tokens."""
         if self.token_text == "full" or not context:
             return context
-        from ..retrieval.textualize import names_only
+        from ..retrieval.textualize import names_only, relations_hidden
 
+        if self.token_text == "relations":
+            return relations_hidden(context, self.cell_slots)
         return names_only(context, self.cell_slots)
 
     def to_dict(self) -> dict[str, Any]:

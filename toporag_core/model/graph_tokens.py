@@ -113,15 +113,35 @@ class CellTokens(nn.Module):
         count = torch.bincount(owner, minlength=b).clamp(min=1).unsqueeze(1).to(z.dtype)
         has = torch.bincount(owner, minlength=b) > 0
         out[has, 0] = self.token(total[has] / count[has] + self.rank.weight[3]).to(out.dtype)
-        # slots 1..T-1: the first T-1 cells of each subcomplex by rank priority, emitted in text order
-        span = int(local.max()) + 1
-        prio = self.priority[rank]
-        order = torch.argsort(owner * (3 * span) + prio * span + local)
-        keep = order[local_index(owner[order], b) < t - 1]
-        text = keep[torch.argsort(owner[keep] * (3 * span) + rank[keep] * span + local[keep])]
-        slot = 1 + local_index(owner[text], b)
+        text, slot = self.pick(rank, owner, local, b)
         out[owner[text], slot] = self.token(z[text]).to(out.dtype)
         return out.flatten(1, 2)  # (B, T k, H): slot s at s k .. s k + k - 1
+
+    def pick(self, rank: Tensor, owner: Tensor, local: Tensor, num_graphs: int) -> tuple[Tensor, Tensor]:
+        """``(text, slot)``: which of the cells (``rank, owner, local``: ``(K,)`` each) fill slots ``1..T-1``, and
+        their slots: the first ``T - 1`` cells of each subcomplex by rank priority, emitted in text order."""
+        span = int(local.max()) + 1
+        order = torch.argsort(owner * (3 * span) + self.priority[rank] * span + local)
+        keep = order[local_index(owner[order], num_graphs) < self.num_tokens - 1]
+        text = keep[torch.argsort(owner[keep] * (3 * span) + rank[keep] * span + local[keep])]
+        return text, 1 + local_index(owner[text], num_graphs)
+
+    def slots(self, cells: CellBatch, with_cells2: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(owner, slot, rank, local)`` (``(K,)`` each) of every cell of ``cells`` that has a slot: the subcomplex,
+        the slot (``1..T-1``), the cell's rank and its local index among that subcomplex's cells of its rank, as
+        :meth:`forward` places them (``with_cells2=False``: an encoder without 2-cell states, whose 2-cells get no
+        slot). What the word targets of :mod:`~toporag_core.align` aim at."""
+        owners = [cells.batch0, cells.batch1] + ([cells.batch2] if with_cells2 else [])
+        b = cells.num_graphs
+        ranks = [torch.full_like(o, r) for r, o in enumerate(owners) if o.numel()]
+        if not ranks:
+            empty = cells.batch0[:0]
+            return empty, empty, empty, empty
+        rank = torch.cat(ranks)
+        owner = torch.cat([o for o in owners if o.numel()])
+        local = torch.cat([local_index(o, b) for o in owners if o.numel()])
+        text, slot = self.pick(rank, owner, local, b)
+        return owner[text], slot, rank[text], local[text]
 
 
 def embedding_rms(llm: nn.Module) -> float:

@@ -180,6 +180,59 @@ def names_only(context: str, slots: int) -> str:
     return "\n".join(out) + sep + rest
 
 
+# A CSV relation line: ``0,capable of,2`` (source's local id, relation, target's local id); its block starts with
+# the header ``src,edge_attr,dst`` (:func:`_csv_lines`).
+RELATION_HEADER = "src,edge_attr,dst"
+RELATION_LINE = re.compile(r"^(?P<src>\d+),(?P<relation>.*),(?P<dst>\d+)$")
+HIDDEN_RELATION = "?"
+
+
+def relation_groups(context: str) -> list[list[int]]:
+    """The CSV relation lines of ``context`` grouped by 1-cell, in text order: each group lists the line numbers
+    (of ``context.split("\n")``) of one 1-cell's relations (:func:`_relation_rows` writes a 1-cell's relations
+    one after another, all between the same two nodes). Self-loop lines (a node's own relations, written after the
+    1-cells) belong to no 1-cell and are left out; so is every line outside the block under
+    :data:`RELATION_HEADER`. A context in another format has no groups."""
+    lines = context.split("\n")
+    if RELATION_HEADER not in lines:
+        return []
+    groups: list[list[int]] = []
+    last = None
+    for i in range(lines.index(RELATION_HEADER) + 1, len(lines)):
+        m = RELATION_LINE.match(lines[i])
+        if not m:
+            break
+        pair = frozenset((m["src"], m["dst"]))
+        if len(pair) == 1:
+            last = None
+            continue
+        if pair != last:
+            groups.append([])
+        groups[-1].append(i)
+        last = pair
+    return groups
+
+
+def relations_hidden(context: str, slots: int) -> str:
+    """``context`` with the relation of the first ``slots`` 1-cells replaced by :data:`HIDDEN_RELATION`
+    (``0,capable of,2`` -> ``0,?,2``), everything else unchanged: what a model with ``token_text = "relations"``
+    reads, whose first ``slots`` 1-cells have graph tokens that carry their relation (relations first). A 1-cell
+    with several relations between its two nodes hides its first line, the one :func:`relation_words` gives its
+    tokens; the others stay in the text. A context in another format comes back unchanged."""
+    lines = context.split("\n")
+    for first, *_ in relation_groups(context)[:slots]:
+        m = RELATION_LINE.match(lines[first])
+        lines[first] = f"{m['src']},{HIDDEN_RELATION},{m['dst']}"
+    return "\n".join(lines)
+
+
+def relation_words(context: str) -> list[list[str]]:
+    """The words of each 1-cell's relation (its first line's), in text order (``0,not capable of,2`` ->
+    ``["not", "capable", "of"]``): the words its graph tokens carry under ``token_text = "relations"``."""
+    lines = context.split("\n")
+    return [RELATION_LINE.match(lines[g[0]])["relation"].split() for g in relation_groups(context)]
+
+
 def check_text_format(fmt: str) -> str:
     """``fmt`` when registered, else a ``ValueError`` listing :data:`TEXT_FORMATS`."""
     if fmt not in TEXT_FORMATS:
