@@ -86,17 +86,17 @@ def test_shipped_checkpoint_matches_its_readme(folder):
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_shipped_configs_load_with_retired_keys_at_their_old_defaults(folder):
     """A shipped config saved before options were retired holds the retired keys at their old default
-    values, which load (and are not written again); a newer one holds none."""
+    values, which load (and are not written again); a newer one holds none. The same config with every retired
+    key added at its old default (as it would have been saved before the retirements) loads as the same config."""
     from toporag_core.model import RETIRED_KEYS
 
     saved = json.loads((folder / "config.json").read_text())["config"]
     held = set(RETIRED_KEYS) & set(saved)  # a checkpoint saved after the retirements holds none of them
     assert all(saved[k] == RETIRED_KEYS[k] for k in held)
-    if folder.name == "scene_graphs":  # saved before: every retired key, at its old default
-        assert held == set(RETIRED_KEYS)
     cfg = TopoRAGConfig.from_dict(saved)
     assert not set(RETIRED_KEYS) & set(cfg.to_dict())
     assert TopoRAGConfig.from_dict(cfg.to_dict()) == cfg
+    assert TopoRAGConfig.from_dict({**saved, **RETIRED_KEYS}) == cfg
 
 
 @pytest.mark.parametrize("key, value", [("graph_norm", True), ("graph_label_weight", 0.5), ("num_virtual_tokens", 20),

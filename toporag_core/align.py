@@ -48,6 +48,13 @@ word of that node's line (name, then attributes; a word of several tokens: their
 ``L_words`` needs no LLM forward, so ``TrainConfig.word_steps`` steps of it alone (a few milliseconds each) can
 come first: within the LM-bound alignment steps it only reached the distance of a per-position mean word.
 
+**Relations** (``TopoRAGConfig.token_text = "relations"``, relations first, CSV text: ExplaGraphs, whose stance
+lives in the relations). The readback rows ask for the relation block (``List the relations of the graph.`` ->
+``src,edge_attr,dst`` and its lines) and the word targets aim at the 1-cell slots: token ``j`` of the ``c``-th
+1-cell's slot toward the ``j``-th word of its relation (``not capable of``). Slots are where
+:meth:`~toporag_core.model.graph_tokens.CellTokens.slots` says the encoder put each cell (1-cells after the
+nodes that also got a slot, in text order), for nodes as for relations.
+
 Measured results: ``docs/results/graph_tokens.md``.
 """
 from __future__ import annotations
