@@ -51,8 +51,8 @@ class EvalOptions:
                                  "given the example's own graph tokens and no text against another example's, "
                                  "paired (toporag_core/arms.py)", advanced=True)
     readback_target: str = _opt("nodes", "what --readback reads back: nodes (the node lines) | attributes (one named "
-                                         "node's attributes, the name in the question)", choices=READBACK_TARGETS,
-                                advanced=True)
+                                         "node's attributes, the name in the question) | relations (the CSV "
+                                         "relation block)", choices=READBACK_TARGETS, advanced=True)
 
 
 def register(subparsers) -> None:

@@ -218,7 +218,9 @@ def relations_hidden(context: str, slots: int) -> str:
     (``0,capable of,2`` -> ``0,?,2``), everything else unchanged: what a model with ``token_text = "relations"``
     reads, whose first ``slots`` 1-cells have graph tokens that carry their relation (relations first). A 1-cell
     with several relations between its two nodes hides its first line, the one :func:`relation_words` gives its
-    tokens; the others stay in the text. A context in another format comes back unchanged."""
+    tokens; the others stay in the text. A context in another format comes back unchanged. CSV relation lines name
+    no 1-cell, so the groups are counted in text order: a context whose token-budget fit dropped relation lines
+    (:mod:`~toporag_core.retrieval.budget`) hides the first ``slots`` 1-cells it still has."""
     lines = context.split("\n")
     for first, *_ in relation_groups(context)[:slots]:
         m = RELATION_LINE.match(lines[first])
