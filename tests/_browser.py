@@ -91,14 +91,14 @@ def load_sample(pg, title: str) -> None:
 
 
 @contextlib.contextmanager
-def shipped_scene_server(tmp_path_factory, name: str) -> Iterator[str]:
-    """The app on the committed SceneGraphs checkpoint with its own encoder and LLM (a fresh cache named
-    after ``name``); skips when that checkpoint is not committed here."""
+def shipped_scene_server(tmp_path_factory, name: str, checkpoint: str = "scene_graphs") -> Iterator[str]:
+    """The app on a committed checkpoint (default the SceneGraphs one) with its own encoder and LLM (a fresh
+    cache named after ``name``); skips when that checkpoint is not committed here."""
     from toporag_core.studio.ask import CHECKPOINT_ROOT
 
-    folder = CHECKPOINT_ROOT / "scene_graphs"
+    folder = CHECKPOINT_ROOT / checkpoint
     if not (folder / "config.json").is_file():
-        pytest.skip("the SceneGraphs checkpoint is not committed here")
+        pytest.skip(f"the {checkpoint} checkpoint is not committed here")
     log = tmp_path_factory.mktemp(f"server_{name}") / "streamlit.log"
     with streamlit_server(log, {"TOPORAG_CHECKPOINT": str(folder),
                                 "TOPORAG_CACHE": str(tmp_path_factory.mktemp(f"cache_{name}"))},

@@ -195,7 +195,7 @@ def test_recipe_then_overrides(tmp_path, capsys):
         assert e.value.code == 2 and needle in err and str(recipe) in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SystemExit):
         main(["train", "--recipe", "no_such_recipe"])
-    assert "shipped recipes: expla_graphs, expla_graphs_relations, general, scene_graphs," in capsys.readouterr().err
+    assert "shipped recipes: expla_graphs, general, scene_graphs," in capsys.readouterr().err
 
 
 def test_the_scene_alignment_recipes_hold_the_word_target_stage_and_its_joint_stage():
@@ -225,15 +225,14 @@ def test_the_scene_names_recipe_is_the_joint_stage_with_the_tokened_attributes_o
     assert names.train == joint.train and names.prep == joint.prep
 
 
-def test_the_expla_relations_recipe_is_the_shipped_layout_with_the_relations_in_three_tokens_per_cell():
-    """recipes/expla_graphs_relations.toml: the shipped ExplaGraphs model with three tokens per cell and
-    ``token_text = "relations"``; word steps, alignment steps, then the joint stage with the readback term."""
+def test_the_expla_recipe_puts_the_relations_in_three_tokens_per_cell_and_aligns_them_first():
+    """recipes/expla_graphs.toml: the cell path, relations first, three tokens per cell and ``token_text =
+    "relations"``; word steps, alignment steps, then the joint stage with the readback term."""
     from toporag_core.commands.train import plan_from_args
 
-    shipped, rel = (plan_from_args(build_parser_args("--recipe", r)) for r in ("expla_graphs", "expla_graphs_relations"))
-    assert (rel.model["token_text"], rel.model["tokens_per_cell"]) == ("relations", 3)
-    assert {k: v for k, v in rel.model.items() if k not in ("token_text", "tokens_per_cell")} == \
-        {k: v for k, v in shipped.model.items() if k not in ("token_text", "tokens_per_cell")}
+    rel = plan_from_args(build_parser_args("--recipe", "expla_graphs"))
+    m = rel.model
+    assert (m["graph_path"], m["num_graph_tokens"], m["tokens_per_cell"], m["token_text"]) == ("cells", 12, 3, "relations")
+    assert tuple(m.get("cell_order", (1, 2, 0)))[0] == 1  # relations first
     t = rel.train
     assert (t.word_steps, t.align_steps, t.align_words, t.joint_align_weight, t.graph_only) == (3000, 100, 5.0, 1.0, 0.5)
-    assert rel.prep == shipped.prep
