@@ -192,8 +192,8 @@ def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, 
 def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_argument_sample(tmp_path_factory,
                                                                                              tmp_path):
     """The committed ExplaGraphs checkpoint (relations in its graph tokens only) on the argument sample: the
-    answer is a label with its probabilities, the prompt view shows the relation lines without their relation,
-    and "What the graph tokens did" gives its table and verdict."""
+    answer is a label with its probabilities, "What the graph tokens did" gives its table, its verdict and what
+    the text leaves to the tokens, and the prompt view shows the relation lines without their relation."""
     with shipped_scene_server(tmp_path_factory, "expla", checkpoint="expla_graphs") as url:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -212,6 +212,7 @@ def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_a
                 pg.get_by_text("Label probabilities").first.wait_for()
                 pg.get_by_text("What the graph tokens did").first.wait_for()
                 pg.get_by_text("The graph tokens moved").first.wait_for()
+                pg.get_by_text("writes the relations of the 1-cells that have graph tokens").first.wait_for()
                 pg.get_by_role("tab", name="Prompt layout").click()
                 pg.locator("code").filter(has_text=",?,").first.wait_for()  # a relation line without its relation
                 pg.screenshot(path=str(tmp_path / "ask_expla_graph_tokens.png"), full_page=True)

@@ -186,3 +186,14 @@ def test_a_relations_model_round_trips_through_save_and_load(tmp_path, examples)
     e = examples[0]
     assert again.config.token_text == "relations"
     assert again.prompter.row(e.context, e.question) == model.prompter.row(e.context, e.question)
+
+
+def test_the_ask_page_says_what_a_models_text_leaves_to_its_graph_tokens():
+    from types import SimpleNamespace
+
+    from toporag_core.studio.ask import token_text_note
+
+    assert "`0,?,2`" in token_text_note(SimpleNamespace(model=relations_model()))
+    assert "`lamp [6]`" in token_text_note(SimpleNamespace(model=relations_model("names", order=(0, 2, 1))))
+    assert token_text_note(SimpleNamespace(model=relations_model("full"))) is None
+    assert token_text_note(SimpleNamespace(model=None)) is None  # no checkpoint: the frozen LLM alone

@@ -24,7 +24,8 @@
   cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
   what a cut dropped (the same for a remote core, which sends the cut with its answer).
 * What the graph tokens did (:mod:`.graph_effect`): :func:`graph_effect` re-scores an answer with its
-  own, zeroed and permuted graph tokens; :func:`explain_cells` adds the leave-one-cell-out drops.
+  own, zeroed and permuted graph tokens; :func:`explain_cells` adds the leave-one-cell-out drops;
+  :func:`token_text_note` says what the model's text leaves to its graph tokens.
 * Tables for the page: retrieved cells, timings, the prompt layout.
 """
 from __future__ import annotations
@@ -206,6 +207,23 @@ def explain_cells(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, a:
                   effect: GraphTokenEffect, cap: int = 40) -> None:
     """Fill ``effect.cells``: the leave-one-cell-out drops of the answer's log-probability."""
     attribute(pipe, ecx, a.subcomplex, question, a.context, effect, evidence=_effect_inputs(pipe, a)[1], cap=cap)
+
+
+TOKEN_TEXT_NOTES = {
+    "names": ("This checkpoint's text keeps only the name and index of the nodes that have graph tokens "
+              "(`lamp [6]`): their attributes reach the LLM through those tokens only, so zeroed or another "
+              "question's tokens leave it without them."),
+    "relations": ("This checkpoint's text writes the relations of the 1-cells that have graph tokens as `?` "
+                  "(`0,?,2`): the relations reach the LLM through those tokens only, so zeroed or another "
+                  "question's tokens leave it without them."),
+}
+
+
+def token_text_note(pipe: TopoRAGPipeline) -> str | None:
+    """What the loaded model's text leaves to its graph tokens (``TopoRAGConfig.token_text``), one sentence for
+    the "What the graph tokens did" section; ``None`` for a model that reads the full text (or none loaded)."""
+    model = getattr(pipe, "model", None)
+    return TOKEN_TEXT_NOTES.get(getattr(getattr(model, "config", None), "token_text", "full"))
 
 
 def cells_effect_table(effect: GraphTokenEffect, top: int = 10) -> list[dict[str, Any]]:
