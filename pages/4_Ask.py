@@ -139,13 +139,13 @@ def show_graph_effect(m, a, effect) -> None:
         return
     st.dataframe(pd.DataFrame(effect.table()), hide_index=True, key=f"ask_arms_{m}")
     st.caption(ARMS_NOTE)
-    note = ask.token_text_note(ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice()))
+    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
+    note = ask.token_text_note(asker)
     if note:
         st.caption(note)
     if effect.cells is None:
         if st.button("Explain the graph tokens (which cells mattered)", key=f"ask_explain_{m}"):
             with st.spinner("Leaving out one cell at a time ..."):
-                asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
                 ask.explain_cells(asker, get_embedded(key, tree, seed, graph), last["inputs"][5], a, effect)
             st.rerun()
         return

@@ -4,19 +4,20 @@ and the readback of the alignment stage aim at those 1-cells' slots (retrieval/t
 model/graph_tokens.py ``CellTokens.slots``, arms.py, align.py)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 import torch
 
 from toporag_core.align import check_word_targets, word_loss
-from toporag_core.arms import readback_rows, readback_target, slot_words
+from toporag_core.arms import readback, readback_rows, readback_target, slot_words
 from toporag_core.batches import make_batch
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGConfig, TopoRAGModel
 from toporag_core.retrieval import RetrievalSetting
-from toporag_core.retrieval.textualize import relation_groups, relation_words, relations_hidden
+from toporag_core.retrieval.textualize import relation_block, relation_groups, relation_words, relations_hidden
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.testing import tiny_llm, tiny_model, tiny_tokenizer
@@ -54,6 +55,7 @@ def test_relations_hidden_drops_the_relation_of_the_first_one_cells_and_nothing_
     assert relations_hidden(CONTEXT, 0) == CONTEXT and relations_hidden("", 3) == ""
     compact = "nodes\ncup [0]\ntable [1]\n\nrelations\ncup [0] on table [1]"
     assert relations_hidden(compact, 3) == compact and relation_groups(compact) == []  # another format: unchanged
+    assert relation_block(CONTEXT).split("\n") == lines[6:12] and relation_block(compact) == ""
     # a relation with a comma (quoted by the CSV writer) is one relation
     quoted = 'node_id,node_attr\n0,a\n1,b\n\nsrc,edge_attr,dst\n0,"part of, mostly",1'
     assert relation_words(quoted) == [['"part', 'of,', 'mostly"']] and relations_hidden(quoted, 1).endswith("\n0,?,1")
@@ -68,6 +70,22 @@ def test_token_text_relations_is_validated_and_round_trips():
     with pytest.raises(ValueError, match="graph_path='cells'"):
         TopoRAGConfig(graph_path="pooled", num_graph_tokens=3, token_text="relations")
     assert readback_target(cfg) == "relations" and readback_target(TopoRAGConfig()) == "nodes"
+    assert (cfg.token_rank, TopoRAGConfig().token_rank) == (1, 0)
+
+
+@pytest.mark.parametrize("token_text, order, text", [("relations", "1,2,0", "compact"), ("names", "0,2,1", "csv")])
+def test_a_token_text_in_another_text_format_is_refused_before_training(token_text, order, text, capsys, tmp_path):
+    """``relations`` hides CSV relation lines, ``names`` compact node attributes: in the other format nothing would
+    leave the text, so ``toporag train`` refuses the plan in one line naming both settings."""
+    from toporag_core.cli import main
+
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text(f'graph_path = "cells"\nnum_graph_tokens = 4\ncell_order = [{order}]\n'
+                      f'token_text = "{token_text}"\ntext = "{text}"\n')
+    assert main(["train", "--recipe", str(recipe), "--dataset", "expla_graphs", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"token_text={token_text!r}" in err and f"text is {text!r}" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()  # refused before any data or LLM
 
 
 GRAPHS = [
@@ -107,6 +125,10 @@ def test_a_relations_model_reads_the_tokened_relations_out_of_the_text(examples)
     assert len(rows) == 3 and rows[1].question.startswith("Question: List the relations")
     assert rows[1].answer.split("\n")[0] == "src,edge_attr,dst" and "not capable of" in rows[1].answer
     assert slot_words(rel.config, rows[1].answer)[0] == ["not", "capable", "of"]
+    no_relations = [dataclasses.replace(x, context=x.context.split("\n\n")[0]) for x in examples]
+    assert readback_rows(no_relations, "relations") == []
+    with pytest.raises(ValueError, match=r"readback \(relations\).*with a CSV relation block"):
+        readback(rel, no_relations, target="relations")
     rel.load_state_dict(full.state_dict())  # the same weights read another prompt: another loss
     batch = make_batch(examples)
     with torch.no_grad():
@@ -128,9 +150,9 @@ def test_slots_say_where_forward_puts_each_cell(examples):
         soft = model.graph_tokens(batch.cells)  # (B, T, H)
     empty = torch.isclose(soft, model.projector.empty.detach().expand_as(soft)).all(-1)
     assert not empty[:, 1:].any()  # every cell slot filled
-    with torch.no_grad():  # one 1-cell fewer in graph 0: its last slot falls to the next node
-        nodes_first = relations_model(order=(0, 2, 1), k=1, token_text="full").eval()
-        o, s, r, c = nodes_first.projector.slots(batch.cells, True)
+    # nodes first: the three nodes take the three slots, the 1-cells none
+    nodes_first = relations_model(order=(0, 2, 1), k=1, token_text="full").eval()
+    o, s, r, c = nodes_first.projector.slots(batch.cells, True)
     assert list(zip(s[o == 0].tolist(), r[o == 0].tolist())) == [(1, 0), (2, 0), (3, 0)]
 
 

@@ -86,16 +86,11 @@ def contrastive_readback_loss(model, batch, margin: float, weight: float = 1.0,
     return own.mean() + weight * torch.relu(margin + own - other).mean(), own, other
 
 
-def word_rank(config) -> int:
-    """The rank whose slots get word targets: 1-cells under ``token_text = "relations"``, else nodes."""
-    return 1 if config.token_text == "relations" else 0
-
-
 def check_word_targets(model) -> None:
     """``ValueError`` unless the model's slots are filled first by the rank that has word targets
-    (:func:`word_rank`: nodes, or 1-cells under ``token_text = "relations"``)."""
+    (``TopoRAGConfig.token_rank``: nodes, or 1-cells under ``token_text = "relations"``)."""
     cfg = model.config
-    rank = word_rank(cfg)
+    rank = cfg.token_rank
     if not cfg.use_graph or cfg.graph_path != "cells" or cfg.cell_order[0] != rank:
         first = "0 (nodes first)" if rank == 0 else "1 (relations first, token_text='relations')"
         raise ValueError(f"align_words targets {'node' if rank == 0 else '1-cell'} slots: it needs graph_path='cells' "
@@ -106,13 +101,13 @@ def check_word_targets(model) -> None:
 def word_loss(model, rows: Sequence[Any], soft: Tensor, cells) -> Tensor:
     """``L_words`` (module docstring) of readback rows ``rows`` (their answer is the block that
     :func:`~toporag_core.arms.slot_words` reads) with graph tokens ``soft (B, T k, H)`` of ``cells`` (their
-    batch): the ``j``-th token of the slot of the ``c``-th cell of rank :func:`word_rank` targets the ``j``-th word
-    of the ``c``-th line (slots as :meth:`~toporag_core.model.graph_tokens.CellTokens.slots` places them; a line
-    without a cell there gets no target). Zero (with a gradient path) when no row has a target."""
+    batch): the ``j``-th token of the slot of the ``c``-th cell of rank ``TopoRAGConfig.token_rank`` targets the
+    ``j``-th word of the ``c``-th line (slots as :meth:`~toporag_core.model.graph_tokens.CellTokens.slots` places
+    them; a line without a cell there gets no target). Zero (with a gradient path) when no row has a target."""
     cfg = model.config
     k = cfg.tokens_per_cell
     owner, slot, rank, local = model.projector.slots(cells, cfg.cwn.use_cells2)
-    mine = rank == word_rank(cfg)
+    mine = rank == cfg.token_rank
     words = [slot_words(cfg, r.answer) for r in rows]
     row, pos, ids, offsets = [], [], [], []
     for i, s, c in zip(owner[mine].tolist(), slot[mine].tolist(), local[mine].tolist()):

@@ -47,7 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .retrieval.textualize import NODE_LINE, RELATION_HEADER, relation_words
+from .retrieval.textualize import NODE_LINE, relation_block, relation_words
 
 ARMS = ("normal", "zero", "permute", "mean", "only", "only_permute")
 NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized context
@@ -74,13 +74,13 @@ def slot_words(config, block: str) -> list[list[str]]:
     """The words each cell of the rank that fills a model's slots first carries, in text order, from a readback
     row's answer ``block`` (:func:`readback_target`): each node line's (:func:`node_words`), or under
     ``token_text = "relations"`` each 1-cell's relation (:func:`~toporag_core.retrieval.textualize.relation_words`)."""
-    return relation_words(block) if config.token_text == "relations" else node_words(block)
+    return relation_words(block) if config.token_rank == 1 else node_words(block)
 
 
 def readback_target(config) -> str:
     """What a model's alignment reads back: ``"relations"`` when its relations left the text
     (``token_text = "relations"``), else ``"nodes"``."""
-    return "relations" if config.token_text == "relations" else "nodes"
+    return "relations" if config.token_rank == 1 else "nodes"
 
 
 def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | None = None) -> list[Any]:
@@ -109,10 +109,9 @@ def readback_rows(examples: Sequence[Any], target: str = "nodes", lines: int | N
             rows.append(dataclasses.replace(e, context="", question=READBACK_QUESTION, answer=block))
             continue
         if target == "relations":
-            at = e.context.find(RELATION_HEADER + "\n")
-            if at >= 0 and (at == 0 or e.context[at - 1] == "\n"):
-                rows.append(dataclasses.replace(e, context="", question=RELATIONS_QUESTION,
-                                                answer=e.context[at:].split("\n\n")[0].strip()))
+            relations = relation_block(e.context)
+            if relations:
+                rows.append(dataclasses.replace(e, context="", question=RELATIONS_QUESTION, answer=relations))
             continue
         found = [m for m in map(NODE_LINE.match, block.splitlines()) if m and m["attrs"]]
         counts: dict[str, int] = {}
@@ -139,7 +138,8 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0,
 
     rows = readback_rows(examples, target, token_lines(model))
     if len(rows) < 2:
-        need = " and a tokened node line with attributes and a name of its own" if target == "attributes" else ""
+        need = {"attributes": " and a tokened node line with attributes and a name of its own",
+                "relations": " with a CSV relation block (retrieval text 'csv')"}.get(target, "")
         raise ValueError(f"readback ({target}) pairs each example with another one's graph tokens: it needs at "
                          f"least 2 examples with a textualized context{need}, got {len(rows)} of {len(examples)}")
     sigma = derangement(len(rows), seed)

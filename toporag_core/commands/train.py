@@ -288,6 +288,7 @@ class TrainPlan:
 def plan_from_args(args) -> TrainPlan:
     """Every config of the run, validated before the data are prepared and the LLM loaded (minutes)."""
     from ..model import TopoRAGConfig, get_style
+    from ..model.config import TOKEN_TEXT_CELLS
     from ..train import TrainConfig
     from ._common import config_values
 
@@ -295,8 +296,13 @@ def plan_from_args(args) -> TrainPlan:
     TopoRAGConfig(**model)  # its own checks, now
     if get_style(model.get("answer_style", "label")).rewrites_targets:
         evidence_task(args.dataset, model["answer_style"])
-    return TrainPlan(prep_config_from_args(args), TrainConfig(**config_values(args, TrainConfig)), model,
-                     args.hidden)
+    prep = prep_config_from_args(args)
+    token_text = model.get("token_text", "full")
+    if token_text in TOKEN_TEXT_CELLS and prep.text != TOKEN_TEXT_CELLS[token_text][2]:
+        fmt = TOKEN_TEXT_CELLS[token_text][2]
+        raise ValueError(f"token_text={token_text!r} takes {TOKEN_TEXT_CELLS[token_text][1]} out of {fmt} text; "
+                         f"the retrieval text is {prep.text!r} (set text = {fmt!r}, or token_text = 'full')")
+    return TrainPlan(prep, TrainConfig(**config_values(args, TrainConfig)), model, args.hidden)
 
 
 def closed_answer_set(spec: str, answers: list[str]) -> tuple[str, ...]:

@@ -25,6 +25,8 @@ GRAPH_PATHS = ("pooled", "cells")
 # "full" (every line as written) | "names" (their compact node lines lose their attributes, ``lamp [6]``: the LLM
 # reads those from the graph tokens; retrieval/textualize.py names_only)
 TOKEN_TEXTS = ("full", "names", "relations")
+# token_text -> (the rank whose slots carry what leaves the text, what leaves it, the text format it is written in)
+TOKEN_TEXT_CELLS = {"names": (0, "node attributes", "compact"), "relations": (1, "relations", "csv")}
 CACHEABLE_POSITIONS = ("before_question",)  # layouts with a frozen, cacheable part
 
 # Retired config keys -> the only value a saved config may still hold (their old default).
@@ -116,7 +118,7 @@ class TopoRAGConfig:
         if sorted(self.cell_order) != [0, 1, 2]:
             raise ValueError(f"TopoRAGConfig.cell_order: the ranks 0, 1, 2 once each, got {list(self.cell_order)}")
         if self.token_text != "full":
-            rank, what = {"names": (0, "node attributes"), "relations": (1, "relations")}[self.token_text]
+            rank, what, _ = TOKEN_TEXT_CELLS[self.token_text]
             if not (self.use_graph and self.graph_path == "cells" and self.cell_order[0] == rank):
                 first = "nodes" if rank == 0 else "relations"
                 raise ValueError(f"TopoRAGConfig.token_text={self.token_text!r} moves {what} from the text into their "
@@ -142,6 +144,12 @@ class TopoRAGConfig:
         """Slots for retrieved cells (``graph_path="cells"``): ``num_graph_tokens - 1`` (slot 0 is the whole
         subcomplex's); with nodes first, the nodes of local index below it have a slot of their own."""
         return max(1, self.num_graph_tokens - 1)
+
+    @property
+    def token_rank(self) -> int:
+        """The rank whose slots carry what the text leaves out (:data:`TOKEN_TEXT_CELLS`): 1-cells under
+        ``token_text = "relations"``, else nodes (also for ``"full"``: the node lines are the readback target)."""
+        return TOKEN_TEXT_CELLS[self.token_text][0] if self.token_text in TOKEN_TEXT_CELLS else 0
 
     def reads(self, context: str) -> str:
         """The context as the LLM reads it: unchanged for ``token_text="full"``; for ``"names"`` the compact node

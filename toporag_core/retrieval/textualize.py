@@ -187,6 +187,15 @@ RELATION_LINE = re.compile(r"^(?P<src>\d+),(?P<relation>.*),(?P<dst>\d+)$")
 HIDDEN_RELATION = "?"
 
 
+def relation_block(context: str) -> str:
+    """The CSV relation block of ``context``: from the line :data:`RELATION_HEADER` to the next blank line
+    (``""`` when the context has none, e.g. compact text)."""
+    lines = context.split("\n")
+    if RELATION_HEADER not in lines:
+        return ""
+    return context.split("\n", lines.index(RELATION_HEADER))[-1].split("\n\n")[0].strip()
+
+
 def relation_groups(context: str) -> list[list[int]]:
     """The CSV relation lines of ``context`` grouped by 1-cell, in text order: each group lists the line numbers
     (of ``context.split("\n")``) of one 1-cell's relations (:func:`_relation_rows` writes a 1-cell's relations
