@@ -81,6 +81,21 @@ def upload(pg, uploader, path: Path, shown: str | None = None) -> None:
                 raise
 
 
+def ask(pg, question: str | None = None):
+    """On the Ask page: type ``question`` (default: keep the graph's own), press Ask once the page has settled
+    and return the TopoRAG answer's locator once it is shown."""
+    box = pg.locator("textarea[aria-label='Question']")
+    box.wait_for()
+    if question is not None:
+        box.fill(question)
+        box.press("Control+Enter")
+    settle(pg)  # the rerun an edit or a page switch triggers must finish before the click
+    pg.get_by_role("button", name="Ask", exact=True).click()
+    answer = pg.locator(".st-key-ask_answer_toporag code")
+    answer.wait_for()
+    return answer
+
+
 def load_sample(pg, title: str) -> None:
     """On Home: pick the sample graph ``title``, load it and wait for the page to say so."""
     pg.get_by_text("Current graph:").wait_for()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, load_sample, settle, shipped_scene_server, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, ask, load_sample, shipped_scene_server, streamlit_server
 
 QUESTION = "What is on the table? Answer in a few words."
 
@@ -66,15 +66,7 @@ def ask_in_page(pg, url: str, core_label: str | None = None):
     pg.get_by_role("link", name="Ask").first.click()
     if core_label:
         pg.get_by_text(core_label).first.wait_for()
-    box = pg.locator("textarea[aria-label='Question']")
-    box.wait_for()
-    box.fill(QUESTION)
-    box.press("Control+Enter")
-    settle(pg)  # the rerun the edit triggers must finish before the click
-    pg.get_by_role("button", name="Ask", exact=True).click()
-    answer = pg.locator(".st-key-ask_answer_toporag code")
-    answer.wait_for()
-    return answer
+    return ask(pg, QUESTION)
 
 
 def test_ask_one_question_in_the_browser(server, llm_folder, tmp_path):
@@ -153,10 +145,7 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
             before = pg.get_by_test_id("stAlertContentWarning").filter(has_text="Answering model:")
             before.wait_for()
             assert "the zero-shot LLM" in before.inner_text() and "counter / support" in before.inner_text()
-            settle(pg)
-            pg.get_by_role("button", name="Ask", exact=True).click()
-            answer = pg.locator(".st-key-ask_answer_toporag code")
-            answer.wait_for()
+            answer = ask(pg)
             assert answer.inner_text().strip().lower() not in ("counter", "support")
             pg.get_by_text("this example's question comes without one").wait_for()
             assert pg.get_by_text("Label probabilities").count() == 0
@@ -178,10 +167,7 @@ def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, 
                 pg.goto(url)
                 pg.get_by_text("Current graph:").wait_for()
                 pg.get_by_role("link", name="Ask").first.click()
-                pg.locator("textarea[aria-label='Question']").wait_for()
-                settle(pg)
-                pg.get_by_role("button", name="Ask", exact=True).click()
-                pg.locator(".st-key-ask_answer_toporag code").wait_for()
+                ask(pg)
                 pg.get_by_text("What the graph tokens did").first.wait_for()
                 pg.get_by_text("The graph tokens moved").first.wait_for()
                 pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
@@ -203,11 +189,7 @@ def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_a
                 pg.goto(url)
                 load_sample(pg, "Argument graph (ExplaGraphs style)")
                 pg.get_by_role("link", name="Ask").first.click()
-                pg.locator("textarea[aria-label='Question']").wait_for()
-                settle(pg)
-                pg.get_by_role("button", name="Ask", exact=True).click()
-                answer = pg.locator(".st-key-ask_answer_toporag code")
-                answer.wait_for()
+                answer = ask(pg)
                 assert answer.inner_text().strip().lower() in ("counter", "support")
                 pg.get_by_text("Label probabilities").first.wait_for()
                 pg.get_by_text("What the graph tokens did").first.wait_for()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, load_sample, settle, streamlit_server
+from ._browser import CHROMIUM, CHROMIUM_ARGS, ask, load_sample, streamlit_server
 
 GENERAL = Path(__file__).resolve().parents[1] / "assets" / "checkpoints" / "general"
 
@@ -52,10 +52,7 @@ def test_ask_on_the_curie_sample_names_the_general_checkpoint(tmp_path_factory, 
             text = before.inner_text()
             assert "the General checkpoint" in text and "no task-specific checkpoint matches" in text
             assert pg.get_by_test_id("stAlertContentWarning").filter(has_text="Answering model:").count() == 0
-            settle(pg)
-            pg.get_by_role("button", name="Ask", exact=True).click()
-            answer = pg.locator(".st-key-ask_answer_toporag code")
-            answer.wait_for()
+            answer = ask(pg)
             assert "polonium" in answer.inner_text().lower()
             after = pg.get_by_text("Answering model: the General checkpoint")
             assert after.count() >= 1

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from ._browser import CHROMIUM, settle, shipped_scene_server, streamlit_server, upload
+from ._browser import CHROMIUM, ask, settle, shipped_scene_server, streamlit_server, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -246,14 +246,7 @@ def test_a_yes_no_answer_shows_the_claims_facts_in_the_browser(tmp_path_factory,
             pg.goto(url)
             pg.get_by_text("Current graph:").wait_for()
             pg.get_by_role("link", name="Ask").first.click()
-            box = pg.locator("textarea[aria-label='Question']")
-            box.wait_for()
-            box.fill("Is the cup red?")
-            box.press("Control+Enter")
-            settle(pg)
-            pg.get_by_role("button", name="Ask", exact=True).click()
-            answer = pg.locator(".st-key-ask_answer_toporag code")
-            answer.wait_for()
+            answer = ask(pg, "Is the cup red?")
             assert answer.inner_text().strip().lower() in ("yes", "no")
             pg.get_by_text("Evidence about the claim").first.wait_for()
             assert "cup has color red" in pg.locator(".st-key-ask_claim_toporag code").inner_text()
