@@ -80,7 +80,7 @@ def drill(rec: dict, key: str) -> None:
             + f"Method: {rec['method'] or '?'}  Type: {rec['qtype'] or 'untyped'}")
     graph = errors.subcomplex_graph(rec)
     if graph.num_nodes == 0:
-        st.info("Nothing was retrieved for this example.")
+        st.info(errors.cells_note(rec))
     else:
         cx = lift(graph)
         gold = errors.gold_nodes(graph.node_text, rec["label"])
@@ -174,12 +174,17 @@ with st.sidebar:
 view_df = errors.filter_frame(df, outcome, qtypes, methods, verdicts, templates)
 
 counts = errors.verdict_counts(df)
-cols = st.columns(5)
+unknown = counts[errors.UNKNOWN]
+classified = counts[errors.RETRIEVAL] + counts[errors.REASONING]
+cols = st.columns(6 if unknown else 5)
 cols[0].metric("Examples", len(df))
 cols[1].metric("Accuracy", f"{df['correct'].mean():.1%}")
 cols[2].metric("Correct", counts[errors.CORRECT])
-cols[3].metric("Retrieval failures", counts[errors.RETRIEVAL])
-cols[4].metric("Reasoning/generation failures", counts[errors.REASONING])
+cols[3].metric("Retrieval failures", counts[errors.RETRIEVAL] if classified or not unknown else "n/a")
+cols[4].metric("Reasoning/generation failures", counts[errors.REASONING] if classified or not unknown else "n/a")
+if unknown:
+    cols[5].metric("Unknown (no cells recorded)", unknown)
+    st.info(errors.verdict_summary(counts))
 st.caption(f"{errors.escape_markdown(preds.name)}. {errors.VERDICT_RULE}")
 
 left, right = st.columns([3, 2])

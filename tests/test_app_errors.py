@@ -261,7 +261,8 @@ def test_accuracy_by_type_confusion_and_closed_sets():
     assert errors.closed_label_set(web) is None
     yesno = errors.parse_predictions(json.dumps(rec("s", "yes", "no", False, dataset="scene_graphs")))
     assert errors.closed_label_set(yesno) == ("yes", "no")
-    assert errors.verdict_counts(df) == {errors.CORRECT: 2, errors.RETRIEVAL: 2, errors.REASONING: 1}
+    assert errors.verdict_counts(df) == {errors.CORRECT: 2, errors.RETRIEVAL: 2, errors.REASONING: 1,
+                                         errors.UNKNOWN: 0}
     assert list(errors.filter_frame(df, "wrong", qtypes=["t2"])["id"]) == ["3", "4"]
 
 
@@ -539,7 +540,10 @@ def test_page_names_the_fields_before_upload_and_accepts_an_answer_gold_upload()
     at.run()
     assert not at.exception and not at.error
     m = metrics(at)
-    assert (m["Examples"], m["Correct"], m["Retrieval failures"]) == ("3", "2", "1")
+    # q2 is wrong, but the file records no retrieved cells: no failure kind is invented for it
+    assert (m["Examples"], m["Correct"], m["Unknown (no cells recorded)"]) == ("3", "2", "1")
+    assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("n/a", "n/a")
+    assert any("cannot tell retrieval failures from reasoning failures" in i.value for i in at.info)
     table = frame(at, "line")
     assert list(table["id"]) == ["q1", "q2", "q4"] and list(table["prediction"]) == ["Paris", "Bonn", "yes"]
     assert list(table["label"]) == ["Paris", "Berlin", "yes"]
@@ -584,3 +588,61 @@ def test_file_text_shown_as_markdown_is_escaped(tmp_path):
     for s in shown:  # every bracket and angle bracket of the file text arrives backslash-escaped
         assert not re.search(r"(?<!\\)\]\(|(?<!\\)<b>", s), s
     assert errors.escape_markdown(evil).startswith(r"\[click\](http://example.invalid) \<b\>x\</b\>")
+
+
+# ====================================================================== files without retrieved cells
+def test_wrong_answers_without_cells_are_unknown_and_mixed_files_classify_the_rest(tmp_path):
+    """A line without ``cells`` cannot be a retrieval or a reasoning failure: the page counts it as
+    unknown, says so, and classifies only the lines that record cells (an empty recorded retrieval is
+    still a retrieval failure)."""
+    no_cells = [{k: v for k, v in r.items() if k != "cells"} for r in A_RECORDS]
+    at = load(page().run(), write_jsonl(tmp_path / "bare.jsonl", no_cells))
+    assert not at.exception and not at.error
+    m = metrics(at)
+    assert (m["Correct"], m["Unknown (no cells recorded)"]) == ("2", "3")
+    assert (m["Retrieval failures"], m["Reasoning/generation failures"]) == ("n/a", "n/a")
+    assert any("for any of its 3 wrong answer(s)" in i.value for i in at.info)
+    assert set(frame(at, "line")["verdict"]) == {errors.CORRECT, errors.UNKNOWN}
+    at.selectbox(key="err_pick").set_value("3").run()
+    assert any("records no retrieved cells for this example" in i.value for i in at.info)
+    assert not any("Nothing was retrieved" in i.value for i in at.info)
+    assert any(errors.UNKNOWN in md.value for md in at.markdown)
+    # mixed: records 2 and 3 keep their cells (reasoning, retrieval: nothing retrieved), 4 loses them
+    mixed = [r if r["id"] != "4" else no_cells[3] for r in A_RECORDS]
+    at = load(page().run(), write_jsonl(tmp_path / "mixed.jsonl", mixed))
+    m = metrics(at)
+    assert (m["Retrieval failures"], m["Reasoning/generation failures"], m["Unknown (no cells recorded)"]) == \
+        ("1", "1", "1")
+    assert any("1 of 3 wrong answers have no retrieved cells" in i.value for i in at.info)
+    # a file where every line has cells shows no unknown column
+    at = load(page().run(), write_jsonl(tmp_path / "full.jsonl", A_RECORDS))
+    assert "Unknown (no cells recorded)" not in metrics(at) and not at.info
+
+
+def test_kg_eval_rows_load_with_hit_answer_lists_and_retrieved_cells():
+    """Rows shaped like ``toporag kg eval --out`` lines (``hit``, a list of ``answers``, ``retrieved``
+    nodes and edges): ``hit`` is the correctness, ``retrieved`` the cells, and the verdict reads them."""
+    rows = [{"id": "k1", "question": "Where was Marie Curie born?", "prediction": "She was born in Warsaw.",
+             "answers": ["Warsaw"], "hit": True,
+             "retrieved": {"nodes": ["Marie Curie", "Warsaw"], "edges": [["Marie Curie", "born in", "Warsaw"]]}},
+            {"id": "k2", "question": "Which prize did Pierre Curie win?", "prediction": "Chemistry",
+             "answers": ["Nobel Prize in Physics", "Nobel Prize"], "hit": False,
+             "retrieved": {"nodes": [{"text": "Pierre Curie"}, {"text": "Nobel Prize in Physics"}],
+                           "edges": [{"head": "Pierre Curie", "relation": "won", "tail": "Nobel Prize in Physics"}]}},
+            {"id": "k3", "question": "Where did Marie Curie die?", "prediction": "Paris",
+             "answers": ["Passy", "Sancellemoz"], "retrieved": {"nodes": ["Marie Curie"], "edges": []}},
+            {"id": "k4", "question": "Who discovered radium?", "prediction": "Marie Curie discovered it",
+             "label": ["Marie Curie", "Pierre Curie"]}]
+    p = errors.parse_predictions("\n".join(json.dumps(r) for r in rows), "kg.jsonl")
+    assert not p.errors
+    by = p.by_id()
+    assert [by[i]["correct"] for i in ("k1", "k2", "k3", "k4")] == [True, False, False, True]  # k3/k4: Hit
+    assert by["k2"]["cells"]["edges"] == [["Pierre Curie", "won", "Nobel Prize in Physics"]]
+    assert by["k2"]["cells"]["nodes"] == ["Pierre Curie", "Nobel Prize in Physics"]
+    assert errors.verdict(by["k2"])[0] == errors.REASONING  # the gold prize was retrieved
+    assert errors.verdict(by["k3"])[0] == errors.RETRIEVAL  # neither Passy nor Sancellemoz was retrieved
+    assert by["k4"]["cells_recorded"] is False and by["k1"]["cells_recorded"] is True
+    with pytest.raises(ValueError, match="field 'hit' must be true/false"):
+        errors.check_record({**rows[0], "hit": "yes"})
+    with pytest.raises(ValueError, match="retrieved.edges"):
+        errors.check_record({**rows[0], "retrieved": {"edges": [["a", "b"]]}})

@@ -5,12 +5,17 @@ and the field, and the rest still loads (a half-written last line of a killed ru
 line). Fields may carry the common names of :data:`~.schema.ALIASES` (``answer`` / ``pred`` /
 ``output`` ... for the prediction, ``gold`` / ``answers`` / ``target`` / ``ground_truth`` ... for the
 label; ``answer`` is the label when ``prediction`` is there too); a line without an id is known by its
-line number; a record without ``correct`` is scored with its dataset's GraphQA metric (:func:`score`).
+line number; a record without ``correct`` (or ``hit``, the name ``toporag kg eval`` gives it) is scored
+with its dataset's GraphQA metric (:func:`score`). The retrieved cells are read from ``cells`` or
+``retrieved`` (``{nodes, edges, cells2}``; a node may be ``{"text"|"name"|"id": ...}``, an edge a
+``[head, relation, tail]`` list or a ``{head, relation, tail}`` object, a bare list is the nodes).
 
 A clean record has ``id`` (text), ``prediction`` (text), ``label`` (as given: text, number or a
 list of answers), ``correct`` (bool), ``cells {nodes, edges, cells2}`` (texts), ``question``,
 ``context``, ``qtype``, ``method``, ``dataset``, ``evidence`` (text, ``""`` when absent),
-``support_covered`` (bool or absent), ``line`` (1-based), and every other key of the line as is.
+``support_covered`` (bool or absent), ``cells_recorded`` (whether the line has retrieved cells at all:
+without them a wrong answer cannot be called a retrieval or a reasoning failure), ``line`` (1-based),
+and every other key of the line as is.
 """
 from __future__ import annotations
 
@@ -78,30 +83,72 @@ def score(prediction: str, label: Any, dataset: str = "") -> bool:
     return bool(is_correct(metric or "webqsp", prediction, label if isinstance(label, list) else str(label)))
 
 
+CORRECT_KEYS = ("correct", "hit")  # ``hit``: the WebQSP metric's name, as ``toporag kg eval`` writes it
+CELL_KEYS = ("cells", "retrieved")
+EDGE_KEYS = (("head", "src", "source", "subject"), ("relation", "rel", "predicate", "edge_attr"),
+             ("tail", "dst", "target", "object"))
+NODE_KEYS = ("text", "name", "node_attr", "label", "id")
+
+
+def _correct_key(obj: dict[str, Any]) -> str | None:
+    return next((k for k in CORRECT_KEYS if k in obj), None)
+
+
 def _check_correct(obj: dict[str, Any]) -> None:
-    if "correct" not in obj:
+    key = _correct_key(obj)
+    if key is None:
         return
-    c = obj["correct"]
+    c = obj[key]
     if not isinstance(c, (bool, int)) or isinstance(c, int) and c not in (0, 1):
-        raise ValueError(f"field 'correct' must be true/false, got {c!r}")
+        raise ValueError(f"field {key!r} must be true/false, got {c!r}")
 
 
 def _correct(obj: dict[str, Any], prediction: str, label: Any) -> bool:
-    """The record's ``correct``, or its :func:`score` when the line has none."""
-    if "correct" in obj:
-        return bool(obj["correct"])
+    """The record's ``correct`` (or ``hit``), or its :func:`score` when the line has neither."""
+    key = _correct_key(obj)
+    if key is not None:
+        return bool(obj[key])
     return score(prediction, label, "" if obj.get("dataset") is None else str(obj["dataset"]))
 
 
+def _node_text(n: Any, key: str) -> str:
+    if isinstance(n, dict):
+        k = next((k for k in NODE_KEYS if n.get(k) is not None), None)
+        if k is None:
+            raise ValueError(f"field '{key}.nodes': a node object needs one of {', '.join(NODE_KEYS)}")
+        return str(n[k])
+    return str(n)
+
+
+def _edge_triple(t: Any, key: str) -> list[str]:
+    if isinstance(t, dict):
+        picked = [next((k for k in names if t.get(k) is not None), None) for names in EDGE_KEYS]
+        if None not in picked:
+            return [str(t[k]) for k in picked]
+    elif isinstance(t, (list, tuple)) and len(t) == 3:
+        return [str(x) for x in t]
+    raise ValueError(f"field '{key}.edges' must be a list of [head, relation, tail] triples")
+
+
+def cells_key(obj: dict[str, Any]) -> str | None:
+    """The key holding the line's retrieved cells (``cells`` or ``retrieved``), ``None`` without one."""
+    return next((k for k in CELL_KEYS if obj.get(k) is not None), None)
+
+
 def _cells(obj: dict[str, Any]) -> dict[str, list]:
-    cells = obj.get("cells") or {}
+    key = cells_key(obj)
+    cells = obj.get(key) if key else {}
+    if isinstance(cells, list):  # a bare list: the retrieved nodes
+        cells = {"nodes": cells}
     if not isinstance(cells, dict):
-        raise ValueError("field 'cells' must be an object {nodes, edges, cells2}")
-    edges = cells.get("edges") or []
-    if not isinstance(edges, list) or any(not isinstance(t, (list, tuple)) or len(t) != 3 for t in edges):
-        raise ValueError("field 'cells.edges' must be a list of [head, relation, tail] triples")
-    return {"nodes": [str(n) for n in cells.get("nodes") or []],
-            "edges": [[str(x) for x in t] for t in edges],
+        raise ValueError(f"field {key!r} must be an object {{nodes, edges, cells2}}")
+    edges, nodes = cells.get("edges") or [], cells.get("nodes") or []
+    if not isinstance(edges, list):
+        raise ValueError(f"field '{key}.edges' must be a list of [head, relation, tail] triples")
+    if not isinstance(nodes, list):
+        raise ValueError(f"field '{key}.nodes' must be a list of node texts")
+    return {"nodes": [_node_text(n, key) for n in nodes],
+            "edges": [_edge_triple(t, key) for t in edges],
             "cells2": [[str(n) for n in c] for c in cells.get("cells2") or [] if isinstance(c, list)]}
 
 
@@ -129,6 +176,7 @@ def check_record(obj: Any, line: int | None = None) -> dict[str, Any]:
     rec.update(id=str(rid), prediction="" if pred is None else str(pred), label=label)
     rec["correct"] = _correct(obj, rec["prediction"], label)
     rec["cells"] = cells
+    rec["cells_recorded"] = cells_key(obj) is not None
     q = obj.get(keys["question"]) if keys["question"] else None
     rec["question"] = "" if q is None else str(q)
     for k in TEXT_FIELDS:

@@ -59,6 +59,8 @@ def accepted_fields() -> str:
     """One sentence naming the fields an uploaded predictions file needs and the aliases read for them."""
     required = " and ".join(field_names(k) for k in REQUIRED)
     return (f"One JSON object per line with {required} (with prediction present, answer is read as the label); "
-            f"optional: {field_names('id')} (else the line number), correct (true/false, scored with the "
-            f"dataset's metric when absent), {field_names('question')}, cells {{nodes, edges, cells2}}, context, "
-            f"qtype, method, dataset, evidence, support_covered. `toporag eval --out` writes all of them.")
+            f"optional: {field_names('id')} (else the line number), correct (or hit; true/false, scored "
+            f"with the dataset's metric when absent), {field_names('question')}, cells (or retrieved) "
+            f"{{nodes, edges, cells2}} (without them a wrong answer is not split into retrieval and reasoning "
+            f"failures), context, qtype, method, dataset, evidence, support_covered. "
+            f"`toporag eval --out` writes all of them.")

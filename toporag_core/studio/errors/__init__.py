@@ -17,23 +17,24 @@ One file per concern; the page (``pages/5_Error_analysis.py``) uses the names re
 from ...predictions import (LineError, Predictions, accepted_fields, check_record, require_records)
 from ...predictions import load_lenient as load_predictions
 from ...predictions import parse_lenient as parse_predictions
-from .display import (citation_check, citation_note, citation_text, escape_markdown, gold_nodes,
+from .display import (cells_note, citation_check, citation_note, citation_text, escape_markdown, gold_nodes,
                       gold_note, is_citation, user_question, verdict_markdown)
 from .exports import matching_cells2, subcomplex_graph, subcomplex_graphml, subcomplex_json
 from .live import prepare_slice, run_evaluation
 from .tables import (CLOSED_SETS, COLUMNS, OTHER, accuracy_by_template, accuracy_by_type, accuracy_chart,
                      closed_label_set, compare, confusion_matrix, filter_frame, frame_csv, predicted_label,
                      predictions_frame, shared_ids, verdict_counts)
-from .verdicts import (CORRECT, NON_ENTITY, REASONING, RETRIEVAL, VERDICT_RULE, VERDICTS, gold_answers,
-                       label_is_entity, verdict)
+from .verdicts import (CORRECT, NON_ENTITY, REASONING, RETRIEVAL, UNKNOWN, VERDICT_RULE, VERDICTS, gold_answers,
+                       label_is_entity, verdict, verdict_summary)
 
 ACCEPTED_FIELDS = accepted_fields()
 
 __all__ = ["ACCEPTED_FIELDS", "CLOSED_SETS", "COLUMNS", "CORRECT", "LineError", "NON_ENTITY", "OTHER", "Predictions",
-           "REASONING", "RETRIEVAL", "VERDICTS", "VERDICT_RULE", "accuracy_by_template", "accuracy_by_type",
+           "REASONING", "RETRIEVAL", "UNKNOWN", "VERDICTS", "VERDICT_RULE", "accuracy_by_template", "accuracy_by_type",
            "accuracy_chart", "check_record", "citation_check", "citation_note", "citation_text", "closed_label_set",
            "compare", "confusion_matrix", "escape_markdown", "filter_frame", "frame_csv", "gold_answers",
            "gold_nodes", "gold_note", "is_citation", "label_is_entity", "load_predictions",
            "matching_cells2", "parse_predictions", "predicted_label", "predictions_frame", "prepare_slice",
            "require_records", "run_evaluation", "shared_ids", "subcomplex_graph", "subcomplex_graphml",
-           "subcomplex_json", "user_question", "verdict", "verdict_counts", "verdict_markdown"]
+           "subcomplex_json", "user_question", "verdict", "verdict_counts", "verdict_markdown",
+           "verdict_summary", "cells_note"]

@@ -6,7 +6,8 @@ nodes that hold the gold answer, cited evidence, and Markdown that cannot be hij
   reads the whole prompt).
 * :func:`gold_nodes` finds the retrieved nodes whose text holds a gold answer (the GraphQA
   normalisation of :func:`~toporag_core.metrics.normalize`, whole words), which the drill-down
-  highlights; :func:`gold_note` says so in one line.
+  highlights; :func:`gold_note` says so in one line; :func:`cells_note` why no subcomplex is drawn
+  (none recorded in the file, or an empty retrieval).
 * :func:`citation_check` / :func:`citation_text` / :func:`citation_note`: whether a cited answer's
   lines are really in its context.
 * :func:`escape_markdown`: file text shown through Streamlit's Markdown (verdict reasons, notes,
@@ -54,6 +55,14 @@ def user_question(prompt: str) -> str:
     if m and m["q"]:
         return m["q"]
     return text.strip()
+
+
+def cells_note(rec: dict[str, Any]) -> str:
+    """Why the drill-down draws no subcomplex: the file records no cells for this example, or it
+    records an empty retrieval."""
+    if not rec.get("cells_recorded", True):
+        return "The file records no retrieved cells for this example (no `cells` or `retrieved` field)."
+    return "Nothing was retrieved for this example."
 
 
 def gold_nodes(node_texts: list[str], label: Any) -> dict[int, str]:

@@ -2,6 +2,9 @@
 
 :func:`verdict`, for a wrong prediction:
 
+* **the file records no retrieved cells** (no ``cells`` / ``retrieved`` field on the line, and no
+  ``support_covered``): *unknown (no cells recorded)*. Nothing on the line says what retrieval found,
+  so neither failure can be told (an empty subcomplex that *was* recorded is a retrieval failure);
 * **the data names the answer-bearing objects** (SceneGraphs ``support``; the record carries
   ``support_covered``, written by ``toporag eval``): *retrieval failure* when retrieval missed one of
   them, else *reasoning/generation failure*. This is exact, and it comes first: a loop question's
@@ -26,13 +29,15 @@ from typing import Any
 from ...metrics import normalize
 
 CORRECT, RETRIEVAL, REASONING = "correct", "retrieval failure", "reasoning/generation failure"
-VERDICTS = (CORRECT, RETRIEVAL, REASONING)
+UNKNOWN = "unknown (no cells recorded)"
+VERDICTS = (CORRECT, RETRIEVAL, REASONING, UNKNOWN)
 NON_ENTITY = {"support", "counter", "yes", "no", "true", "false"}
 VERDICT_RULE = ("Where the data names the answer-bearing objects (SceneGraphs), a wrong answer is a retrieval failure "
                 "when retrieval missed one of them, else a reasoning/generation failure. Otherwise: a retrieval "
                 "failure when no gold answer occurs in the retrieved cells, else a reasoning/generation failure; "
                 "labels that are not graph entities (ExplaGraphs support/counter, yes/no, numbers): a retrieval "
-                "failure when no retrieved node occurs in the question.")
+                "failure when no retrieved node occurs in the question. A wrong answer whose line records no "
+                "retrieved cells is neither: unknown.")
 
 
 def gold_answers(label: Any) -> list[str]:
@@ -66,6 +71,9 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
         return RETRIEVAL, "an answer-bearing object (the question's support) was not retrieved"
     if covered is True:
         return REASONING, "every answer-bearing object was retrieved, the answer is still wrong"
+    if not rec.get("cells_recorded", True):
+        return UNKNOWN, ("the file records no retrieved cells for this example, so it cannot tell a retrieval "
+                         "failure from a reasoning failure")
     if label_is_entity(rec["label"]):
         texts = _cell_texts(rec)
         hits = [a for a in gold_answers(rec["label"]) if any(_occurs(a, t) for t in texts)]
@@ -78,3 +86,18 @@ def verdict(rec: dict[str, Any]) -> tuple[str, str]:
         return RETRIEVAL, f"label is not a graph entity; {why}"
     return REASONING, (f"label is not a graph entity; retrieval found question concepts ({', '.join(anchored[:3])})"
                        ", the answer is still wrong")
+
+
+def verdict_summary(counts: dict[str, int]) -> str | None:
+    """What the page says when some wrong answers have no retrieved cells (``None`` when all have):
+    how many could not be classified, and that the failure counts cover only the rest."""
+    unknown = counts.get(UNKNOWN, 0)
+    if not unknown:
+        return None
+    wrong = unknown + counts.get(RETRIEVAL, 0) + counts.get(REASONING, 0)
+    if unknown == wrong:
+        return (f"This file records no retrieved cells (no `cells` or `retrieved` field) for any of its {wrong} wrong "
+                "answer(s), so it cannot tell retrieval failures from reasoning failures: they are counted as "
+                f"'{UNKNOWN}'.")
+    return (f"{unknown} of {wrong} wrong answers have no retrieved cells in the file: counted as '{UNKNOWN}'; "
+            f"the retrieval and reasoning counts cover the other {wrong - unknown}.")
