@@ -15,6 +15,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..lift import lift
+    from ..topo.hodge import hodge_numbers
 
     graph = load_from_args(args)
     warn(graph.meta.get("warnings"))
@@ -24,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
     out = cx.summary()
     out.update(boundary_ok=cx.boundary_ok(), seconds=seconds, name=graph.name,
                warnings=list(graph.meta.get("warnings", [])))
+    hodge = hodge_numbers(cx)  # dims of ker L0, L1, L2 (toporag_core/topo/hodge.py); spectra on small complexes
+    out["hodge"] = hodge.as_json()
     human = (f"{graph.name or args.path}: {out['nodes']} nodes, {out['edges']} edges "
              f"({out['original_edges']} original), {out['components']} component(s), b1={out['betti1']}, "
              f"{out['cells2']} 2-cells ({out['skipped_cycles']} skipped), B1@B2=0: {out['boundary_ok']}, "
-             f"{seconds * 1000:.1f} ms")
+             f"harmonic (dim ker L0, L1, L2) = {tuple(hodge.harmonic)}, {seconds * 1000:.1f} ms")
     emit(out, args.json, human)
     return 0
