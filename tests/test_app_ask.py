@@ -269,12 +269,37 @@ def test_ask_shows_gold_verdict_and_whether_the_answer_is_in_the_context(pipe):
     assert any(("**occurs**" if occurs else "does **not** occur") in c.value for c in at.caption)
 
 
+def test_every_built_in_samples_own_question_is_judged(pipe):
+    """Each built-in sample's own question has a gold answer (the scene's two-part question needs both
+    parts), and the Ask page shows the verdict for the scene's own question."""
+    for key in samples.SAMPLE_KEYS:
+        g = samples.load_sample(key)
+        assert ask.gold_for(g, g.meta["question"]) is not None, key
+        assert ask.task_of_graph(g) != "webqsp", key  # the gold does not make a sample look like a WebQSP row
+    scene = samples.load_sample("scene")
+    gold = ask.gold_for(scene, scene.meta["question"])
+    assert list(gold) == ["ceramic", "plate"] and ask.gold_text(gold).startswith("ceramic and plate")
+    assert not ask.judge(None, "table", gold) and not ask.judge(None, "ceramic", gold)
+    assert ask.judge(None, "It is ceramic, next to the plate.", gold)
+    kg = samples.load_sample("kg")
+    assert ask.judge(None, "Polonium.", ask.gold_for(kg, kg.meta["question"]))
+    at = ask_question(ask_page(), scene.meta["question"])
+    assert not at.exception
+    want = reference(pipe, scene, scene.meta["question"])
+    assert answer_codes(at) == [want["answer"]]
+    right = ask.judge(ask.task_of_graph(scene), want["answer"], gold)
+    verdicts = [b.value for b in [*at.success, *at.error] if "Gold answer: ceramic and plate" in b.value]
+    assert len(verdicts) == 1 and verdicts[0].startswith("Correct" if right else "Wrong")
+    assert not any("comes without one" in c.value for c in at.caption)
+
+
 def test_gold_judge_and_occurrence_rules():
     g = TextualGraph.from_triples([("a", "r", "b")], name="w")
     g.meta.update(question="Where?", answers=["Paris", "France"])
     assert ask.gold_for(g, " Where? ") == ["Paris", "France"] and ask.gold_for(g, "When?") is None
     assert ask.judge("webqsp", "It is in paris.", ["Paris"]) and not ask.judge("webqsp", "Lyon", ["Paris"])
     assert ask.judge(None, "the answer is red", "Red") and not ask.judge(None, "blue", "red")
+    assert ask.judge("scene_graphs", "a red cup", ["blue", "red"]) and not ask.judge("scene_graphs", "cup", ["red"])
     s = TextualGraph.from_triples([("cup", "on", "table")], name="s")
     s.meta.update(image_id="1", questions=[{"question": "What is on the table?", "answer": "cup"},
                                            {"question": "Is the cup red?", "answer": "no"}])
@@ -656,15 +681,17 @@ def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monke
                for w in at.warning)
     at.button(key="ask_go").click()
     at.run()
-    assert not at.exception and not at.error
+    assert not at.exception and not [e for e in at.error if "Gold answer" not in e.value]
     zero = ask.load_pipeline(ask.NO_CHECKPOINT, str(checkpoint / "llm"), encoder=HashingEncoder())
     want = ask.ask(zero, EmbeddedComplex.from_graph(kg, HashingEncoder()), CURIE_QUESTION, [RetrievalSetting()],
                    max_new_tokens=at.sidebar.slider(key="ask_max_new").value)
     assert answer_codes(at) == [want["toporag"].answer]
     assert any(m.value.startswith("Answering model: **the zero-shot LLM**") for m in at.markdown)
     assert not any("Label probabilities" in m.value for m in at.markdown)
-    assert any("this example's question comes without one" in c.value for c in at.caption)
-    assert not any("not the example's own question" in c.value for c in at.caption)
+    # the sample's own question has a gold answer: the answer is judged against it
+    right = ask.judge(None, want["toporag"].answer, ["polonium"])
+    assert [b.value for b in (at.success if right else at.error) if "Gold answer: polonium" in b.value]
+    assert not any("not the example's own question" in c.value or "comes without one" in c.value for c in at.caption)
 
 
 def test_ask_shows_what_the_graph_tokens_did_and_explains_the_cells(pipe):

@@ -147,7 +147,7 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
             assert "the zero-shot LLM" in before.inner_text() and "counter / support" in before.inner_text()
             answer = ask(pg)
             assert answer.inner_text().strip().lower() not in ("counter", "support")
-            pg.get_by_text("this example's question comes without one").wait_for()
+            pg.get_by_text("Gold answer: polonium").wait_for()  # the sample's own question is judged
             assert pg.get_by_text("Label probabilities").count() == 0
             assert pg.get_by_text("not the example's own question").count() == 0
             pg.screenshot(path=str(tmp_path / "ask_route.png"))

@@ -242,10 +242,17 @@ def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
 
 
 # ----------------------------------------------------------------------------- judging an answer
+class EveryAnswer(list):
+    """The gold of a question in several parts (the scene sample's "what is it made of, and what is it
+    next to?"): an answer is right only when it names every part (a plain list: any one of them)."""
+
+
 def gold_for(graph, question: str) -> Any | None:
     """The gold answer of the loaded example for ``question``: the ExplaGraphs ``label``, the
-    WebQSP ``answers`` or a GQA question's ``answer`` - only when ``question`` is the example's
-    own question (or one of a scene's attached questions); ``None`` otherwise."""
+    WebQSP ``answers``, a GQA question's ``answer`` or a built-in sample's ``gold_answers`` (an
+    :class:`EveryAnswer` when ``meta["answers_needed"] == "all"``: the scene sample's two-part question) -
+    only when ``question`` is the example's own question (or one of a scene's attached questions);
+    ``None`` otherwise."""
     m = graph.meta
     asked = " ".join(str(question).split())
     for row in m.get("questions") or []:
@@ -253,16 +260,21 @@ def gold_for(graph, question: str) -> Any | None:
             return row.get("answer")
     if asked != " ".join(str(m.get("question", "")).split()):
         return None
-    for key in ("label", "answers", "answer"):
+    for key in ("label", "answers", "answer", "gold_answers"):
         if m.get(key) not in (None, "", []):
-            return m[key]
+            every = m.get("answers_needed") == "all" and isinstance(m[key], list)
+            return EveryAnswer(m[key]) if every else m[key]
     return None
 
 
 def judge(task: str | None, answer: str, gold: Any) -> bool:
     """Whether ``answer`` is right by the task's own metric (any gold answer contained, normalised,
-    for a task without one)."""
+    for a task without one); a list of golds: any one of them right, an :class:`EveryAnswer`: every one."""
+    if isinstance(gold, EveryAnswer):
+        return bool(gold) and all(judge(task, answer, g) for g in gold)
     if task in METRICS:
+        if isinstance(gold, list) and task != "webqsp":  # the other metrics take one label
+            return any(is_correct(task, answer, str(g)) for g in gold)
         return bool(is_correct(task, answer, gold))
     golds = gold if isinstance(gold, list) else [gold]
     return any(normalize(g) and normalize(g) in normalize(answer) for g in golds)
@@ -305,6 +317,8 @@ def answer_in_context(answer: str, context: str) -> bool:
 
 
 def gold_text(gold: Any) -> str:
+    if isinstance(gold, EveryAnswer):
+        return " and ".join(str(g) for g in gold) + (" (the answer must name each)" if len(gold) > 1 else "")
     return " | ".join(str(g) for g in gold) if isinstance(gold, list) else str(gold)
 
 

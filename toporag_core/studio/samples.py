@@ -3,7 +3,10 @@
 Built-in samples live in ``assets/samples/`` (written by the project, not copied from any
 dataset) and are read with the ordinary loaders, so they exercise the same code path as an
 upload. Benchmark rows (ExplaGraphs, WebQSP) come from ``../shared/data`` when it exists.
-Every loader puts a suggested question into ``graph.meta["question"]``.
+Every loader puts a suggested question into ``graph.meta["question"]``, and each built-in sample the
+gold answer of that question (the ExplaGraphs row's ``label``, else :attr:`Sample.answers` as
+``meta["gold_answers"]``; not ``answers``, which would make the graph look like a WebQSP row to the task
+registry), so the Ask page judges an answer to it.
 """
 from __future__ import annotations
 
@@ -31,17 +34,20 @@ class Sample:
     description: str
     question: str
     task: str | None = None  # the registered task the sample is an example of (its checkpoint answers it)
+    answers: tuple[str, ...] = ()  # the gold answer(s) of ``question`` (the file's own label, if any, wins)
+    every_answer: bool = False  # a question in several parts: a right answer names every one of ``answers``
 
 
 SAMPLES: tuple[Sample, ...] = (
     Sample("scene", "Scene: a breakfast table", "scene_breakfast.csv",
            "Objects on a table with colours, materials and spatial relations; shared materials and "
            "colours close loops (cup - ceramic - plate, apple - red - cup, ...), like TopoRAG's Figure 1.",
-           "What is the red cup made of, and what is it next to on the table?", task="scene_graphs"),
+           "What is the red cup made of, and what is it next to on the table?", task="scene_graphs",
+           answers=("ceramic", "plate"), every_answer=True),
     Sample("kg", "Knowledge graph: the Curies", "kg_curie.json",
            "A small encyclopaedic knowledge graph (people, places, prizes, discoveries) with many cycles "
            "through shared prizes, cities and discoveries.",
-           "Which element named after Poland did Marie Curie discover?"),
+           "Which element named after Poland did Marie Curie discover?", answers=("polonium",)),
     Sample("argument", "Argument graph (ExplaGraphs style)", "argument_libraries.tsv",
            "One argument pair with its explanation graph, in the ExplaGraphs TSV layout "
            "(arg1, arg2, label, graph); the graph has one closed loop of reasons.",
@@ -78,6 +84,10 @@ def load_sample(key: str) -> TextualGraph:
         g = load_graph(path)
     g.name = s.title
     g.meta.setdefault("question", s.question)
+    if s.answers and g.meta.get("label") in (None, "") and not g.meta.get("answers"):
+        g.meta["gold_answers"] = list(s.answers)
+        if s.every_answer:
+            g.meta["answers_needed"] = "all"
     g.meta["source"] = f"sample:{s.key}"
     return g
 
