@@ -47,10 +47,33 @@ def test_page_shows_strip_routes_ranks_heatmap_without_the_llm():
     assert route_b["unit"][0] == want[0]["uid"]
     ranks = [f for f in frames if "fused rank" in f.columns][0]
     assert list(ranks["fused rank"]) == list(range(1, len(ranks) + 1))
+    assert "reranked rank" not in ranks.columns and not ranks.isna().any().any()  # no reranker: no None column
     assert any(b.label.startswith("Answer with") for b in at.button)  # answering is a button, not required
     # moving tau re-routes the shown document without errors
     at.sidebar.slider(key="hy_tau").set_value(0.9).run()
     assert not at.exception
+
+
+def test_rank_frame_shows_the_reranked_rank_only_with_a_reranker():
+    ds = generate(GeneratorConfig(n_docs=12, n_questions=6, seed=1))
+    idx = HybridIndex.build([parse_document(t, d, RouterConfig(tau=0.4)) for d, t in ds.docs.items()],
+                            HashingEncoder())
+
+    class LengthReranker:  # shortest unit first
+        def predict(self, pairs):
+            return [-len(t) for _, t in pairs]
+
+    q = ds.questions[0]["question"]
+    plain = view.rank_frame(idx.search(q, SearchConfig(k=5)))
+    assert "reranked rank" not in plain.columns and not plain.isna().any().any()
+    res = idx.search(q, SearchConfig(k=5), reranker=LengthReranker())
+    ranked = view.rank_frame(res)
+    want = {r["uid"]: str(r["rank"]) for r in res["reranked"]}
+    assert list(ranked["reranked rank"]) == [want[u] for u in ranked["unit"]]
+    assert sorted(int(x) for x in ranked["reranked rank"]) == list(range(1, len(ranked) + 1))
+    partial = {**res, "reranked": res["reranked"][:1]}  # a unit the reranker did not rank: a dash, not None
+    col = list(view.rank_frame(partial)["reranked rank"])
+    assert col.count(view.NOT_RERANKED) == len(col) - 1 and "None" not in col
 
 
 def test_page_empty_question_keeps_the_strip():

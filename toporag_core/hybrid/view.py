@@ -45,14 +45,22 @@ def fused_frame(index, result: dict):
                          for r in ranking])
 
 
+NOT_RERANKED = "\u2014"  # a unit the reranker did not rank
+
+
 def rank_frame(result: dict):
-    """Ranks per route, after fusion and (if any) after reranking."""
+    """Ranks per route and after fusion; a ``reranked rank`` column only when a reranker ran (then a
+    unit it did not rank shows :data:`NOT_RERANKED`, never ``None``; the column is text, as a column of
+    whole numbers and dashes has to be for the table widget)."""
     import pandas as pd
 
-    rer = {r["unit"]: r["rank"] for r in (result.get("reranked") or [])}
-    return pd.DataFrame([{"unit": r["uid"], "route": r["route"], "route rank": r["route_rank"],
-                          "fused rank": r["rank"], "fused score": round(r["score"], 4),
-                          "reranked rank": rer.get(r["unit"])} for r in result["fused"]])
+    rows = [{"unit": r["uid"], "route": r["route"], "route rank": r["route_rank"], "fused rank": r["rank"],
+             "fused score": round(r["score"], 4)} for r in result["fused"]]
+    if result.get("reranked"):
+        rer = {r["unit"]: r["rank"] for r in result["reranked"]}
+        for row, r in zip(rows, result["fused"]):
+            row["reranked rank"] = str(rer[r["unit"]]) if r["unit"] in rer else NOT_RERANKED
+    return pd.DataFrame(rows)
 
 
 def cell_heatmap(explained: dict):
