@@ -103,6 +103,38 @@ def test_401_is_sent_before_the_body_is_read(locked):
     assert status_of(reply) == 401 and b"missing bearer token" in reply
 
 
+def test_python_clients_sending_15_mb_unauthenticated_get_the_401_not_a_reset(locked):
+    """urllib, httpx and http.client write the whole body before they read: the server answers 401 at
+    once, then reads and drops the rest of the body (lingering close), so each sees the 401."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    body = b"x" * (15 * 1024 * 1024)
+    for _ in range(2):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(urllib.request.Request(f"{locked.url}/v1/answer", data=body,
+                                                          headers={"Content-Type": "application/json"}), timeout=60)
+        assert err.value.code == 401 and b"missing bearer token" in err.value.read()
+        r = httpx.post(f"{locked.url}/v1/graphs", content=body, headers={"content-type": "application/json"},
+                       timeout=60)
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        conn = http.client.HTTPConnection(*host_port(locked.url), timeout=60)
+        conn.request("POST", "/v1/retrieve", body=body, headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        assert reply.status == 401 and reply.getheader("Connection") == "close"
+        conn.close()
+    # with the token, the same 15 MB is over the 200 kB limit: 413, seen by urllib too
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(urllib.request.Request(f"{locked.url}/v1/answer", data=body,
+                                                      headers={**AUTH, "Content-Type": "application/json"}), timeout=60)
+    assert err.value.code == 413
+    assert httpx.get(f"{locked.url}/v1/health").status_code == 200
+    for bad in ({"linger_s": 0}, {"linger_max_bytes": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ServeConfig(**bad)
+
+
 def test_a_chunked_body_over_the_limit_is_413_before_it_ends(locked):
     with raw(locked.url) as s:
         s.sendall(b"POST /v1/graphs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +

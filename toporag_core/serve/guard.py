@@ -17,6 +17,16 @@ what the client still sends. :class:`TimedH11Protocol` adds the missing deadline
 request exists: a connection must complete its request line and headers within
 ``header_timeout_s`` of opening (or of its previous response), else it is closed (uvicorn's
 ``timeout_keep_alive`` only covers idle connections after a response).
+
+**Lingering close.** Closing a socket whose receive buffer still holds unread request body makes
+the kernel answer with a reset, and a client that writes its whole body before it reads (urllib,
+often httpx) then sees "connection reset" instead of the 401 / 413 / 408 that was already sent. So
+when a response closes a connection whose request body is not fully read, the connection
+(:class:`LingeringTransport`) first half-closes (FIN after the response), then keeps reading and
+discarding what the client still sends - at most the declared ``Content-Length`` capped at
+``linger_max_bytes`` (the cap for a chunked body), for at most ``linger_s`` seconds - and closes when
+the client stops sending (EOF), when that many bytes were discarded, or when the time is up. The
+bytes are counted and dropped as they arrive; nothing is buffered or parsed.
 """
 from __future__ import annotations
 
@@ -24,7 +34,11 @@ import asyncio
 import hmac
 import json
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+LINGER_S = 2.0
+LINGER_MAX_BYTES = 32 * 1024 * 1024
 
 
 def auth_problem(headers: list[tuple[bytes, bytes]], token: str) -> str | None:
@@ -112,16 +126,76 @@ class Guard:
         return b"".join(chunks)
 
 
+class LingeringTransport:
+    """The connection's transport as the HTTP protocol sees it: ``close()`` asks the protocol to
+    close, which lingers while the request body is unread (module docstring); everything else is
+    the real transport's."""
+
+    def __init__(self, transport, protocol: "TimedH11Protocol") -> None:
+        self.raw, self.protocol = transport, protocol
+
+    def close(self) -> None:
+        self.protocol.close_connection()
+
+    def is_closing(self) -> bool:
+        return self.protocol.lingering or self.raw.is_closing()
+
+    def __getattr__(self, name: str):
+        return getattr(self.raw, name)
+
+
 class TimedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for the request line and headers (see the module
-    docstring); :func:`timed_protocol` makes one with its deadline."""
+    """uvicorn's h11 protocol with a deadline for the request line and headers and a lingering
+    close (see the module docstring); :func:`timed_protocol` makes one with its settings."""
 
     header_timeout_s: float = 10.0
+    linger_s: float = LINGER_S
+    linger_max_bytes: int = LINGER_MAX_BYTES
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self.raw_transport = transport
+        self.lingering, self.linger_left = False, 0
+        self.linger_timer: asyncio.TimerHandle | None = None
+        super().connection_made(LingeringTransport(transport, self))
         self.header_timer: asyncio.TimerHandle | None = None
         self.arm_header_timer()
+
+    def body_unread(self) -> bool:
+        """Whether a request's body is still on its way (its headers are in, its end is not)."""
+        return self.cycle is not None and self.conn.their_state is h11.SEND_BODY
+
+    def linger_budget(self) -> int:
+        """Bytes to discard at most: the declared ``Content-Length`` capped at ``linger_max_bytes``."""
+        length = dict(self.cycle.scope.get("headers") or []).get(b"content-length", b"") if self.cycle else b""
+        declared = int(length) if length.isdigit() else self.linger_max_bytes
+        return min(declared, self.linger_max_bytes)
+
+    def close_connection(self) -> None:
+        """Close now, or - with the request body unread - half-close and linger (module docstring)."""
+        raw = self.raw_transport
+        if self.lingering or raw.is_closing():
+            return
+        if not self.body_unread() or self.linger_s <= 0:
+            raw.close()
+            return
+        self.lingering, self.linger_left = True, self.linger_budget()
+        self.cancel_header_timer()
+        if raw.can_write_eof():
+            raw.write_eof()  # FIN once the response is flushed: the client reads its reply, then stops
+        raw.resume_reading()
+        self.linger_timer = self.loop.call_later(self.linger_s, self.end_linger)
+
+    def end_linger(self) -> None:
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+            self.linger_timer = None
+        if not self.raw_transport.is_closing():
+            self.raw_transport.close()
+
+    def eof_received(self) -> None:
+        if self.lingering:
+            self.end_linger()
+        return super().eof_received()
 
     def arm_header_timer(self) -> None:
         self.cancel_header_timer()
@@ -135,6 +209,11 @@ class TimedH11Protocol(H11Protocol):
             self.header_timer = None
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:  # the unread body of a request already answered: count and drop it
+            self.linger_left -= len(data)
+            if self.linger_left <= 0:
+                self.end_linger()
+            return
         super().data_received(data)
         if self.header_timer is not None and self.cycle is not self.waiting_after:
             self.cancel_header_timer()
@@ -147,6 +226,9 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc) -> None:
         self.cancel_header_timer()
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+            self.linger_timer = None
         super().connection_lost(exc)
 
     def headers_too_slow(self) -> None:
@@ -155,6 +237,9 @@ class TimedH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def timed_protocol(header_timeout_s: float) -> type[TimedH11Protocol]:
-    """A :class:`TimedH11Protocol` class with ``header_timeout_s`` (uvicorn's ``http=`` takes a class)."""
-    return type("TimedH11Protocol", (TimedH11Protocol,), {"header_timeout_s": float(header_timeout_s)})
+def timed_protocol(header_timeout_s: float, linger_s: float = LINGER_S,
+                   linger_max_bytes: int = LINGER_MAX_BYTES) -> type[TimedH11Protocol]:
+    """A :class:`TimedH11Protocol` class with these settings (uvicorn's ``http=`` takes a class)."""
+    return type("TimedH11Protocol", (TimedH11Protocol,), {"header_timeout_s": float(header_timeout_s),
+                                                          "linger_s": float(linger_s),
+                                                          "linger_max_bytes": int(linger_max_bytes)})

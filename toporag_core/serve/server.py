@@ -29,6 +29,10 @@ class ServeConfig:
     opening, or of its previous response) and its body within ``body_timeout_s`` (408), else it is
     closed; an idle keep-alive connection is closed after ``keep_alive_s``. ``max_header_bytes``
     bounds the headers (h11), ``max_connections`` the open connections (503 beyond).
+    Lingering close: a response that closes a connection before its request body was read (401 before
+    the body, 413, 408) keeps reading and discarding that body for at most ``linger_s`` seconds and
+    ``linger_max_bytes`` bytes (the declared length, capped), so a client that sends its whole body
+    before reading sees the response instead of a reset (:mod:`.guard`).
     Uploads: ``upload_chunk`` texts per encoder call (a question waits at most one chunk),
     ``max_pending_uploads`` embedding jobs queued or running (503 beyond).
     ``torch_threads``: torch's intra-op threads on a CPU core (``None``: half the cores, at least one;
@@ -51,6 +55,8 @@ class ServeConfig:
     header_timeout_s: float = 10.0
     body_timeout_s: float = 60.0
     keep_alive_s: float = 5.0
+    linger_s: float = 2.0
+    linger_max_bytes: int = 32 * 1024 * 1024
     max_header_bytes: int = 16_384
     max_connections: int = 1024
     upload_chunk: int = 256
@@ -67,7 +73,7 @@ class ServeConfig:
             raise ValueError("ServeConfig.token must be a string of at least 8 characters")
         if self.max_graphs < 1 or self.max_cached_nodes < 1:
             raise ValueError("ServeConfig.max_graphs and max_cached_nodes must be >= 1")
-        for name in ("request_timeout_s", "header_timeout_s", "body_timeout_s", "keep_alive_s"):
+        for name in ("request_timeout_s", "header_timeout_s", "body_timeout_s", "keep_alive_s", "linger_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"ServeConfig.{name} must be a number of seconds > 0, got {value!r}")
@@ -77,7 +83,8 @@ class ServeConfig:
                 raise ValueError(f"ServeConfig.{name} must be a whole number >= 1, got {value!r}")
         if isinstance(self.kv_cache_mb, bool) or not isinstance(self.kv_cache_mb, int) or self.kv_cache_mb < 0:
             raise ValueError(f"ServeConfig.kv_cache_mb must be a whole number >= 0, got {self.kv_cache_mb!r}")
-        for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads"):
+        for name in ("max_header_bytes", "max_connections", "upload_chunk", "max_pending_uploads",
+                     "linger_max_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ServeConfig.{name} must be a whole number >= 1, got {value!r}")
@@ -137,7 +144,8 @@ def make_server(engine: CoreEngine, cfg: ServeConfig):
     from .guard import timed_protocol
 
     app = create_app(engine, cfg.limits, cfg.token, cfg.request_timeout_s, cfg.body_timeout_s)
-    return uvicorn.Server(uvicorn.Config(app, log_level=cfg.log_level, http=timed_protocol(cfg.header_timeout_s),
+    http = timed_protocol(cfg.header_timeout_s, cfg.linger_s, cfg.linger_max_bytes)
+    return uvicorn.Server(uvicorn.Config(app, log_level=cfg.log_level, http=http,
                                          timeout_keep_alive=cfg.keep_alive_s, limit_concurrency=cfg.max_connections,
                                          h11_max_incomplete_event_size=cfg.max_header_bytes,
                                          access_log=cfg.log_level in ("info", "debug")))
