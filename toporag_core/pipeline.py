@@ -33,6 +33,7 @@ from .model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
+from .retrieval.candidates import answer_candidates, topic_nodes
 from .retrieval.textualize import DEFAULT_TEXT, check_text_format
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,13 @@ class DecodeJob:
     question: str
     context: str
     choices: tuple[str, ...] | None = None  # a closed answer set (label scoring), or None (open answer)
+    names: tuple[str, ...] | None = None  # an open answer read from these candidate names (entity reader)
+
+
+def topic_names(sub: Subcomplex, question: str) -> list[str]:
+    """The names of the topic entities (the nodes the question names) of a retrieval."""
+    text = sub.complex.graph.node_text
+    return [text[i] for i in topic_nodes(sub, question).tolist()]
 
 
 class TopoRAGPipeline:
@@ -63,6 +71,7 @@ class TopoRAGPipeline:
         self._enc_lock = threading.Lock()
         # Frozen-part caches reused across decode() calls (cacheable layouts; the core service sets one)
         self.kv_store: FrozenKVStore | None = None
+        self.reader_override: str | None = None  # "names" | "generate": overrides the checkpoint's reader
 
     # -- construction ---------------------------------------------------------------
     @classmethod
@@ -152,6 +161,32 @@ class TopoRAGPipeline:
         return self._lock
 
     @property
+    def reader(self) -> str:
+        """How open questions are answered: ``"names"`` (scored from the candidate names of the retrieved
+        nodes, :func:`~toporag_core.retrieval.candidates.answer_candidates`) when the checkpoint's
+        ``config.json`` says ``"reader": {"open": "names"}``, else ``"generate"`` (greedy decoding);
+        :attr:`reader_override` wins when set."""
+        if self.reader_override:
+            return self.reader_override
+        return str((self.meta.get("reader") or {}).get("open", "generate"))
+
+    @property
+    def list_ratio(self) -> float:
+        """A name joins a list answer when its probability is at least this share of the best name's
+        (``config.json`` ``"reader": {"list_ratio": ...}``, fitted on the validation split; default 0.5)."""
+        return float((self.meta.get("reader") or {}).get("list_ratio", 0.5))
+
+    def confidence_of(self, probability: float | None) -> dict[str, Any]:
+        """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
+        calibrated threshold (``config.json`` ``"confidence": {"threshold": ...}``, fitted on its validation
+        split by ``benchmarks/bench_confidence.py``); ``None`` when there is no probability or no threshold."""
+        thr = (self.meta.get("confidence") or {}).get("threshold")
+        if probability is None:
+            return {"confidence": None, "low_confidence": None}
+        return {"confidence": float(probability),
+                "low_confidence": None if thr is None else bool(probability < float(thr))}
+
+    @property
     def use_cells2(self) -> bool:
         return bool(self.model.config.cwn.use_cells2) if self.model.config.use_graph else True
 
@@ -211,6 +246,13 @@ class TopoRAGPipeline:
         ``None`` (open)."""
         return choices_for(self.model.config, question)
 
+    def names_for(self, sub: Subcomplex, fit: ContextFit, question: str) -> tuple[str, ...] | None:
+        """The candidate names an open answer is read from under the ``"names"`` :attr:`reader` (the
+        retrieved nodes whose lines are in the fitted context, topic entities left out), else ``None``."""
+        if self.reader != "names":
+            return None
+        return answer_candidates(sub, question, fit.dropped_nodes) or None
+
     def decode(self, jobs: Sequence[DecodeJob], max_new_tokens: int | None = None
                ) -> tuple[list[dict[str, Any]], dict[str, float]]:
         """The neural step for ``B`` retrieved subcomplexes at once: one cell-complex encoder pass
@@ -235,7 +277,8 @@ class TopoRAGPipeline:
             t1 = time.perf_counter()
             if self.kv_store is not None and self.model.cacheable:
                 batch.kv = self.kv_store.lookup(self.model, batch)
-            rows = self.model.answer(batch, choices=[j.choices for j in jobs], soft=soft, max_new_tokens=max_new_tokens)
+            rows = self.model.answer(batch, choices=[j.choices for j in jobs], soft=soft, max_new_tokens=max_new_tokens,
+                                     names=[j.names for j in jobs], list_ratio=self.list_ratio)
             t2 = time.perf_counter()
         out = []
         for r in rows:
@@ -243,8 +286,15 @@ class TopoRAGPipeline:
             if r.get("scores"):  # softmax over the candidates' log-likelihoods, in float64
                 z = torch.tensor(list(r["scores"].values()), dtype=torch.float64).softmax(0).tolist()
                 probs = dict(zip(r["scores"], z))
-            out.append({"answer": r["answer"], "label_probs": probs,
-                        "probability": probs[r["answer"]] if probs else r.get("probability"),
+            prob = probs[r["answer"]] if probs else r.get("probability")
+            margin = r.get("margin")
+            if probs and margin is None:
+                top = sorted(probs.values(), reverse=True)
+                margin = top[0] - (top[1] if len(top) > 1 else 0.0)
+            cands = r.get("candidates") or ([{"name": k, "probability": v} for k, v in
+                                             sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
+            out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
+                        "candidates": cands, **self.confidence_of(prob),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
@@ -289,9 +339,13 @@ class TopoRAGPipeline:
         context = fit.text
         t2 = time.perf_counter()
         cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
-        (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands)], max_new_tokens=max_new_tokens)
+        names = self.names_for(sub, fit, query) if cands is None else None
+        (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands, names)],
+                                    max_new_tokens=max_new_tokens)
         t4 = time.perf_counter()
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
+                "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
+                "low_confidence": res["low_confidence"], "topic": topic_names(sub, query),
                 "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
                 "subcomplex": sub, "context": context,
                 "context_fit": fit, "prompt": self.prompt_layout(fit, question),

@@ -2,8 +2,11 @@
 
 * **exact** (always tried first): the normalised name (lower case, punctuation removed,
   single spaces; :func:`~toporag_core.kg.store.normalize_name`) equals a word n-gram of the
-  normalised question (n <= ``max_words``). Longer matches win: an n-gram inside a longer
-  matched one is dropped ("marie curie" hides "curie").
+  normalised question (n up to the longest stored name, :meth:`KGStore.longest_name`). The rules of
+  :func:`~toporag_core.retrieval.seeds.pick_mentions` decide, the same as inside one graph: longer
+  matches win (an n-gram inside a longer matched one is dropped: "marie curie" hides "curie"), and an
+  n-gram of stop words only ("what", "film", "the story", "s") links only when nothing else does
+  (its links are then marked ``weak``). Several entities of one name are all linked (``ambiguous``).
 * **fuzzy** (``mode="fuzzy"``, or ``"auto"`` when exact found nothing): entities sharing at
   least one word of 3+ letters with the question (the ``tokens`` table) whose name has a
   Jaro-Winkler similarity >= ``threshold`` (default 0.92) with a question n-gram of the same
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..retrieval.seeds import is_stop, pick_mentions
+from ..retrieval.seeds import ngrams as question_ngrams
 from .store import KGStore, normalize_name
 
 LINK_MODES = ("auto", "exact", "fuzzy")
@@ -27,12 +32,22 @@ class Link:
     mention: str
     how: str
     score: float
+    weak: bool = False  # the mention is stop words only (linked because nothing else was)
+    ambiguous: bool = False  # other entities share this mention
 
 
-def ngrams(text: str, max_words: int = 6) -> list[str]:
-    words = normalize_name(text).split()
-    return [" ".join(words[i:i + n]) for n in range(min(max_words, len(words)), 0, -1)
-            for i in range(len(words) - n + 1)]
+def link_quality(links: list[Link]) -> str | None:
+    """A hint when linking is weak (nothing, stop words only, or one mention naming many entities), else None."""
+    if not links:
+        return "no entity is named in the question: name one with --entity NAME"
+    if all(lk.weak for lk in links):
+        return (f"only a common word linked ({links[0].mention!r}): check the seed, or name the entity with "
+                "--entity NAME")
+    if any(lk.how == "fuzzy" for lk in links):
+        return "linked by fuzzy match only: check the seeds, or name the entity with --entity NAME"
+    if sum(lk.ambiguous for lk in links) > 3:
+        return "the question's mention names several entities: name the one you mean with --entity NAME"
+    return None
 
 
 def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: float = 0.92,
@@ -40,7 +55,7 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
     """Entities mentioned in ``question`` (see the module docstring)."""
     if mode not in LINK_MODES:
         raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, got {mode!r}")
-    grams = ngrams(question, max_words)
+    grams = question_ngrams(question, max(max_words, store.longest_name()))
     links: list[Link] = []
     if mode in ("auto", "exact") and grams:
         rows = store.con.execute("SELECT id, name, norm FROM entities WHERE norm IN (SELECT unnest(?)) ORDER BY id",
@@ -48,13 +63,11 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
         by_norm: dict[str, list[tuple[int, str]]] = {}
         for i, name, norm in rows:
             by_norm.setdefault(norm, []).append((int(i), name))
-        taken: list[str] = []
-        for g in grams:  # longest first
-            if g in by_norm and not any(f" {g} " in f" {t} " for t in taken):
-                taken.append(g)
-                links += [Link(i, name, g, "exact", 1.0) for i, name in by_norm[g]]
+        for m in pick_mentions(grams, by_norm):
+            many = len(by_norm[m.gram]) > 1
+            links += [Link(i, name, m.gram, "exact", 1.0, m.weak, many) for i, name in by_norm[m.gram]]
     if mode == "fuzzy" or (mode == "auto" and not links):
-        words = sorted({w for w in normalize_name(question).split() if len(w) >= 3})
+        words = sorted({w for w in normalize_name(question).split() if len(w) >= 3 and not is_stop(w)})
         if words and grams:
             rows = store.con.execute("""
                 WITH q AS (SELECT unnest(?) AS gram), cand AS (

@@ -69,6 +69,7 @@ class KGStore:
         import duckdb
 
         self.path = Path(path)
+        self._longest: int | None = None
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such knowledge-graph store (create one with `toporag kg import`)")
         if self.path.suffix.lower() in TRIPLE_SUFFIXES:
@@ -100,7 +101,7 @@ class KGStore:
 
         path = Path(path)
         if path.exists() and not overwrite:
-            raise ValueError(f"{path}: already exists (pass overwrite=True / --overwrite to replace it)")
+            raise ValueError(f"{path}: already exists (add --overwrite to replace it; overwrite=True in Python)")
         if not files:
             raise ValueError("no triple files given")
         tmp = path.with_name(path.name + ".part")
@@ -138,6 +139,14 @@ class KGStore:
         t = self.con.execute("SELECT count(*) FROM triples").fetchone()[0]
         r = self.con.execute("SELECT count(DISTINCT r) FROM triples").fetchone()[0]
         return {"entities": int(e), "triples": int(t), "relations": int(r)}
+
+    def longest_name(self) -> int:
+        """Words in the longest normalised entity name (linking tries question n-grams up to this length)."""
+        if self._longest is None:
+            got = self.con.execute("SELECT max(len(string_split(norm, ' '))) FROM entities WHERE norm <> ''"
+                                   ).fetchone()[0]
+            self._longest = int(got or 1)
+        return self._longest
 
     def names(self, ids: Sequence[int]) -> list[str]:
         """Entity names of ``ids`` (in that order)."""

@@ -58,6 +58,31 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
     return out
 
 
+MAX_LIST = 5  # at most this many names in one list answer
+
+
+def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float) -> list[dict[str, Any]]:
+    """Open rows read from candidate names (:func:`~.decode.score_names`): the answer is the best name,
+    then every name whose probability (softmax over the row's names) is at least ``list_ratio`` times
+    the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability`` is the best name's,
+    ``margin`` its lead over the runner-up, ``candidates`` the top names with their probabilities."""
+    from .decode import score_names
+
+    out = []
+    for r, sc in zip(names, score_names(model, sub, [list(x) for x in names], soft=soft)):
+        logit = torch.tensor(sc, dtype=torch.float64)
+        prob = torch.softmax(logit, 0)
+        order = torch.argsort(-logit, stable=True).tolist()
+        best = float(prob[order[0]])
+        chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
+        runner = float(prob[order[1]]) if len(order) > 1 else 0.0
+        out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
+                    "name_scores": {r[i]: float(logit[i]) for i in order},
+                    "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
+                    "raw": ", ".join(chosen), "clean": True})
+    return out
+
+
 def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_tokens) -> list[dict[str, Any]]:
     prompt = model.prompt_pass(sub, soft)
     raws = model.generate(sub, soft=soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
@@ -75,7 +100,7 @@ def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict
 
 @torch.no_grad()
 def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
-           max_new_tokens: int | None = None) -> list[dict[str, Any]]:
+           max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5) -> list[dict[str, Any]]:
     """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
 
     ``choices``: ``None`` (each row's :func:`~toporag_core.model.prompt.choices_for`: the config's
@@ -87,6 +112,10 @@ def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
     :func:`~toporag_core.model.answers.is_clean`. Yes/no rows of an evidence-first style first generate
     their evidence greedily (``raw``; ``evidence`` is the part before ``Answer:``), then score
     ``"<evidence>. Answer: yes"`` against ``"... no"`` from the same prompt cache.
+
+    ``names``: ``None``, or one tuple of candidate names per row (empty: none); an open row with names is
+    read from them (:func:`_named_rows`: the best-scoring names, ``probability``, ``margin`` and
+    ``candidates``) instead of generated.
     """
     per_row = row_choices(model, batch, choices)
     if soft is None and model.config.use_graph:
@@ -94,8 +123,15 @@ def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
     style = get_style(model.config.answer_style)
     out: list[dict[str, Any] | None] = [None] * len(batch)
     groups: dict[tuple[str, ...] | None, list[int]] = {}
+    named = [i for i, c in enumerate(per_row) if c is None and names is not None and names[i]]
+    if named:
+        rows = _named_rows(model, batch.select(named), [tuple(names[i]) for i in named],
+                           soft[named] if soft is not None else None, list_ratio)
+        for i, row in zip(named, rows):
+            out[i] = row
     for i, c in enumerate(per_row):
-        groups.setdefault(c, []).append(i)
+        if out[i] is None:
+            groups.setdefault(c, []).append(i)
     for cands, idx in groups.items():
         sub = batch.select(idx)
         s_soft = soft[idx] if soft is not None else None

@@ -364,3 +364,33 @@ def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, pr
     if prompt is not None or not eos:
         return _score_after_prompt(model, cands, prompt if prompt is not None else model.prompt_pass(batch, soft))
     return _score_fused(model, batch, cands, soft)
+
+
+@torch.no_grad()
+def score_names(model, batch: QABatch, names: list[list[str]], soft: Tensor | None = None) -> list[list[float]]:
+    """Per row, the log-likelihood that the answer *is or starts with* each candidate name:
+    ``log(p(name + <eos> | prompt) + p(name + "," | prompt))`` (no length normalisation).
+
+    The ``,`` arm matters: the general task trains list answers (``"A, B, C"``), so a right name that
+    is one of several is followed by a comma, not by the end of the answer. Rows may hold different
+    numbers of names (padded with their last name; the padding is not returned). All ``2 C`` candidates
+    of a row run in one fused pass (:func:`score_choices`'s machinery).
+    """
+    if len(names) != len(batch) or any(not r for r in names):
+        raise ValueError(f"score_names: needs one non-empty name list per row ({len(batch)} rows)")
+    eos = model.prompter.pieces["eos"]
+    cut = model.config.max_new_tokens
+    width = max(len(r) for r in names)
+    cands = []
+    for r in names:
+        row: list[list[int]] = []
+        for c in list(r) + [r[-1]] * (width - len(r)):
+            ids = model.prompter.ids(c)[:cut]
+            if not ids:
+                raise ValueError(f"score_names: a name tokenises to nothing: {c!r}")
+            row += [ids + eos, model.prompter.ids(c + ",")[:cut + 1]]
+        cands.append(row)
+    sc = _score_fused(model, batch, cands, soft) if eos else _score_after_prompt(model, cands,
+                                                                               model.prompt_pass(batch, soft))
+    both = torch.logaddexp(sc[:, 0::2].double(), sc[:, 1::2].double())
+    return [both[b, :len(r)].tolist() for b, r in enumerate(names)]

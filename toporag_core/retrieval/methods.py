@@ -5,6 +5,7 @@ Cell methods (``dimension="cells"``, return a :class:`~.result.Subcomplex`):
 | name | label | parameters | what |
 |---|---|---|---|
 | ``toporag`` | TopoRAG (cell complex) | k0, k1, k2, c2, edge_cost | Algorithm 3: prizes, PCST, closure |
+| ``toporag-seeded`` | TopoRAG, seeded | k0, k1, k2, c2, edge_cost, hops, tau, hop_cost | path prizes (:mod:`.seeded`) |
 | ``g-retriever`` | G-Retriever PCST | k0, k1, edge_cost | G-Retriever's PCST on the original edges (PyG parity) |
 | ``shortest-path`` | Shortest paths (w/o TSR) | k0, k1 | "w/o TSR": shortest paths joining top-k cells, no 2-cells |
 | ``topk-triples`` | Top-k triples (KAPING) | k | top-k triples by cosine with the triple's cells (head, edge, tail) |
@@ -28,6 +29,7 @@ from .baselines import g_retriever, shortest_path, topk_triples
 from .registry import Param, RetrievalMethod, register_method
 from .result import EmbeddedComplex, Subcomplex, make_subcomplex
 from .scale import retrieve_local
+from .seeded import retrieve_seeded
 from .toporag import retrieve_subcomplex
 
 K_MAX = 1000  # a generous bound: the CLI rejects a typo like --k 30000 rather than scoring every cell
@@ -91,6 +93,19 @@ def register_builtin_methods() -> None:
     register_method(RetrievalMethod(
         "toporag", "TopoRAG (cell complex)", "cells", (K0, K1, K2, C2, EDGE_COST), retrieve_subcomplex,
         "rank prizes on 0/1-cells, 2-cell prizes, one PCST, boundary closure"))
+    register_method(RetrievalMethod(
+        "toporag-seeded", "TopoRAG, seeded by the question's entities", "cells",
+        (k_param("k0", "0-cells (nodes) by path score", 10), k_param("k1", "1-cells (edges) by path score", 10),
+         K2, C2, EDGE_COST,
+         Param("hops", int, 2, 0, 6, "how many relations a path from a named entity may follow", ui=(0, 4, 1)),
+         Param("tau", float, 0.1, 0.001, 10.0, "temperature of relation relevance: a relation whose cosine is "
+               "tau below the best one costs one unit of log score", ui=(0.01, 0.5, 0.01)),
+         Param("hop_cost", float, 0.5, 0.0, 10.0, "log-score cost of each hop, so nearer nodes win ties",
+               ui=(0.0, 2.0, 0.05)),
+         Param("seeds", str, None, help="seed entities: node names or ids separated by '|' (default: the nodes the "
+                                        "question names)", widget=False)),
+        retrieve_seeded, "rank prizes by relation paths from the entities the question names (bridge entities "
+        "and the answers behind them), then the paper's 2-cell prizes, one PCST, boundary closure"))
     register_method(RetrievalMethod(
         "g-retriever", "G-Retriever PCST", "cells", (K0, K1, EDGE_COST), g_retriever,
         "G-Retriever's PCST on the original edges, no 2-cells"))

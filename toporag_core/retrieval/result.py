@@ -68,6 +68,10 @@ class EmbeddedComplex:
         # another process rank cells the same way.
         return tuple(np.round(x, 5) for x in sims)  # type: ignore[return-value]
 
+    def unit_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row-normalised ``(N, d)``, ``(M, d)``, ``(F, d)`` cell embeddings (computed once, kept in :attr:`cache`)."""
+        return self._unit()
+
     def _unit(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row-normalised cell embeddings, computed once (every slider move reuses them)."""
         cache = self.cache

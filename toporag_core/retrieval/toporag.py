@@ -127,6 +127,15 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     s0, s1, s2 = ecx.similarities(question)
     t1 = time.perf_counter()
     prz = cell_prizes(cx, s0, s1, k0, k1, k2, c2)
+    params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost)
+    return prized_subcomplex(cx, prz, edge_cost, "toporag", params, (s0, s1, s2), t0, t1)
+
+
+def prized_subcomplex(cx, prz: CellPrizes, edge_cost: float, method: str, params: dict, similarities,
+                      t0: float, t1: float) -> Subcomplex:
+    """Steps 3 of the module docstring for given prizes: the PCST instance, its solution mapped back
+    to cells, closed under boundaries. ``t0`` / ``t1``: when the retrieval and its prize step began
+    (for ``timings``). Every prize-based cell method ends here."""
     p0, p1, p2_all, cand = prz.p0, prz.p1, prz.p2, prz.candidates
     # The stored 2-cell prize is the formula's value for every 2-cell (for display);
     # only candidates enter the Steiner tree.
@@ -157,7 +166,6 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
     prizes = np.concatenate(pcst_prizes)
     edges = np.stack([np.concatenate(src), np.concatenate(dst)], axis=1).astype(np.int64)
     costs = np.concatenate(cost).astype(np.float64)
-    params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost)
     t2 = time.perf_counter()
     if prizes.sum() <= 0:
         sub_nodes = np.zeros(0, np.int64)
@@ -176,7 +184,7 @@ def retrieve_subcomplex(ecx: EmbeddedComplex, question: str | np.ndarray, k0: in
         in_vf = sub_nodes >= n + virt_edge_ids.size
         chosen_cells = cand[sub_nodes[in_vf] - n - virt_edge_ids.size]  # virtual node i is cand[i]
     sub = make_subcomplex(cx, chosen_nodes, np.concatenate(chosen_edges), chosen_cells,
-                          (p0, p1, p2_all), "toporag", params, {}, similarities=(s0, s1, s2))
+                          (p0, p1, p2_all), method, params, {}, similarities=similarities)
     t4 = time.perf_counter()
     sub.timings = {"similarity": t1 - t0, "prizes": t2 - t1, "pcst": t3 - t2, "closure": t4 - t3, "total": t4 - t0}
     sub.params["candidates2"] = np.sort(cand).tolist()

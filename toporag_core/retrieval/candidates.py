@@ -1,0 +1,63 @@
+"""The names an open knowledge-graph answer is chosen from: the retrieved nodes the reader can see.
+
+An open question over a knowledge graph ("Who directed the films of Tom Hanks?") is answered with
+entity names, so a reader that *scores names* (:func:`~toporag_core.model.decode.score_names`)
+needs the candidates: the retrieved 0-cells whose lines reached the LLM's context (not dropped by the
+token budget), best prize first, each name once (by normalised text). Left out:
+
+* the **topic entities** (the nodes the question names: the seeds of :mod:`.seeded`, else
+  :func:`~.seeds.link_nodes`), which a reader otherwise likes to repeat ("which films share the actor of
+  Mister Lonely" -> "Mister Lonely"); unless the question asks to choose among them ("X or Y"), when
+  the topic entities are the only candidates;
+* machine identifiers (Freebase ``m.0abc`` / ``g.11x...``) and long descriptions (more than
+  :data:`MAX_WORDS` words), which are never an answer's name.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .result import Subcomplex
+from .seeds import link_nodes, norm
+
+MAX_WORDS = 10
+MAX_NAMES = 24
+MACHINE_ID = re.compile(r"^[mg]\.[0-9a-z_]{3,}$")
+CHOICE = re.compile(r"\bor\b", re.I)
+
+
+def topic_nodes(sub: Subcomplex, question: str) -> np.ndarray:
+    """The node ids the question names: the retrieval's seeds when it had any, else linked by name."""
+    seeds = sub.params.get("seeds")
+    if seeds:
+        return np.asarray(seeds, np.int64)
+    return link_nodes(sub.complex.graph.node_text, question)[0]
+
+
+def answer_candidates(sub: Subcomplex, question: str, dropped_nodes=(), max_names: int = MAX_NAMES
+                      ) -> tuple[str, ...]:
+    """Candidate answer names of ``sub`` for ``question`` (the module docstring), best prize first."""
+    text = sub.complex.graph.node_text
+    nodes = np.setdiff1d(sub.nodes, np.asarray(list(dropped_nodes), np.int64))
+    topic = topic_nodes(sub, question)
+    if topic.size >= 2 and CHOICE.search(question):
+        nodes = np.intersect1d(nodes, topic)
+    else:
+        nodes = np.setdiff1d(nodes, topic)
+    if nodes.size == 0:
+        return ()
+    prize = sub.prizes[0][nodes]
+    order = nodes[np.lexsort((nodes, -prize))]
+    out: list[str] = []
+    seen: set[str] = set()
+    for i in order.tolist():
+        name = str(text[i]).strip()
+        key = norm(name)
+        if not key or key in seen or MACHINE_ID.match(name.lower()) or len(key.split()) > MAX_WORDS:
+            continue
+        seen.add(key)
+        out.append(name)
+        if len(out) >= max_names:
+            break
+    return tuple(out)
