@@ -2,8 +2,8 @@
 import streamlit as st
 
 from toporag_core.studio import resources
-from toporag_core.studio import learn, samples, state
-from toporag_core.studio.figures import incidence_heatmap
+from toporag_core.studio import learn, learn_hodge, learn_messages, samples, state
+from toporag_core.studio.figures import incidence_heatmap, laplacian_heatmap, spectrum_chart
 from toporag_core.studio.graph_view import legend_html, render_view
 from toporag_core.studio.resources import get_complex, get_embedded, show_view
 
@@ -35,7 +35,9 @@ nums = learn.euler_numbers(cx)
 steps = learn.lifting_steps(cx)
 
 st.title("Learn: cell-complex retrieval, step by step")
-tab_lift, tab_maps, tab_walk = st.tabs(["1. Lifting", "2. Boundary maps and Betti numbers", "3. One retrieval"])
+tab_lift, tab_maps, tab_walk, tab_hodge, tab_msgs = st.tabs(
+    ["1. Lifting", "2. Boundary maps and Betti numbers", "3. One retrieval", "4. Hodge Laplacians and holes",
+     "5. Messages and graph tokens"], key="learn_tab", on_change="rerun")
 
 # ---------------------------------------------------------------- 1. lifting
 with tab_lift:
@@ -97,6 +99,160 @@ with tab_maps:
            f" - {nums['b1_complex']} long cycle(s) were left open.") +
         " Same nodes and edges, different topology: that is what the lifting adds.")
 
+# ---------------------------------------------------------------- 4. Hodge Laplacians
+with tab_hodge:
+    from toporag_core.topo.hodge import hodge_numbers
+
+    hn = hodge_numbers(cx)
+    st.markdown(
+        "The **Hodge Laplacians** are built from the boundary maps of tab 2: "
+        "**L0 = B1 B1^T** (nodes x nodes: the graph Laplacian), **L1 = B1^T B1 + B2 B2^T** (1-cells x 1-cells: "
+        "1-cells sharing a node, plus 1-cells sharing a 2-cell) and **L2 = B2^T B2** (2-cells x 2-cells). "
+        "A vector that every Lk sends to 0 is *harmonic*; by the Hodge theorem the number of independent ones, "
+        "dim ker Lk, is the k-th Betti number: components, holes (cycles no 2-cell fills), cavities.")
+    cols = st.columns(3)
+    for col, (name, table) in zip(cols, learn_hodge.laplacian_tables(cx).items()):
+        if table.shape[0]:
+            col.plotly_chart(laplacian_heatmap(table, f"{name} ({table.shape[0]} x {table.shape[1]})"),
+                             key=f"hodge_{name}")
+        else:
+            col.info(f"{name} is empty: this complex has no cells of that rank.")
+    if hn.spectra is not None:
+        st.plotly_chart(spectrum_chart(hn.spectra, learn_hodge.spectrum_zero_counts(cx)), key="hodge_spectra")
+    m0, m1, m2 = st.columns(3)
+    m0.metric("dim ker L0", hn.harmonic[0], help="Zero eigenvalues of L0: connected components (b0).")
+    m1.metric("dim ker L1", hn.harmonic[1], help="Zero eigenvalues of L1: harmonic 1-cochains, the unfilled cycles.")
+    m2.metric("dim ker L2", hn.harmonic[2], help="Zero eigenvalues of L2: cavities enclosed by 2-cells.")
+    st.markdown("**Against the counting of tab 2.** Counting says b0 components, b1(graph) - #2-cells open cycles "
+                "and no cavity; the eigenvalues say:")
+    st.dataframe(learn_hodge.betti_table(cx), hide_index=True)
+    st.caption(f"The same numbers as `toporag lift GRAPH --tree {tree} --json` prints under \"hodge\": "
+               f"harmonic = {list(hn.harmonic)}.")
+
+    st.subheader("Gluing 2-cells removes harmonic cycles")
+    frame = learn_hodge.glue_frame(cx)
+    glued = (st.slider("2-cells glued", 0, cx.num_cells2, 0, key=f"learn_glue_{gkey}_{tree}")
+             if cx.num_cells2 else 0)
+    row = frame.iloc[glued]
+    g1, g2 = st.columns(2)
+    g1.metric("harmonic 1-cochains (h1)", int(row["h1"]))
+    g2.metric("cavities (h2)", int(row["h2"]))
+    st.info(learn_hodge.glue_note(cx, frame, glued))
+    modes = learn_hodge.harmonic_modes(cx, glued)
+    if modes.shape[1]:
+        pick_mode = st.radio("Harmonic 1-cochain drawn", list(range(1, modes.shape[1] + 1)), horizontal=True,
+                             key=f"learn_mode_{gkey}_{tree}_{glued}") if modes.shape[1] > 1 else 1
+        st.caption("Edge colour: blue where the harmonic flow runs along the 1-cell's orientation (lower id to "
+                   "higher), red against it; width by its size. It circulates around holes, never through a "
+                   "glued 2-cell (shaded) and never piles up at a node.")
+        view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
+                           edge_marks=learn_hodge.mode_marks(cx, modes[:, pick_mode - 1]),
+                           cap=learn.MAX_TEACHING_NODES)
+    else:
+        st.success("No harmonic 1-cochain is left: every cycle of the graph is filled by a 2-cell.")
+        view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
+                           cap=learn.MAX_TEACHING_NODES)
+    show_view(view)
+
+    st.subheader("The ring lifting: 2-cells that enclose a cavity")
+    ring_graph, ring_cx = graph, get_complex(gkey, "rings", seed, graph)
+    if hodge_numbers(ring_cx).harmonic[2] == 0:  # this graph's rings enclose nothing: show the breakfast table's
+        ring_graph = samples.load_sample("scene")
+        ring_cx = get_complex(state.graph_fingerprint(ring_graph), "rings", seed, ring_graph)
+        st.caption(f"The ring lifting of {graph.name or 'this graph'} encloses no cavity, so this part shows the "
+                   "breakfast table's.")
+    rh = hodge_numbers(ring_cx)
+    holes = learn_hodge.cavities(ring_cx)
+    st.markdown(
+        f"With `--tree rings` every cycle of 3 or 4 edges of **{ring_graph.name}** gets a 2-cell: "
+        f"{ring_cx.num_cells2} 2-cells on b1 = {ring_cx.betti1} independent cycles. Counting would give "
+        f"{ring_cx.betti1} - {ring_cx.num_cells2} = {ring_cx.betti1 - ring_cx.num_cells2} open cycles, but a 4-cycle "
+        "with a chord and its two triangles close a pillow: its boundary was already filled, so the new 2-cell "
+        f"adds a **cavity** instead. dim ker L0, L1, L2 = **{tuple(rh.harmonic)}**: {rh.harmonic[2]} cavit"
+        f"{'y' if rh.harmonic[2] == 1 else 'ies'} and {rh.harmonic[1]} cycle(s) still open (longer than 4 edges).")
+    if holes:
+        pick_hole = st.selectbox("Cavity", list(range(len(holes))), key=f"learn_cavity_{gkey}",
+                                 format_func=lambda i: f"cavity {i + 1}: 2-cells "
+                                 + ", ".join(f"c{f}" for f in holes[i]))
+        show_view(render_view(ring_cx, focus_cells2=holes[pick_hole], cap=learn.MAX_TEACHING_NODES))
+        st.caption("The picked 2-cells (one colour each) form a closed surface: each of their 1-cells lies on two "
+                   "of them with opposite signs, so their boundaries cancel (B2 x = 0).")
+
+    with st.expander("Hodge decomposition of an edge flow"):
+        flow_seed = st.number_input("Seed of a random edge flow", 0, 10_000, 0, key="learn_flow_seed")
+        table, dec = learn_hodge.decomposition_frame(cx, int(flow_seed))
+        st.markdown("Any edge flow f splits into three orthogonal parts: **gradient** B1^T a (downhill along a "
+                    "node potential a), **curl** B2 b (around 2-cells) and **harmonic** (around the holes). "
+                    "a and b are least-squares fits; the harmonic part is what is left.")
+        st.dataframe(table, hide_index=True)
+        st.caption(f"Largest inner product between two parts: {learn_hodge.largest_inner_product(dec):.1e} "
+                   "(0 up to rounding: the parts are orthogonal, so their squared norms add up).")
+
+# ---------------------------------------------------------------- 5. messages and graph tokens
+with tab_msgs:
+    if tab_msgs.open is False:
+        st.caption("Open this tab to run the checkpoint's encoder.")
+    else:
+        from toporag_core.retrieval import retrieve
+        from toporag_core.studio import ask
+        from toporag_core.studio.resources import encoder_choice
+
+        options = {k: v for k, v in ask.checkpoint_options().items() if k != ask.NO_CHECKPOINT}
+        if not options:
+            st.info("No checkpoint is committed here: the CW encoder needs a trained checkpoint.")
+            st.stop()
+        ckpt = st.selectbox("Checkpoint whose encoder runs", list(options), key="learn_checkpoint",
+                            index=list(options).index(ask.default_checkpoint(options, graph))
+                            if ask.default_checkpoint(options, graph) in options else 0, format_func=options.get)
+        question = ss.get(f"learn_question_{gkey}", graph.meta.get("question") or "")
+        try:
+            with st.spinner("Loading the checkpoint (once per server, shared with the Ask page) ..."):
+                pipe = ask.get_pipeline(ckpt, ask.default_llm(), encoder_choice())
+            ecx = get_embedded(gkey, tree, seed, graph)
+            ask.check_compatible(pipe, ecx)
+            setting = pipe.default_setting()
+            sub = retrieve(ecx, question or " ".join(graph.node_text[:3]), setting=setting)
+            trace = learn_messages.trace_encoder(pipe, ecx, sub)
+        except Exception as e:  # noqa: BLE001 - a checkpoint that cannot run here must leave the page usable
+            st.warning(f"The checkpoint's encoder cannot run on this graph: {e}")
+            st.stop()
+        n, e, f = sub.counts
+        st.markdown(
+            f"The question of tab 3 (*{question or 'the first node texts, as no question was typed'}*) retrieves, "
+            f"with the setting this checkpoint was trained with ({learn_messages.setting_text(setting)}), "
+            f"**{n} 0-cells, {e} 1-cells, {f} 2-cells**. The checkpoint's CW network then runs "
+            f"{len(trace.layers)} layers on them: " + ", ".join(
+                f"layer {lt.index + 1} = stage {lt.stage}" for lt in trace.layers) + ". Stage 1 passes messages "
+            "between nodes and 1-cells only; stage 2 adds the 2-cells and upper adjacency, updating 2-cells, then "
+            "1-cells, then nodes (each reads the new states of its cofaces).")
+        for kind, words in learn_messages.KIND_WORDS.items():
+            st.markdown(f'<span style="color:{learn_messages.KIND_COLOURS[kind]};font-weight:600">&#9632; '
+                        f'{kind}</span>: {words}', unsafe_allow_html=True)
+        st.dataframe(learn_messages.message_counts(trace), hide_index=True)
+        labels = [f"layer {lt.index + 1} (stage {lt.stage})" for lt in trace.layers]
+        li = st.radio("Layer", list(range(len(labels))), index=len(labels) - 1, horizontal=True,
+                      format_func=lambda i: labels[i], key="learn_layer")
+        layer = trace.layers[li]
+        cells_ids = [f"{'vec'[r]}{int(c)}" for r in range(3) for c in trace.cells[r]]
+        who = st.selectbox("Messages received by", ["every cell", *cells_ids], key=f"learn_receiver_{gkey}")
+        st.plotly_chart(learn_messages.message_figure(trace, layer, sub.complex,
+                                                      None if who == "every cell" else who), key="learn_msgs_fig")
+        st.markdown(f"**One step on the real numbers (layer {li + 1}).** The norm of each cell's state before the "
+                    "layer, of the sum of each kind of message it received, and of its state after "
+                    "(h' = ReLU(W [MLP_k((1 + eps_k) h + sum of kind-k messages)]_k)):")
+        st.dataframe(learn_messages.step_table(trace, layer), hide_index=True)
+        st.markdown(
+            "**From cell states to graph tokens.** " + (
+                f"Each cell's final state, plus a projection of its own text embedding, goes through the projector. "
+                f"There are {trace.num_tokens} slots of {trace.per_cell} token(s) each "
+                f"({trace.num_tokens * trace.per_cell} soft tokens before the text): slot 0 holds the whole "
+                "subcomplex, the next slots one cell each, in the order the text lists them (1-cells claim slots "
+                "first when there are more cells than slots). The LLM reads these tokens in front of the text."
+                if trace.graph_path == "cells" else
+                f"This checkpoint pools every cell's final state into one mean vector, which an MLP spreads over "
+                f"{trace.num_tokens} soft tokens."))
+        st.dataframe(trace.slots, hide_index=True)
+
 # ---------------------------------------------------------------- 3. one retrieval
 with tab_walk:
     ecx = get_embedded(gkey, tree, seed, graph)
@@ -120,10 +276,11 @@ with tab_walk:
     st.dataframe(walk.cells2, hide_index=True)
     sub = walk.sub
     same = all(bool((a == b).all()) for a, b in zip(sub.prizes, (walk.prizes.p0, walk.prizes.p1, walk.prizes.p2)))
-    st.caption("These prizes come from `cell_prizes`, the function the retrieval itself calls; they equal the "
-               f"prizes stored in the retrieval result: {same}.")
+    st.caption("These prizes come from the very step the retrieval runs, and they match the prizes stored in "
+               f"its result: {'yes' if same else 'NO'}.")
     n, e, f = sub.counts
-    st.markdown(f"**3. Prize-collecting Steiner tree.** pcst_fast picks one connected subcomplex that collects "
+    st.markdown("**3. Prize-collecting Steiner tree.** The prize-collecting Steiner tree picks one connected "
+                f"subcomplex that collects "
                 f"prizes at the least edge cost ({edge_cost:g} per edge, minus its prize); chosen 2-cells bring "
                 f"their whole boundary (closure). Result: **{n} 0-cells, {e} 1-cells, {f} 2-cells**.")
     st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)

@@ -467,7 +467,7 @@ def test_learn_page_prizes_are_the_retrievals_and_b1_graph_vs_complex():
     assert {e: p for e, p in shown.items() if p} == {int(e): p for e, p in enumerate(sub.prizes[1]) if p}
     cells = next(d.value for d in at.dataframe if "C2 x length" in d.value.columns)
     assert np.allclose(cells.set_index("2-cell")["prize"].sort_index().to_numpy(), sub.prizes[2])
-    assert any("equal the prizes stored in the retrieval result: True" in c.value for c in at.caption)
+    assert any("match the prizes stored in its result: yes" in c.value for c in at.caption)
     cx = lift(g)
     m = metrics(at)
     assert m["b1 of the graph"] == str(cx.betti1) and m["b1 of the complex"] == str(cx.betti1_complex)

@@ -97,3 +97,32 @@ def incidence_heatmap(table: pd.DataFrame, title: str) -> go.Figure:
     fig.update_layout(height=max(240, 22 * len(table) + 80), margin=dict(l=10, r=10, t=40, b=10),
                       coloraxis_showscale=False)
     return fig
+
+
+def laplacian_heatmap(table: pd.DataFrame, title: str) -> go.Figure:
+    """A Hodge Laplacian (integer table) as a heatmap in the incidence heatmaps' red-white-blue scale, symmetric
+    around 0 (diagonal: degrees / boundary lengths; off the diagonal: -1 / +1 by orientation, 0 elsewhere)."""
+    top = max(1.0, float(np.abs(table.values).max(initial=0)))
+    fig = px.imshow(table.values, x=[str(c) for c in table.columns], y=[str(r) for r in table.index],
+                    color_continuous_scale=["#e15759", "#ffffff", "#4e79a7"], zmin=-top, zmax=top, aspect="auto",
+                    title=title)
+    fig.update_layout(height=max(240, min(620, 16 * len(table) + 90)), margin=dict(l=10, r=10, t=40, b=10),
+                      coloraxis_showscale=False)
+    return fig
+
+
+def spectrum_chart(spectra: dict[str, list[float]], zero_counts: dict[str, int]) -> go.Figure:
+    """The eigenvalues of L0, L1, L2 (one row of dots each), the zero eigenvalues (the kernel) in black."""
+    fig = go.Figure()
+    names = [n for n in ("L0", "L1", "L2") if n in spectra]
+    for name in names:
+        w = np.asarray(spectra[name], dtype=float)
+        zero = np.arange(w.size) < zero_counts.get(name, 0)  # ascending: the kernel comes first
+        fig.add_trace(go.Scatter(x=w, y=[name] * w.size, mode="markers", name=name, showlegend=False,
+                                 marker=dict(size=11, color=np.where(zero, "#111111", "#4e79a7"),
+                                             line=dict(width=1, color="#ffffff")),
+                                 hovertemplate="%{y}: eigenvalue %{x:.4f}<extra></extra>"))
+    fig.update_layout(title="Spectra (black: eigenvalue 0, the harmonic part)", height=260,
+                      margin=dict(l=10, r=10, t=50, b=40), xaxis_title="eigenvalue")
+    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1])
+    return fig

@@ -524,7 +524,8 @@ def _finish_html(page: str, cells_payload: list[dict], labels_payload: list[dict
 def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), focus_edges=(),
                 seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560,
                 node_marks: Mapping[int, tuple[str, str]] | None = None,
-                highlight_nodes: Mapping[int, str] | None = None) -> GraphView:
+                highlight_nodes: Mapping[int, str] | None = None,
+                edge_marks: Mapping[int, tuple[str, float, str]] | None = None) -> GraphView:
     """Build the HTML view of ``cx``.
 
     Args:
@@ -544,6 +545,9 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         highlight_nodes: optional ``{node: tooltip note}`` (e.g. the nodes holding the gold
             answer): drawn big in :data:`NODE_HIGHLIGHT` on top of any other style, always
             labelled, kept in view; the other nodes keep their style.
+        edge_marks: optional ``{1-cell: (colour, width, tooltip note)}`` (e.g. a harmonic 1-cochain's value
+            on each edge, or the method that retrieved it): those 1-cells are drawn so, on top of any
+            other style; the other 1-cells keep theirs.
     """
     highlight = {int(i): str(note) for i, note in (highlight_nodes or {}).items()}
     focus_cells2 = [int(f) for f in focus_cells2]
@@ -579,6 +583,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         a, b = cx.edges[e].tolist()
         tree = bool(cx.tree_mask[e])
         colour, width, extra = style.edge(e, a, b, tree)
+        if edge_marks and e in edge_marks:
+            colour, width, extra = edge_marks[e]
         # Edge(...).options is what add_edge stores; add_edge itself scans all edges for
         # duplicates (quadratic), and 1-cells are unique already.
         # (no vis-network label: edge labels are painted, see _labels)

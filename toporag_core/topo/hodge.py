@@ -183,9 +183,10 @@ def hodge_numbers(cx: CellComplex, dense: bool | None = None) -> HodgeNumbers:
     return HodgeNumbers((n - r1, m - r1 - r2, f - r2), r1, r2, (n, m, f), None, "sparse")
 
 
-def harmonic_basis(cx: CellComplex) -> np.ndarray:
+def harmonic_basis(cx: CellComplex, glued: int | None = None) -> np.ndarray:
     """``(M, h1)`` orthonormal basis of ``ker L1 = ker B1 ∩ ker B2^T``: edge flows with no divergence at
-    any node and no circulation around any 2-cell (the unfilled cycles). Small complexes only."""
+    any node and no circulation around any 2-cell (the unfilled cycles). ``glued``: only the first
+    ``glued`` 2-cells count (the complex part-way through :func:`glue_steps`). Small complexes only."""
     if not _small(cx):
         raise ValueError(f"the harmonic basis is computed densely, for complexes of at most {DENSE_MAX} cells per "
                          f"dimension; this one has {cx.shape}")
@@ -194,13 +195,47 @@ def harmonic_basis(cx: CellComplex) -> np.ndarray:
     m = cx.num_edges
     if m == 0:
         return np.zeros((0, 0))
-    stacked = np.vstack([cx.incidence_matrix(1).toarray(), cx.incidence_matrix(2).toarray().T])
-    basis = null_space(stacked)
-    # a fixed sign per mode (largest entry positive), so pictures do not flip between runs
-    if basis.size:
-        lead = basis[np.abs(basis).argmax(0), np.arange(basis.shape[1])]
-        basis = basis * np.where(lead < 0, -1.0, 1.0)
-    return basis
+    b2 = cx.incidence_matrix(2).toarray()[:, :cx.num_cells2 if glued is None else int(glued)]
+    return _fixed_signs(null_space(np.vstack([cx.incidence_matrix(1).toarray(), b2.T])))
+
+
+def _fixed_signs(basis: np.ndarray) -> np.ndarray:
+    """A fixed sign per column (largest entry positive), so pictures do not flip between runs."""
+    if not basis.size:
+        return basis
+    lead = basis[np.abs(basis).argmax(0), np.arange(basis.shape[1])]
+    return basis * np.where(lead < 0, -1.0, 1.0)
+
+
+def cavity_basis(cx: CellComplex) -> np.ndarray:
+    """``(F, h2)`` basis of ``ker L2 = ker B2``: 2-chains with no boundary, i.e. closed surfaces of 2-cells
+    around a cavity. In reduced echelon form (each vector owns one pivot 2-cell the others do not use),
+    so each column is a small surface that can be drawn. Small complexes only."""
+    if not _small(cx):
+        raise ValueError(f"cavities are computed densely, for complexes of at most {DENSE_MAX} cells per dimension")
+    from scipy.linalg import null_space
+
+    if cx.num_cells2 == 0:
+        return np.zeros((0, 0))
+    basis = null_space(cx.incidence_matrix(2).toarray())
+    if not basis.size:
+        return basis
+    # reduced row echelon form of basis^T (Gauss-Jordan with partial pivoting): sparse, readable surfaces
+    r = basis.T.copy()
+    row = 0
+    for col in range(r.shape[1]):
+        if row == r.shape[0]:
+            break
+        piv = row + int(np.abs(r[row:, col]).argmax())
+        if abs(r[piv, col]) < 1e-9:
+            continue
+        r[[row, piv]] = r[[piv, row]]
+        r[row] /= r[row, col]
+        others = np.arange(r.shape[0]) != row
+        r[others] -= np.outer(r[others, col], r[row])
+        row += 1
+    r[np.abs(r) < 1e-9] = 0.0
+    return r.T
 
 
 @dataclass
