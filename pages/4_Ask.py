@@ -83,7 +83,8 @@ with st.sidebar:
 st.caption(f"{graph.name or 'unnamed graph'} ({graph.num_nodes} nodes, {graph.num_edges} edges; load another "
            f"on Home). Model on **{summary['device']}**: {summary['checkpoint']}"
            + (f", LLM {summary['LLM']}." if "LLM" in summary else f", remote core {summary.get('core')}."))
-question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"ask_question_{key}", height=90)
+question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"ask_question_{key}", height=90,
+                        on_change=state.share_question, args=(ss, f"ask_question_{key}"))  # carried to the lab
 query = ask.retrieval_query(graph, question)
 if query:
     st.caption("Retrieval uses both arguments as its query, as in the ExplaGraphs training data.")
@@ -101,16 +102,20 @@ ARMS_NOTE = ("Own = the answer's graph tokens; zeroed = none (the text alone); p
              "rank's features moved by a seeded derangement. Same text and question in every column.")
 
 
-def measure_effects(answerer, ecx, answers, status) -> dict:
-    """``{method: GraphTokenEffect or error text}``: each answer under own / zeroed / permuted graph tokens."""
-    status.update(label="Measuring what the graph tokens did ...")
-    out = {}
-    for m, a in answers.items():
-        try:
-            out[m] = ask.graph_effect(answerer, ecx, question, a, max_new_tokens=max_new)
-        except Exception as e:  # noqa: BLE001 - the answer stands without its measurement
-            out[m] = f"{type(e).__name__}: {e}"
-    return out
+EFFECT_COST = ("Re-scores this answer (and its gold answer, when known) with zeroed and with permuted graph tokens: "
+               "three more LLM passes, so it runs only when asked.")
+
+
+def measure_effect(m, a) -> None:
+    """Answer ``a`` under own / zeroed / permuted graph tokens, kept with the answer (``ask_last``: the same
+    question, graph, checkpoint and controls) so a rerun reuses it; an error text when it cannot be measured."""
+    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
+    asked = last["inputs"][5]
+    try:
+        last["effects"][m] = ask.graph_effect(asker, get_embedded(key, tree, seed, graph), asked, a,
+                                              max_new_tokens=last["inputs"][7], gold=ask.gold_for(graph, asked))
+    except Exception as e:  # noqa: BLE001 - the answer stands without its measurement
+        last["effects"][m] = f"{type(e).__name__}: {e}"
 
 
 def show_claim_evidence(m, ev) -> None:
@@ -126,10 +131,19 @@ def show_claim_evidence(m, ev) -> None:
             st.code(ev.sentence, language=None, wrap_lines=True)
 
 
-def show_graph_effect(m, a, effect) -> None:
-    """The "What the graph tokens did" section of one answer: 3 arms, verdict, cells on demand."""
-    if effect is None:
+def show_graph_effect(m, a, effects) -> None:
+    """The "What the graph tokens did" section of one answer: on demand the 3 arms and their directions, then
+    on demand the cells (unless the attribution did not beat random for this checkpoint)."""
+    if effects is None:
         st.caption("Not measured: a remote core answered (it sends no graph tokens back).")
+        return
+    effect = effects.get(m)
+    if effect is None:
+        st.caption(EFFECT_COST)
+        if st.button("Measure what the graph tokens did", key=f"ask_effect_{m}"):
+            with st.spinner("Scoring the answer with its own, zeroed and permuted graph tokens ..."):
+                measure_effect(m, a)
+            st.rerun()
         return
     if isinstance(effect, str):
         st.warning(f"Could not measure the graph tokens: {effect}")
@@ -143,14 +157,20 @@ def show_graph_effect(m, a, effect) -> None:
     note = ask.token_text_note(asker)
     if note:
         st.caption(note)
+    show, line = ask.attribution_note(last.get("answerer", checkpoint))
+    if not show:  # measured, and its top cell was no nearer the answer than a random retrieved cell
+        st.caption(line)
+        return
     if effect.cells is None:
-        if st.button("Explain the graph tokens (which cells mattered)", key=f"ask_explain_{m}"):
-            with st.spinner("Leaving out one cell at a time ..."):
+        if st.button("Explain the answer (which cells mattered)", key=f"ask_explain_{m}"):
+            with st.spinner("Leaving out one cell at a time (its graph tokens and its context lines) ..."):
                 ask.explain_cells(asker, get_embedded(key, tree, seed, graph), last["inputs"][5], a, effect)
             st.rerun()
         return
-    st.markdown("**Cells by attribution**: drop in the answer's log-probability when the cell (and what is on "
-                "it) is left out of the encoder's input; the text the LLM reads is unchanged")
+    st.markdown("**Cells by attribution**: the change in the answer's log-probability when the cell (and what is "
+                "on it) is left out of both the graph tokens and the context text; negative = the cell supported "
+                "the answer")
+    st.caption(line)
     st.dataframe(pd.DataFrame(ask.cells_effect_table(effect)), hide_index=True, key=f"ask_cells_effect_{m}")
 
 
@@ -173,7 +193,7 @@ if st.button("Ask", key="ask_go", type="primary"):
                     status.update(label=f"Retrieving with {method_label(m)} and generating ...")
                     answers.update(ask.ask(answerer, ecx, question, [settings[m]], max_new_tokens=max_new,
                                            query=query))
-            effects = measure_effects(answerer, ecx, answers, status) if remote is None else {}
+            effects = {} if remote is None else None  # measured per answer when asked (show_graph_effect)
             status.update(label="Answered", state="complete")
         ss["ask_last"] = {"inputs": inputs, "answers": answers, "route": decision, "effects": effects,
                           "answerer": decision.checkpoint if decision is not None else checkpoint}
@@ -226,7 +246,7 @@ for col, (m, a) in zip(cols, answers.items()):
                          column_config={"probability": st.column_config.ProgressColumn(
                              "probability", min_value=0.0, max_value=1.0, format="%.3f")})
         with st.expander("What the graph tokens did", expanded=True):
-            show_graph_effect(m, a, (last.get("effects") or {}).get(m))
+            show_graph_effect(m, a, last.get("effects", {}))
         cut = ask.cut_message(a)
         if cut is not None:
             st.warning(cut)

@@ -699,8 +699,22 @@ def test_ask_shows_what_the_graph_tokens_did_and_explains_the_cells(pipe):
     assert not at.exception and not at.error
     section = [e for e in at.expander if e.label == "What the graph tokens did"]
     assert len(section) == 1
+    # the arms are not computed with the answer: the section offers a button until it is pressed
+    assert at.session_state["ask_last"]["effects"] == {}
+    assert not any("Your graph tokens made" in x.value for x in at.info)
+    assert not [d for d in at.dataframe if "generated" in d.value.columns]
+    assert any("runs only when asked" in c.value for c in at.caption)
+    at.button(key="ask_effect_toporag").click()
+    at = at.run()
+    assert not at.exception and not at.error
+    effect = at.session_state["ask_last"]["effects"]["toporag"]
     lines = [x.value for x in at.info]
-    assert any("The graph tokens moved log P(answer) by" in v for v in lines), lines
+    assert any(v.startswith("Your graph tokens made the answer") for v in lines), lines
+    for arm in ("zeroed", "permuted"):  # the direction the page states is the measured one
+        word = {1: "more likely than", -1: "less likely than", 0: "about as likely as"}[effect.direction(arm)]
+        assert any(f"{word} {arm} tokens" in v for v in lines), lines
+    at.run()  # a rerun reuses the measurement kept with the answer
+    assert at.session_state["ask_last"]["effects"]["toporag"] is effect
     arms = frame_with(at, "generated")
     assert list(arms["answer"]) == ["own tokens", "zeroed tokens", "permuted tokens"]
     want = reference(pipe, samples.load_sample("scene"), QUESTION)
@@ -708,5 +722,21 @@ def test_ask_shows_what_the_graph_tokens_did_and_explains_the_cells(pipe):
     at.button(key="ask_explain_toporag").click()
     at = at.run()
     assert not at.exception
-    cells = frame_with(at, "drop in log P")
-    assert 0 < len(cells) <= 10 and list(cells["drop in log P"]) == sorted(cells["drop in log P"], reverse=True)
+    col = "change in log P(answer) without it"
+    cells = frame_with(at, col)
+    assert 0 < len(cells) <= 10 and list(cells[col]) == sorted(cells[col])  # the most supportive cell first
+    assert (cells["context lines removed"] >= 1).all()  # each cell left the text too
+    assert any("was not measured against a random retrieved cell" in c.value for c in at.caption)
+
+
+def test_the_gold_answer_to_score_and_its_direction(pipe):
+    assert ask.gold_target("it is on a plate", ["cup", "plate"]) == "plate"
+    assert ask.gold_target("table", ["cup", "plate"]) == "cup" and ask.gold_target("x", "support") == "support"
+    assert ask.gold_target("x", None) is None and ask.gold_target("x", ["", " "]) is None
+    ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder())
+    a = ask.ask(pipe, ecx, QUESTION, [RetrievalSetting()])["toporag"]
+    e = ask.graph_effect(pipe, ecx, QUESTION, a, gold=["ceramic plate"])
+    assert e.gold == "ceramic plate" and set(e.gold_logp) == {"own", "zeroed", "permuted"}
+    assert "the gold answer 'ceramic plate'" in e.verdict()
+    cells = ask.explain_cells(pipe, ecx, QUESTION, a, cap=4)  # no arms needed for the attribution alone
+    assert len(cells) == 4 and all(c.lines >= 1 for c in cells)

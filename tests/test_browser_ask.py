@@ -155,9 +155,26 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
             browser.close()
 
 
+def measure_graph_tokens(pg) -> None:
+    """In "What the graph tokens did": nothing is measured until its button is pressed (issue 51: the arms cost
+    more than the answer); pressing it gives the direction of the own tokens against zeroed and permuted ones."""
+    pg.get_by_text("What the graph tokens did").first.wait_for()
+    button = pg.get_by_role("button", name="Measure what the graph tokens did")
+    button.first.wait_for()
+    assert pg.get_by_text("Your graph tokens made the answer").count() == 0
+    button.first.click()
+    line = pg.get_by_text("Your graph tokens made the answer").first
+    line.wait_for()
+    text = line.inner_text()
+    assert "zeroed tokens (P " in text and "permuted tokens (P " in text
+    assert any(w in text for w in ("more likely than", "less likely than", "about as likely as"))
+    assert "mattered" not in text
+
+
 def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, tmp_path):
     """The committed SceneGraphs checkpoint answers the built-in scene's question; the page then shows
-    "What the graph tokens did": the own / zeroed / permuted table and its verdict line."""
+    "What the graph tokens did" behind a button, and once pressed the own / zeroed / permuted table and the
+    direction of the own tokens."""
     with shipped_scene_server(tmp_path_factory, "scene") as url:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -168,8 +185,7 @@ def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, 
                 pg.get_by_text("Current graph:").wait_for()
                 pg.get_by_role("link", name="Ask").first.click()
                 ask(pg)
-                pg.get_by_text("What the graph tokens did").first.wait_for()
-                pg.get_by_text("The graph tokens moved").first.wait_for()
+                measure_graph_tokens(pg)
                 pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
             finally:
                 browser.close()
@@ -192,8 +208,7 @@ def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_a
                 answer = ask(pg)
                 assert answer.inner_text().strip().lower() in ("counter", "support")
                 pg.get_by_text("Label probabilities").first.wait_for()
-                pg.get_by_text("What the graph tokens did").first.wait_for()
-                pg.get_by_text("The graph tokens moved").first.wait_for()
+                measure_graph_tokens(pg)
                 pg.get_by_text("writes the relations of the 1-cells that have graph tokens").first.wait_for()
                 pg.get_by_role("tab", name="Prompt layout").click()
                 pg.locator("code").filter(has_text=",?,").first.wait_for()  # a relation line without its relation

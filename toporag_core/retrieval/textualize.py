@@ -256,6 +256,32 @@ def text_lines(sub: Subcomplex, include_cells2: bool = True, fmt: str = DEFAULT_
     return TEXT_FORMATS[check_text_format(fmt)](sub, include_cells2)
 
 
+def drop_cell_lines(context: str, sub: Subcomplex, cells, include_cells2: bool = True,
+                    fmt: str = DEFAULT_TEXT) -> str:
+    """``context`` without the lines owned by ``cells`` (owners as in :func:`text_lines`: ``("n", node)``,
+    ``("e", 1-cell)``, ``("f", 2-cell)``), every other line (headers included) unchanged and in place.
+
+    ``context`` is ``textualize(sub, include_cells2, fmt)`` or a token-budget cut of it
+    (:mod:`~toporag_core.retrieval.budget` keeps a subset of its lines, in order), so its lines are matched
+    to the full layout's in order (a subsequence match) to learn who owns each. A context that is not such
+    a subset (another format, an edited text) is a ``ValueError``."""
+    drop = set(cells)
+    if not drop:
+        return context
+    full = text_lines(sub, include_cells2, fmt)
+    out, j = [], 0
+    for line in context.split("\n"):
+        while j < len(full) and full[j][0] != line:
+            j += 1
+        if j == len(full):
+            raise ValueError("drop_cell_lines: the context is not a subset of the subcomplex's text lines "
+                             f"(format {fmt!r}); line {line[:60]!r}")
+        if full[j][1] not in drop:
+            out.append(line)
+        j += 1
+    return "\n".join(out)
+
+
 def textualize(sub: Subcomplex, include_cells2: bool = True, fmt: str = DEFAULT_TEXT) -> str:
     """The subcomplex as text in format ``fmt`` (:data:`TEXT_FORMATS`; default the G-Retriever CSV
     layout: nodes CSV, edges CSV, then the 2-cells section)."""

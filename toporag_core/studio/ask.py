@@ -23,9 +23,12 @@
   (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
   cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
   what a cut dropped (the same for a remote core, which sends the cut with its answer).
-* What the graph tokens did (:mod:`.graph_effect`): :func:`graph_effect` re-scores an answer with its
-  own, zeroed and permuted graph tokens; :func:`explain_cells` adds the leave-one-cell-out drops;
-  :func:`token_text_note` says what the model's text leaves to its graph tokens.
+* What the graph tokens did (:mod:`.graph_effect`): :func:`graph_effect` re-scores an answer (and its gold
+  answer, :func:`gold_target`) with its own, zeroed and permuted graph tokens; :func:`explain_cells` adds the
+  leave-one-cell-out changes (each cell out of its tokens and its text lines); :func:`attribution_note` says
+  whether that attribution beat a random cell for the checkpoint (:mod:`.attribution`);
+  :func:`token_text_note` says what the model's text leaves to its graph tokens. The page computes these
+  only when asked (they cost more than the answer).
 * Tables for the page: retrieved cells, timings, the prompt layout.
 """
 from __future__ import annotations
@@ -43,7 +46,7 @@ from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the p
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
-from .graph_effect import GraphTokenEffect, attribute, cells_table, graph_token_effect
+from .graph_effect import CellEffect, GraphTokenEffect, answer_effect, attribute, cells_table, graph_token_effect
 from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
                     checkpoint_info, committed_checkpoints, graph_task, label_question, own_question, route)
 
@@ -195,18 +198,34 @@ def _effect_inputs(pipe: TopoRAGPipeline, a: Answer) -> tuple[tuple[str, ...] | 
     return choices, evidence
 
 
+def gold_target(answer: str, gold: Any) -> str | None:
+    """The one gold answer to score beside ``answer`` (:func:`gold_for`'s value: a string, or a list of golds):
+    the first gold the answer contains (normalised, whole words), else the first gold; ``None`` without one."""
+    golds = [str(g) for g in (gold if isinstance(gold, list) else [gold]) if g is not None and normalize(str(g))]
+    if not golds:
+        return None
+    return next((g for g in golds if answer_in_context(g, answer)), golds[0])
+
+
 def graph_effect(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, a: Answer,
-                 max_new_tokens: int | None = None) -> GraphTokenEffect:
-    """The answer ``a`` (to ``question``) re-scored with its own, zeroed and permuted graph tokens."""
+                 max_new_tokens: int | None = None, gold: Any = None) -> GraphTokenEffect:
+    """The answer ``a`` (to ``question``) re-scored with its own, zeroed and permuted graph tokens, with the
+    gold answer (:func:`gold_for`'s value, when known) scored beside it: the directions
+    :meth:`~.graph_effect.GraphTokenEffect.verdict` words. Costs three LLM passes and one greedy decode
+    (open answers): the page runs it only when asked."""
     choices, evidence = _effect_inputs(pipe, a)
     return graph_token_effect(pipe, ecx, a.subcomplex, question, a.context, a.answer, choices, evidence,
-                              max_new_tokens=max_new_tokens)
+                              max_new_tokens=max_new_tokens, gold=gold_target(a.answer, gold))
 
 
 def explain_cells(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, a: Answer,
-                  effect: GraphTokenEffect, cap: int = 40) -> None:
-    """Fill ``effect.cells``: the leave-one-cell-out drops of the answer's log-probability."""
-    attribute(pipe, ecx, a.subcomplex, question, a.context, effect, evidence=_effect_inputs(pipe, a)[1], cap=cap)
+                  effect: GraphTokenEffect | None = None, cap: int = 40, text: bool = True) -> list[CellEffect]:
+    """The change of the answer's log-probability when each cell leaves both its graph tokens and (``text``)
+    its context lines (:func:`~.graph_effect.attribute`), the most supportive first; also ``effect.cells``
+    when ``effect`` is given (else the arms are not scored at all)."""
+    choices, evidence = _effect_inputs(pipe, a)
+    effect = effect if effect is not None else answer_effect(pipe, a.answer, choices)
+    return attribute(pipe, ecx, a.subcomplex, question, a.context, effect, evidence=evidence, cap=cap, text=text)
 
 
 TOKEN_TEXT_NOTES = {
@@ -227,8 +246,18 @@ def token_text_note(pipe: TopoRAGPipeline) -> str | None:
 
 
 def cells_effect_table(effect: GraphTokenEffect, top: int = 10) -> list[dict[str, Any]]:
-    """The ``top`` cells by leave-one-out drop (rows for the page; ``[]`` before :func:`explain_cells`)."""
+    """The ``top`` cells by leave-one-out drop, with the signed change (rows for the page; ``[]`` before
+    :func:`explain_cells`)."""
     return cells_table(effect.cells or [], top)
+
+
+def attribution_note(checkpoint: str) -> tuple[bool, str]:
+    """``(show the attribution as an explanation, the line to show with it)`` for the checkpoint folder
+    that answered (:func:`~.attribution.attribution_verdict`: measured against a random retrieved cell in
+    docs/results/attribution.md)."""
+    from .attribution import attribution_verdict
+
+    return attribution_verdict(checkpoint)
 
 
 def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
