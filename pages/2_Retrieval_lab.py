@@ -83,8 +83,13 @@ ecx = get_embedded(key, tree, seed, graph) if cells_used else None  # node metho
 st.caption(f"{graph.name or 'unnamed graph'}: {cx.num_nodes} nodes, {cx.num_edges} 1-cells, "
            f"{cx.num_cells2} 2-cells; encoder {get_encoder(choice).name}. Embeddings are computed once per "
            "graph; moving a slider only re-runs the retrieval.")
-question = st.text_area("Question", value=graph.meta.get("question") or "", key=f"lab_question_{key}", height=90,
-                        help="Press Ctrl+Enter (or click outside) to retrieve.")
+# the question typed on Home / Ask is carried here (state.question_box); the lab's own edits win afterwards
+own_question = graph.meta.get("question") or ""
+state.question_box(ss, f"lab_question_{key}", own_question or state.suggested_question(graph), graph_key=key)
+question = st.text_area("Question", key=f"lab_question_{key}", height=90, on_change=state.share_question,
+                        args=(ss, f"lab_question_{key}"), help="Press Ctrl+Enter (or click outside) to retrieve.")
+if not own_question and question == state.suggested_question(graph):
+    st.caption("This graph came without a question: a suggested one about its best-connected node. Edit it.")
 
 try:
     results, baselines = {}, {}
@@ -109,10 +114,27 @@ if subs:
     for m, sub in subs.items():
         for w in state.result_warnings(sub):
             st.warning(f"{method_label(m)}: {w}")
+    first_cells = next(iter(subs))
+    effect = lab.c2_effect(ecx, question, settings[first_cells])
+    if effect is not None and (effect.lo < effect.hi or not effect.candidates):
+        st.info(f"**C2 ({method_label(first_cells)})**: {effect.note}")
+if len(subs) == 2:  # two cell methods: one full-width view, cells marked by which method retrieved them
+    (name_a, sub_a), (name_b, sub_b) = subs.items()
+    marks = lab.compare_marks(sub_a, sub_b, method_label(name_a), method_label(name_b))
+    st.markdown(f"**{method_label(name_a)} (A) against {method_label(name_b)} (B)**")
+    st.markdown(lab.compare_legend_html(name_a, name_b), unsafe_allow_html=True)
+    diff = render_view(cx, node_marks=marks["node_marks"], edge_marks=marks["edge_marks"],
+                       focus_cells2=marks["cells2"], cell_rgb=marks["cell_rgb"], cap=cap, height_px=620)
+    st.caption(diff.caption())
+    show_view(diff)
+    st.dataframe(lab.membership_frame(sub_a, sub_b, name_a, name_b), hide_index=True)
+    st.markdown("**Each method on its own** (coloured by role)")
+if subs:
     st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 if node_results:
     st.markdown(topo_view.legend_html(), unsafe_allow_html=True)
-for col, (m, res) in zip(st.columns(len(results)), results.items()):
+for col, (m, res) in zip(st.columns(len(results)) if len(subs) != 2 else [st.container() for _ in results],
+                         results.items()):
     with col:
         if is_node(m):
             st.markdown(f"**{method_label(m)}**: {topo_view.summary_line(res, graph)}")
@@ -164,9 +186,9 @@ with tabs["Sweep: k and C2"]:
         first = settings[method]
         shown = ", ".join(f"{n} = {v:g}" for n, v in first.params.items() if isinstance(v, (int, float)))
         dk = cached_sweep_k(ecx, key, tree, seed, question, first, ecx.encoder.name)
-        a.plotly_chart(sweep_chart(dk, "k", f"Cells per dimension as k goes 0..5 ({shown})"), key="sweep_k")
+        a.plotly_chart(sweep_chart(dk, "k", "Cells per dimension as k goes 0..5", shown), key="sweep_k")
         dc = cached_sweep_c2(ecx, key, tree, seed, question, first, ecx.encoder.name)
-        b.plotly_chart(sweep_chart(dc, "C2", f"Cells per dimension as C2 varies ({shown})"), key="sweep_c2")
+        b.plotly_chart(sweep_chart(dc, "C2", "Cells per dimension as C2 varies", shown), key="sweep_c2")
         a.dataframe(dk, hide_index=True)
         b.dataframe(dc, hide_index=True)
 with tabs["Timings"]:

@@ -263,7 +263,7 @@ def test_lab_compare_mode_shows_two_methods():
     rows = counts(at)
     assert [r["method"] for r in rows] == ["TopoRAG (cell complex)", "Top-k triples (KAPING)"]
     assert rows[1]["2-cells"] == 0
-    assert len(iframes(at)) == 2
+    assert len(iframes(at)) == 3  # the two methods in one view (cells marked A only / B only / both), then each
 
 
 def test_lab_sweep_tables_match_the_library():

@@ -60,12 +60,22 @@ def prize_table(sub, top: int = 10) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dim", "cell", "prize", "retrieved", "in context", "text"])
 
 
+PANEL_GAP_PX = 72   # between the prize panels: the x tick labels of one and the title of the next fit in it
+BAR_PX = 24
+
+
 def prize_chart(table: pd.DataFrame) -> go.Figure:
-    """Horizontal bars of the prizes in :func:`prize_table`, one panel (row) per rank."""
+    """Horizontal bars of the prizes in :func:`prize_table`, one panel (row) per rank.
+
+    Laid out in pixels: every bar :data:`BAR_PX` high and :data:`PANEL_GAP_PX` between panels, so a panel's
+    title never meets the tick labels of the panel above, however many bars each has."""
     names = ("0-cells", "1-cells", "2-cells")
     sizes = [max(1, int((table["dim"] == r).sum())) for r in range(3)]
-    fig = make_subplots(rows=3, cols=1, subplot_titles=names, vertical_spacing=0.14,
-                        row_heights=[s / sum(sizes) for s in sizes])
+    panels = [BAR_PX * s + 16 for s in sizes]
+    top, bottom = 70, 30
+    plot = sum(panels) + 2 * PANEL_GAP_PX
+    fig = make_subplots(rows=3, cols=1, subplot_titles=names, vertical_spacing=PANEL_GAP_PX / plot,
+                        row_heights=[p / sum(panels) for p in panels])
     for rank, name in enumerate(names):
         part = table[table["dim"] == rank].iloc[::-1]
         labels = [(t if len(t) <= 60 else t[:59] + "\u2026") for t in part["text"]]
@@ -76,16 +86,22 @@ def prize_chart(table: pd.DataFrame) -> go.Figure:
                              marker_color=[RANK_COLOURS[name] if r else "#c7c7c7" for r in part["retrieved"]]),
                       row=rank + 1, col=1)
     fig.update_yaxes(automargin=True, tickfont=dict(size=11))
-    fig.update_layout(height=140 + 24 * sum(sizes), showlegend=False, margin=dict(l=10, r=10, t=50, b=10),
-                      title="Prizes (grey = not retrieved)")
+    fig.update_xaxes(tickfont=dict(size=11))
+    for ann in fig.layout.annotations:  # subplot titles: left, bold, just above their panel
+        ann.update(x=0, xanchor="left", font=dict(size=13), yshift=4)
+    fig.update_layout(height=top + plot + bottom, showlegend=False, margin=dict(l=10, r=10, t=top, b=bottom),
+                      title=dict(text="Prizes (grey = not retrieved)", y=1, yanchor="top", pad=dict(t=12)))
     return fig
 
 
-def sweep_chart(df: pd.DataFrame, x: str, title: str) -> go.Figure:
-    """Cells per dimension (lines) against the swept parameter ``x``."""
+def sweep_chart(df: pd.DataFrame, x: str, title: str, subtitle: str = "") -> go.Figure:
+    """Cells per dimension (lines) against the swept parameter ``x``; ``subtitle`` (e.g. the other parameters)
+    goes on a second, smaller title line, the legend below the axis, so nothing overlaps at half a page's width."""
     long = df.melt(id_vars=[x], value_vars=["0-cells", "1-cells", "2-cells"], var_name="dimension", value_name="cells")
-    fig = px.line(long, x=x, y="cells", color="dimension", markers=True, color_discrete_map=RANK_COLOURS, title=title)
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=40, b=10))
+    fig = px.line(long, x=x, y="cells", color="dimension", markers=True, color_discrete_map=RANK_COLOURS)
+    text = title + (f"<br><span style='font-size:11px;color:#555'>{subtitle}</span>" if subtitle else "")
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=70, b=10), title=dict(text=text, x=0.01, y=0.97),
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, title_text=""))
     return fig
 
 

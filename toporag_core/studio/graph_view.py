@@ -525,7 +525,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
                 seeds=None, cap: int = DEFAULT_CAP, height_px: int = 560,
                 node_marks: Mapping[int, tuple[str, str]] | None = None,
                 highlight_nodes: Mapping[int, str] | None = None,
-                edge_marks: Mapping[int, tuple[str, float, str]] | None = None) -> GraphView:
+                edge_marks: Mapping[int, tuple[str, float, str]] | None = None,
+                cell_rgb: Mapping[int, str] | None = None) -> GraphView:
     """Build the HTML view of ``cx``.
 
     Args:
@@ -548,6 +549,8 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
         edge_marks: optional ``{1-cell: (colour, width, tooltip note)}`` (e.g. a harmonic 1-cochain's value
             on each edge, or the method that retrieved it): those 1-cells are drawn so, on top of any
             other style; the other 1-cells keep theirs.
+        cell_rgb: optional ``{2-cell: "r, g, b"}``: the fill and outline colour of those filled 2-cells
+            (e.g. which method retrieved them), instead of the palette.
     """
     highlight = {int(i): str(note) for i, note in (highlight_nodes or {}).items()}
     focus_cells2 = [int(f) for f in focus_cells2]
@@ -597,7 +600,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     sizes = {n["id"]: n["size"] for n in net.nodes}
     lay, labels_payload, edge_payload = _labels(cx, shown, painted, important_set, labelled_edges, xy, local, sizes,
                                                 height_px)
-    payload, kept_f, kept_o, colours = _cells_payload(cx, sub, focus_cells2, shade_cells2, in_view)
+    payload, kept_f, kept_o, colours = _cells_payload(cx, sub, focus_cells2, shade_cells2, in_view, cell_rgb or {})
     page = _finish_html(net.generate_html(notebook=False), payload, labels_payload, edge_payload,
                         lay.view_box.tolist())
     return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
@@ -756,8 +759,9 @@ def _network(height_px: int):
     return net
 
 
-def _cells_payload(cx: CellComplex, sub, focus_cells2: list[int], shade_cells2: list[int],
-                   in_view: np.ndarray) -> tuple[list[dict], list[int], list[int], dict[int, str]]:
+def _cells_payload(cx: CellComplex, sub, focus_cells2: list[int], shade_cells2: list[int], in_view: np.ndarray,
+                   cell_rgb: Mapping[int, str] | None = None
+                   ) -> tuple[list[dict], list[int], list[int], dict[int, str]]:
     """The 2-cells to paint (filled: the focus and retrieved ones; shaded: the others asked for and the
     candidates not chosen) whose every vertex is in view: ``(payload, filled, shaded, {filled: stroke})``."""
     filled = list(focus_cells2)
@@ -778,6 +782,7 @@ def _cells_payload(cx: CellComplex, sub, focus_cells2: list[int], shade_cells2: 
         if is_filled:
             # several picked / retrieved 2-cells: one colour each, so they can be told apart
             rgb = CELL_PALETTE[picked.index(f) % len(CELL_PALETTE)] if many and f in picked else CELL_PALETTE[0]
+            rgb = (cell_rgb or {}).get(int(f), rgb)
             fill, stroke = f"rgba({rgb}, 0.28)", f"rgba({rgb}, 0.95)"
             colours[int(f)] = stroke
         payload.append({"nodes": ids.tolist(), "fill": fill, "stroke": stroke, "width": 2.5})
