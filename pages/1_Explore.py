@@ -7,6 +7,7 @@ from toporag_core.studio import resources
 from toporag_core.studio import state
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.learn import lifting_steps
+from toporag_core.studio.explore import cycles_html
 from toporag_core.studio.resources import get_complex, show_view
 
 st.set_page_config(page_title="Explore the complex", layout="wide")
@@ -42,6 +43,8 @@ event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="
                      height=240, column_order=["2-cell", "boundary length", "cycle", "chord", "non-tree edge"],
                      column_config={"cycle": st.column_config.TextColumn(width="large")})
 picked_table = shown.iloc[list(event.selection.rows)]["2-cell"].tolist() if event is not None else []
+with st.expander(f"Every cycle in full ({len(shown)} 2-cells)", expanded=len(shown) <= 12):
+    st.markdown(cycles_html(shown), unsafe_allow_html=True)  # user text escaped there
 picked = list(dict.fromkeys([*picked_table, *picked_side]))
 shaded = [f for f in range(cx.num_cells2) if f not in picked] if shade_all else []
 

@@ -11,8 +11,10 @@ What it draws:
 
 Labels: the nodes that matter (retrieval terminals and every retrieved node, the picked
 2-cells' boundaries, marked nodes) are labelled on *every* graph size; on small views (at most
-:data:`PAINT_ALL_NODES` nodes) every node is, and every 1-cell too. Labels are never cut with "..."
-(long texts wrap onto lines; only a text longer than :data:`LABEL_LINES` lines ends in an ellipsis).
+:data:`PAINT_ALL_NODES` nodes) every node is, and every 1-cell too; on denser views the other nodes'
+labels follow, best-connected first, wherever they find room (the rest are left to their tooltips).
+Labels are never cut with "..." (long texts wrap onto lines; only a text longer than
+:data:`LABEL_LINES` lines ends in an ellipsis).
 They are placed here, not in the browser (:func:`layout_labels`): greedily, in priority order, each
 node label takes the first place around its node (below, above, right, left, diagonals, then rings
 farther out) that meets no label placed before it, so node labels never overlap; a label of a node
@@ -572,12 +574,18 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     important = [i for i in _important_nodes(cx, sub, style.marks, focus_cells2, highlight) if in_view[i]]
     important_set = set(important)
     paint_all = shown.size <= PAINT_ALL_NODES
-    painted = important + ([i for i in shown.tolist() if i not in important_set] if paint_all else [])
+    others = [i for i in shown.tolist() if i not in important_set]
+    if not paint_all:  # a dense view: the best-connected nodes' labels where they find room, the rest on hover
+        deg = np.bincount(local[cx.edges[eids]].reshape(-1), minlength=shown.size) if eids.size else \
+            np.zeros(shown.size, np.int64)
+        others = sorted(others, key=lambda i: -int(deg[local[i]]))
+    painted = important + others
     for i in shown.tolist():
         colour, size, extra = style.node(i)
         x, y = xy[local[i]].tolist()
-        # painted labels replace vis-network's own (a single space: pyvis shows the id for "")
-        label = " " if (i in important_set or paint_all) else "\n".join(wrap_label(cx.graph.node_text[i]))
+        # painted labels replace vis-network's own (a single space: pyvis shows the id for ""); vis-network's
+        # labels are never drawn, as nothing keeps them apart
+        label = " "
         net.add_node(i, label=label, title=_safe_title(_node_title(cx, i, html.escape(extra))),
                      color=colour, size=size, font={"size": 13, "color": "#222222"}, x=x, y=y)
     from pyvis.edge import Edge
