@@ -179,8 +179,15 @@ def paste_source(ss) -> None:
 
 
 def load_outcome(ss) -> None:
-    """The last load's error (and that the previous graph is still in use) or its success message."""
-    if ss.get(state.ERROR):
+    """The last load's error (and that the previous graph is still in use), a read without a header
+    that waits for confirmation, or its success message."""
+    pending = ss.get(state.PENDING)
+    if pending:
+        st.warning(pending["text"], icon=":material/help:")
+        c1, c2, _ = st.columns([1, 1, 3])
+        c1.button("Use it anyway", key="confirm_headerless", on_click=state.confirm_pending, args=(ss,))
+        c2.button("Keep the loaded graph", key="discard_headerless", on_click=state.discard_pending, args=(ss,))
+    elif ss.get(state.ERROR):
         st.error(f"Could not load that graph: {ss[state.ERROR]}")
         if ss.get(state.GRAPH) is not None:
             st.info(f"Still using the previously loaded graph: {ss[state.GRAPH].name or 'unnamed'}.")
@@ -190,9 +197,9 @@ def load_outcome(ss) -> None:
 
 def graph_summary(ss) -> None:
     """The current graph's numbers (nodes, 1-cells, b0, b1, 2-cells), its question, and where to go next."""
-    graph = resources.current_graph(ss)
+    graph = resources.current_graph(ss, announce=False)
     if ss.get(state.RESET):
-        st.info(ss[state.RESET], icon=":material/restart_alt:")
+        (st.warning if ss.get(state.LOST) else st.info)(ss[state.RESET], icon=":material/restart_alt:")
     tree, seed = state.tree_settings(ss)
     cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
     summary = cx.summary()

@@ -15,6 +15,7 @@ from toporag_core.hybrid import (
     view,
 )
 from toporag_core.hybrid.search import open_index
+from toporag_core.studio import state
 from toporag_core.studio.resources import encoder_choice, get_encoder
 
 st.set_page_config(page_title="Hybrid tables", layout="wide")
@@ -62,7 +63,9 @@ if folder:
                f"{d['cali']['cells_kept']} cells, encoder {d['encoder']}; fusion: "
                + ("fitted weights " + str(d["fitted_fusion"]) if d["fitted_fusion"] else "default weights")
                + (", question router on" if d["router"] else ", no question router") + ".")
-    question = st.text_input("Question", "", key="hy_index_question")
+    state.question_box(ss, "hy_index_question")  # the question typed on Home / Ask / the lab, if any
+    question = st.text_input("Question", key="hy_index_question", on_change=state.share_question,
+                             args=(ss, "hy_index_question"))
     if not question.strip():
         st.info("Type a question to search the index.")
         st.stop()

@@ -101,7 +101,11 @@ except (GraphFormatError, ValueError, FileNotFoundError) as e:
     st.error(f"Cannot run: {e}")
     st.stop()
 
-question = st.text_input("Question", value=default_q, key=f"dg_q_{default_q}")
+if not default_q:  # pasted documents or a corpus index: the question typed on Home / Ask / the lab, if any
+    state.question_box(ss, "dg_q_")
+    question = st.text_input("Question", key="dg_q_", on_change=state.share_question, args=(ss, "dg_q_"))
+else:  # a generated record asks its own question
+    question = st.text_input("Question", value=default_q, key=f"dg_q_{default_q}")
 if not question.strip():
     st.info("Type a question.")
     st.stop()

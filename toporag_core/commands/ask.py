@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, check_question_args, emit, load_from_args, setting_from_args
+from ._common import add_graph_args, add_method_args, check_question_args, emit, load_from_args, setting_from_args, \
+    warn
 
 
 def register(sub) -> None:
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tasks import get_task, task_of_graph
 
     graph = load_from_args(args)
+    warn(graph.meta.get("warnings"))  # e.g. a table read without a header
     question = args.question or graph.meta.get("question")
     if not question:
         raise ValueError("--question is required (this graph carries no question of its own)")

@@ -4,7 +4,8 @@ The table's header may name the columns ``head,relation,tail`` (aliases ``subjec
 ``source/src``, ``target/dst``, ``edge_attr``); without a recognised header the table has 3 columns.
 JSON: a list of ``[head, relation, tail]`` or of ``{"head", "relation", "tail"}`` objects. Nodes are
 identified by their stripped text; relation text is stripped. This is the fallback format of
-auto-detection.
+auto-detection. A table read without a header says so: a warning in ``meta["warnings"]`` and
+``meta["headerless"] = True`` (the app asks before such a read replaces a loaded graph).
 """
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ def _triples_from_table(lines: Iterable[str], delimiter: str, file: str, limits:
         b.add(h, r, t, line=line)
     if not b.rel:
         raise GraphFormatError("no triples (only a header)" if not first else "no triples", file=file)
-    return b.graph({"warnings": warnings} if warnings else None)
+    return b.graph({"warnings": warnings, "headerless": True} if warnings else None)
 
 
 def _triple_of(item: Any, i: int, file: str, limits: Limits) -> tuple[str, str, str]:

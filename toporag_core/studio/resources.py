@@ -111,14 +111,24 @@ def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> E
     return EmbeddedComplex(cx, _get_embeddings(graph_key, tree, seed, choice, cx), get_encoder(choice))
 
 
-def current_graph(ss) -> TextualGraph:
+def current_graph(ss, announce: bool = True) -> TextualGraph:
     """The session's graph (:func:`.state.current_graph`), restored from the address's ``?graph=``
-    on a new session; the address is then kept in step with the graph (built-in and benchmark
-    graphs are named there, so a reload finds them; an upload removes the name)."""
-    from . import samples, state
+    on a new session; the address is then kept in step with the graph: built-in and benchmark graphs
+    by their source, any other graph (an upload, pasted text, a knowledge-graph cut) written to the
+    kept uploads (:mod:`.graph_store`) and named ``upload:<fingerprint>``, so a reload of any page
+    finds it. ``announce``: on the run that started the session, say which graph it restored, or
+    that the uploaded graph was lost and which graph is shown instead (Home shows the note itself)."""
+    from . import graph_store, samples, state
 
+    fresh = ss.get(state.GRAPH) is None
     graph = state.current_graph(ss, st.query_params.get("graph"))
+    if announce and fresh and ss.get(state.RESET):
+        (st.warning if ss.get(state.LOST) else st.info)(ss[state.RESET], icon=":material/restart_alt:")
     src = samples.restorable_source(graph)
+    if src is None:
+        key = ss[state.GRAPH_KEY]
+        kept = graph_store.is_kept(key) or graph_store.save(graph, key)
+        src = graph_store.source_of(key) if kept else None
     if src and st.query_params.get("graph") != src:
         st.query_params["graph"] = src
     elif not src and "graph" in st.query_params:
