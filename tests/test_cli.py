@@ -90,6 +90,19 @@ def test_console_script_entry_point(scene):
     assert proc.returncode == 0 and json.loads(proc.stdout)["cells2"] == 1
 
 
+def test_ask_headerless_warns_on_stderr_and_still_answers(tmp_path, capsys, monkeypatch):
+    from toporag_core.testing import build_tiny_checkpoint
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    p = tmp_path / "people.csv"
+    p.write_text("name,age,city\nAda,36,London\n")
+    code, out, err = run(capsys, "ask", p, "-q", "Who lives in London?", "--checkpoint", ckpt, "--device", "cpu",
+                         "--json")
+    assert code == 0 and "answer" in json.loads(out)
+    assert "toporag: warning: line 1 read as data: no header recognised" in err
+
+
 def test_lift_headerless_warns_on_stderr_and_in_json(tmp_path, capsys):
     p = tmp_path / "plain.csv"
     p.write_text("cup,on,table\nplate,on,table\n")
