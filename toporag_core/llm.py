@@ -248,6 +248,7 @@ def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.
         tokenizer has a pad token (EOS when it had none) and pads on the left.
     """
     _offline()
+    quiet_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if name_or_path is None or str(name_or_path) in PACKAGED_LLMS:
@@ -269,6 +270,19 @@ def load_llm(name_or_path: str | os.PathLike | None = None, device: str | torch.
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
     return model, tok
+
+
+def quiet_transformers() -> None:
+    """No third-party noise on stderr: transformers' progress bars and info logging off, and its
+    ``past_key_values`` deprecation notice (the cache argument this package passes on purpose, as every
+    supported transformers release reads it) filtered. Real errors still raise."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message=r".*past_key_values.*deprecated.*")
 
 
 def freeze(model: torch.nn.Module) -> torch.nn.Module:

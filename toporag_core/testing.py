@@ -87,13 +87,14 @@ def tiny_model(in_dim: int = 256, mode: str = "soft_prompt", chat: bool = True, 
 
 def build_tiny_checkpoint(folder: str | os.PathLike, in_dim: int = 256, seed: int = 0, dataset: str = "tiny",
                           retrieval: dict[str, Any] | None = None, question_form: str = "plain",
-                          **config: Any) -> Path:
+                          reader: dict[str, Any] | None = None, **config: Any) -> Path:
     """A trained-format checkpoint folder: ``config.json`` + ``model.safetensors`` + ``llm/``.
 
     The config's ``llm`` is the absolute path of the tiny LLM folder inside, so
     ``TopoRAGPipeline.load(folder)`` needs nothing else. ``retrieval`` is stored like
     ``toporag train`` stores it (the setting the app offers as the default); ``question_form`` as
-    training copies it from the task (``"graphqa"`` for a scene or WebQSP checkpoint); ``config``:
+    training copies it from the task (``"graphqa"`` for a scene or WebQSP checkpoint); ``reader``: the
+    ``"reader"`` entry of ``config.json`` (``{"open": "names"}``: open answers read from entity names); ``config``:
     more :class:`~toporag_core.model.TopoRAGConfig` fields (``mode="lora"``, ``graph_position``, ...).
     """
     folder = Path(folder)
@@ -102,5 +103,5 @@ def build_tiny_checkpoint(folder: str | os.PathLike, in_dim: int = 256, seed: in
     setting = {"method": "toporag", "k0": 3, "k1": 3, "k2": 3, "c2": 0.5, "edge_cost": 0.5, "use_cells2": True,
                "tree": "bfs"}
     setting.update(retrieval or {})
-    model.save(folder, extra={"dataset": dataset, "retrieval": setting})
+    model.save(folder, extra={"dataset": dataset, "retrieval": setting, **({"reader": reader} if reader else {})})
     return folder

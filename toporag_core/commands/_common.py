@@ -91,12 +91,29 @@ def load_from_args(args: argparse.Namespace):
     (by the rule :func:`~toporag_core.validate.check_record` the service shares)."""
     from ..io import load_graph
 
+    refuse_store(args.path, getattr(args, "question", None))
     record: Any = args.record
     if isinstance(record, str) and record.isdigit():
         record = int(record)
     if record is not None:
         check_record_arg(args.path, args.format, record)
     return load_graph(args.path, format=args.format, record=record)
+
+
+def refuse_store(path: str, question: str | None = None) -> None:
+    """A DuckDB knowledge-graph store is not a graph file: say which command reads it."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return
+    if head[8:12] == b"DUCK" or p.suffix.lower() == ".duckdb":
+        q = f' -q "{question}"' if question else ' -q "..."'
+        raise ValueError(f"{path}: a knowledge-graph store, not a graph file: answer from it with "
+                         f"`toporag kg ask {path}{q}` (or cut a subgraph with `toporag kg subgraph`)")
 
 
 def check_record_arg(path: str, fmt: str, record: int | str) -> None:

@@ -4,6 +4,11 @@
     toporag kg import kg.duckdb kg.parquet [more.csv ...] [--overwrite]
     toporag kg subgraph kg.duckdb -q "Where is red river 0?" --kg-hops 2 [--entity NAME] [--link auto|exact|fuzzy]
     toporag kg retrieve kg.duckdb -q "..." --kg-hops 2 [--method toporag ...] [--encoder hashing] --json
+    toporag kg ask kg.duckdb -q "Who directed the films of Tom Hanks?" [--entity NAME] [--checkpoint DIR] [--json]
+    toporag kg eval kg.duckdb questions.jsonl --out preds.jsonl [--methods toporag,g-retriever] [--json]
+
+``kg ask`` / ``kg eval`` answer with the general checkpoint by default, retrieving with ``toporag-seeded``
+(relation paths from the linked entities; :mod:`toporag_core.kg.answer`).
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import csv
 import sys
 import time
 
-from ._common import add_method_args, emit, setting_from_args
+from ._common import add_method_args, emit, setting_from_args, warn
 
 
 def _add_extract_args(p: argparse.ArgumentParser) -> None:
@@ -26,6 +31,20 @@ def _add_extract_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entity", action="append", default=None, help="seed entity by name (repeatable; skips linking)")
     p.add_argument("--max-nodes", type=int, default=50_000, help="stop before a hop that would exceed this many nodes")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+KG_METHOD = "toporag-seeded"  # the default retrieval of kg ask / kg eval: it follows relations from the seeds
+
+
+def _add_answer_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint folder, or 'none' for the zero-shot LLM (default: the general checkpoint)")
+    p.add_argument("--llm", default=None, help="override the LLM: local HF folder or hub id")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--reader", default=None, choices=("names", "generate"),
+                   help="open answers scored from the subcomplex's entity names, or generated (default: the "
+                        "checkpoint's)")
+    p.add_argument("--max-new-tokens", type=int, default=None)
 
 
 def register(sub) -> None:
@@ -53,6 +72,27 @@ def register(sub) -> None:
     add_method_args(r, dimension="cells")
     r.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
     r.set_defaults(func=run_retrieve)
+    a = kg.add_parser("ask", help="answer a question from the store: link, k-hop subgraph, retrieve, answer")
+    _add_extract_args(a)
+    add_method_args(a, dimension="cells", default=None)
+    _add_answer_args(a)
+    a.set_defaults(func=run_ask)
+    e = kg.add_parser("eval", help="answer a question file (JSONL: id, question, answers, topic) and score it")
+    e.add_argument("db", help="the DuckDB store (made by `toporag kg import`)")
+    e.add_argument("questions", help='JSONL, one {"id", "question", "answers": [...], "topic": optional} per line')
+    e.add_argument("--out", default=None, help="write one predictions record per question here (JSONL; readable by "
+                                               "`toporag compare` and the Error analysis page)")
+    e.add_argument("--methods", default=None,
+                   help="comma-separated retrieval methods whose answer coverage is also measured "
+                        "(default: toporag,g-retriever besides the answering method)")
+    e.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    e.add_argument("--kg-hops", type=int, default=2, help="k of the k-hop neighbourhood (default 2)")
+    e.add_argument("--link", default="auto", choices=("auto", "exact", "fuzzy"), help="entity linking (as kg subgraph)")
+    e.add_argument("--max-nodes", type=int, default=50_000, help="stop before a hop that would exceed this many nodes")
+    e.add_argument("--json", action="store_true", help="print one JSON summary object")
+    add_method_args(e, dimension="cells", default=None)
+    _add_answer_args(e)
+    e.set_defaults(func=run_eval)
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -65,8 +105,12 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from ..kg import KGStore
 
+    if Path(args.db).exists() and not args.overwrite:
+        raise ValueError(f"{args.db}: already exists (add --overwrite to replace it)")
     t0 = time.perf_counter()
     with KGStore.create(args.db, args.files, overwrite=args.overwrite) as store:
         out = {**store.counts(), "db": args.db, "seconds": time.perf_counter() - t0}
@@ -76,7 +120,17 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _links_json(links) -> list[dict]:
-    return [{"id": lk.id, "name": lk.name, "mention": lk.mention, "how": lk.how, "score": lk.score} for lk in links]
+    from ..kg.answer import links_json
+
+    return links_json(links)
+
+
+def _hint(links, given: bool) -> None:
+    from ..kg.link import link_quality
+
+    hint = None if given else link_quality(links)
+    if hint:
+        warn([hint])
 
 
 def run_subgraph(args: argparse.Namespace) -> int:
@@ -94,7 +148,10 @@ def run_subgraph(args: argparse.Namespace) -> int:
             w.writerows((g.node_text[a], r, g.node_text[b]) for a, r, b in zip(s.tolist(), g.edge_text, t.tolist()))
     out = {"links": _links_json(links), "nodes": g.num_nodes, "triples": g.num_edges, "hops": nb.hops,
            "hops_done": nb.hops_done, "truncated": nb.truncated, "seconds": time.perf_counter() - t0}
-    emit(out, args.json, f"linked {', '.join(f'{lk.name} ({lk.how})' for lk in links)}; {nb.hops_done}-hop subgraph: "
+    from ..kg.answer import links_line
+
+    _hint(links, bool(args.entity))
+    emit(out, args.json, f"{links_line(links)}; {nb.hops_done}-hop subgraph: "
                          f"{g.num_nodes} nodes, {g.num_edges} triples"
                          + (" (stopped early: --max-nodes)" if nb.truncated else "") + f" ({out['seconds']:.2f} s)")
     return 0
@@ -110,6 +167,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
         res = retrieve_from_kg(store, args.question, get_encoder(args.encoder), hops=args.kg_hops, link=args.link,
                                entities=args.entity, setting=setting, max_nodes=args.max_nodes)
     sub, nb = res["subcomplex"], res["neighbourhood"]
+    _hint(res["links"], bool(args.entity))
+    warn(sub.warnings)  # e.g. G-Retriever's prize ties, as `toporag retrieve` prints them
     out = sub.to_dict()
     out.update(links=_links_json(res["links"]), subgraph={"nodes": nb.graph.num_nodes, "triples": nb.graph.num_edges,
                                                           "hops_done": nb.hops_done, "truncated": nb.truncated},
@@ -118,4 +177,95 @@ def run_retrieve(args: argparse.Namespace) -> int:
         emit(out, True, "")
     else:
         sys.stdout.write(textualize(sub) + "\n")
+    return 0
+
+
+def _pipeline(args: argparse.Namespace):
+    from ..pipeline import REPO_ROOT, TopoRAGPipeline
+
+    ckpt = args.checkpoint
+    if ckpt is not None and ckpt.strip().lower() == "none":
+        pipe = TopoRAGPipeline.text_only(args.llm, device=args.device)
+    else:
+        folder = ckpt or str(REPO_ROOT / "assets" / "checkpoints" / "general")
+        pipe = TopoRAGPipeline.load(folder, llm=args.llm, device=args.device)
+    pipe.reader_override = args.reader
+    return pipe
+
+
+def _kg_setting(args: argparse.Namespace, pipe):
+    """The options' setting; without --method the kg default (:data:`KG_METHOD`), with the checkpoint's
+    parameters only when the checkpoint retrieves with that method too."""
+    base = pipe.meta.get("retrieval")
+    if args.method is None:
+        args.method = KG_METHOD
+    if not base or base.get("method") != args.method:
+        base = None
+    return setting_from_args(args, base)
+
+
+def _open_store(path: str):
+    from ..kg import KGStore
+
+    return KGStore(path)
+
+
+def _answer_lines(out: dict) -> list[str]:
+    lines = [f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out.get("probability") is not None
+                                          else "")]
+    if out.get("low_confidence"):
+        lines.append("low confidence: the model's probability is below the threshold calibrated on validation")
+    cands = out.get("candidates") or []
+    if len(cands) > 1:
+        lines.append("candidates: " + ", ".join(f"{c['name']} ({c['probability']:.2f})" for c in cands[:5]))
+    return lines
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from ..kg.answer import ask_store, links_line
+
+    with _open_store(args.db) as store:
+        pipe = _pipeline(args)
+        setting = _kg_setting(args, pipe)
+        out = ask_store(store, pipe, args.question, setting, entities=args.entity, link=args.link, hops=args.kg_hops,
+                        max_nodes=args.max_nodes, max_new_tokens=args.max_new_tokens)
+    nb, sub = out["neighbourhood"], out["subcomplex"]
+    if out["hint"]:
+        warn([out["hint"]])
+    warn(sub.warnings)
+    result = {"answer": out["answer"], "probability": out["probability"], "margin": out["margin"],
+              "confidence": out["confidence"], "low_confidence": out["low_confidence"],
+              "candidates": out["candidates"], "topic": out["topic"], "question": args.question,
+              "links": _links_json(out["links"]), "hint": out["hint"],
+              "subgraph": {"nodes": nb.graph.num_nodes, "triples": nb.graph.num_edges, "hops_done": nb.hops_done,
+                           "truncated": nb.truncated},
+              "method": out["method"], "params": dict(out["setting"].params), "cells": out["cells"],
+              "context": out["context"], "timings": {**out["timings"], **out["kg_timings"]}, "model": pipe.describe()}
+    human = "\n".join([links_line(out["links"]) + f"; {nb.hops_done}-hop subgraph: {nb.graph.num_nodes} nodes, "
+                       f"{nb.graph.num_edges} triples", *_answer_lines(out),
+                       f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, "
+                       f"{len(out['cells']['edges'])} edges, {len(out['cells']['cells2'])} 2-cells", "",
+                       out["context"]])
+    emit(result, args.json, human)
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from ..kg.answer import evaluate_store, read_questions
+
+    questions = read_questions(args.questions)  # every line checked before the model loads
+    if args.limit is not None:
+        questions = questions[:max(0, args.limit)]
+    with _open_store(args.db) as store:
+        pipe = _pipeline(args)
+        setting = _kg_setting(args, pipe)
+        extra = [m.strip() for m in (args.methods or "toporag,g-retriever").split(",") if m.strip()]
+        summary = evaluate_store(store, pipe, questions, setting, extra, out=args.out, hops=args.kg_hops,
+                                 link=args.link, max_nodes=args.max_nodes, max_new_tokens=args.max_new_tokens,
+                                 on_warning=lambda line: warn([line]))
+    cov = ", ".join(f"{m} {v:.3f}" for m, v in summary["coverage"].items())
+    emit(summary, args.json, f"{summary['questions']} questions: Hit {summary['hit']:.3f}, "
+                             f"Hit@1 {summary['hit1']:.3f}; answer coverage: {cov}; "
+                             f"in the subgraph {summary['subgraph_coverage']:.3f}; "
+                             f"p50 {summary['p50_s']:.2f} s" + (f"; wrote {args.out}" if args.out else ""))
     return 0

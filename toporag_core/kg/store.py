@@ -199,17 +199,26 @@ class KGStore:
         ``progress`` as in :meth:`k_hop_nodes`."""
         nodes, done = self.k_hop_nodes(seeds, hops, max_nodes, progress)
         ids = nodes.tolist()
+        # Triples sorted by (head name, relation, tail name) and nodes in their order of first appearance
+        # (then any seed without a triple): exactly the graph that reading the exported CSV (`kg subgraph
+        # --out`, written in this order) gives back, so both retrieve and answer alike.
         tri = self.con.execute("""
             WITH n AS (SELECT unnest(?) AS id)
-            SELECT h, r, t FROM triples WHERE h IN (SELECT id FROM n) AND t IN (SELECT id FROM n)
-            ORDER BY h, t, r""", [ids]).fetchnumpy()
+            SELECT h, r, t FROM triples JOIN entities eh ON eh.id = h JOIN entities et ON et.id = t
+            WHERE h IN (SELECT id FROM n) AND t IN (SELECT id FROM n)
+            ORDER BY eh.name, r, et.name""", [ids]).fetchnumpy()
         h = np.asarray(tri["h"], dtype=np.int64)
         t = np.asarray(tri["t"], dtype=np.int64)
-        names = self.names(ids)
-        graph = TextualGraph(names, np.stack([np.searchsorted(nodes, h), np.searchsorted(nodes, t)]),
-                             [str(r) for r in tri["r"]], node_ids=[str(i) for i in ids],
+        seen = np.stack([h, t], 1).reshape(-1)
+        _, first = np.unique(seen, return_index=True)
+        order = seen[np.sort(first)]
+        order = np.concatenate([order, np.setdiff1d(np.asarray(ids, np.int64), order)])
+        local = np.empty(int(order.max()) + 1 if order.size else 0, np.int64)
+        local[order] = np.arange(order.size)
+        graph = TextualGraph(self.names(order.tolist()), np.stack([local[h], local[t]]).reshape(2, -1),
+                             [str(r) for r in tri["r"]], node_ids=[str(i) for i in order.tolist()],
                              name=f"{hops}-hop subgraph of {self.path.name}")
-        seed_idx = np.searchsorted(nodes, np.unique(np.asarray(list(seeds), dtype=np.int64))).tolist()
+        seed_idx = sorted(local[np.unique(np.asarray(list(seeds), dtype=np.int64))].tolist())
         return Neighbourhood(graph, seed_idx, hops, done, done < hops)
 
 
