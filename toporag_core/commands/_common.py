@@ -150,9 +150,11 @@ def _param_type(param):
     return convert
 
 
-def add_method_args(p: argparse.ArgumentParser, dimension: str | None = None, default: str | None = "toporag") -> None:
+def add_method_args(p: argparse.ArgumentParser, dimension: str | None = None, default: str | None = "toporag",
+                    show_all: bool = True) -> None:
     """``--method`` and every registered parameter as an option (default ``None``: the method's own
-    default, or a checkpoint's setting, applies)."""
+    default, or a checkpoint's setting, applies); ``show_all=False`` leaves the ``advanced`` parameters
+    out of ``--help`` (they still parse)."""
     from ..retrieval import METHODS, method_names
 
     names = method_names(dimension)
@@ -170,8 +172,9 @@ def add_method_args(p: argparse.ArgumentParser, dimension: str | None = None, de
         if name == "k":
             continue
         rng = "" if prm.min is None else f"; >= {prm.min:g}" if prm.max is None else f"; range {prm.min:g}..{prm.max:g}"
+        text = f"{prm.help} (default {prm.default}{rng}; methods: {', '.join(seen[name])})"
         p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=_param_type(prm), default=None,
-                       help=f"{prm.help} (default {prm.default}{rng}; methods: {', '.join(seen[name])})")
+                       help=argparse.SUPPRESS if prm.advanced and not show_all else text)
 
 
 def _k_type(text: str) -> int:

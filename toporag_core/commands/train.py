@@ -155,7 +155,7 @@ def add_data_args(p: argparse.ArgumentParser, defaults: bool = True, show_all: b
 
     opts = data_options()
     add_config_args(p, opts[:2], show_all)
-    add_method_args(p, dimension="cells", default="toporag" if defaults else None)
+    add_method_args(p, dimension="cells", default="toporag" if defaults else None, show_all=show_all)
     add_config_args(p, opts[2:], show_all, None if defaults else {"no_cells2": None, "text": None, "tree": None})
 
 

@@ -97,13 +97,14 @@ def register_builtin_methods() -> None:
         "toporag-seeded", "TopoRAG, seeded by the question's entities", "cells",
         (k_param("k0", "0-cells (nodes) by path score", 10), k_param("k1", "1-cells (edges) by path score", 10),
          K2, C2, EDGE_COST,
-         Param("hops", int, 2, 0, 6, "how many relations a path from a named entity may follow", ui=(0, 4, 1)),
+         Param("hops", int, 2, 0, 6, "how many relations a path from a named entity may follow", ui=(0, 4, 1),
+               advanced=True),
          Param("tau", float, 0.1, 0.001, 10.0, "temperature of relation relevance: a relation whose cosine is "
-               "tau below the best one costs one unit of log score", ui=(0.01, 0.5, 0.01)),
+               "tau below the best one costs one unit of log score", ui=(0.01, 0.5, 0.01), advanced=True),
          Param("hop_cost", float, 0.5, 0.0, 10.0, "log-score cost of each hop, so nearer nodes win ties",
-               ui=(0.0, 2.0, 0.05)),
+               ui=(0.0, 2.0, 0.05), advanced=True),
          Param("seeds", str, None, help="seed entities: node names or ids separated by '|' (default: the nodes the "
-                                        "question names)", widget=False)),
+                                        "question names)", widget=False, advanced=True)),
         retrieve_seeded, "rank prizes by relation paths from the entities the question names (bridge entities "
         "and the answers behind them), then the paper's 2-cell prizes, one PCST, boundary closure"))
     register_method(RetrievalMethod(

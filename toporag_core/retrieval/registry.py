@@ -46,7 +46,8 @@ class Param:
     ``ui = (low, high, step)`` is the range a slider offers (the validation range ``min..max``
     may be wider: the CLI accepts ``--k 50``, the slider stops at 10); without it pages show a
     number box. ``widget=False`` marks a parameter the pages set through their own control (a
-    node picker) rather than a generic one.
+    node picker) rather than a generic one. ``advanced=True``: a long ``--help`` (``toporag train``'s)
+    lists it only under ``--help-all``.
     """
 
     name: str
@@ -57,6 +58,7 @@ class Param:
     help: str = ""
     widget: bool = True
     ui: tuple[float, float, float] | None = None
+    advanced: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in (int, float, str, bool):
