@@ -240,6 +240,13 @@ for col, (m, a) in zip(cols, answers.items()):
             note = errors.citation_note({"evidence": a.evidence, "context": a.context})
             if note:
                 st.caption(note.strip())
+        cand = ask.candidates_frame(a)
+        if cand is not None:
+            st.markdown("**Candidate answers** (the retrieved entities' names, scored by the model; highlighted in "
+                        "the graph below)")
+            st.dataframe(cand, hide_index=True, key=f"ask_candidates_{m}",
+                         column_config={"probability": st.column_config.ProgressColumn(
+                             "probability", min_value=0.0, max_value=1.0, format="%.3f")})
         if a.label_probs:
             st.markdown("**Label probabilities** (closed answer set, scored by likelihood)")
             st.dataframe(ask.label_probs_frame(a.label_probs), hide_index=True, key=f"ask_probs_{m}",
@@ -258,7 +265,7 @@ st.markdown(legend_html(retrieval=True), unsafe_allow_html=True)
 for col, (m, a) in zip(st.columns(len(answers)), answers.items()):
     with col:
         view = render_view(a.subcomplex.complex, sub=a.subcomplex, cap=cap, height_px=480 if compare else 560,
-                           highlight_nodes=ask.cited_nodes(a))
+                           highlight_nodes={**ask.candidate_nodes(a), **ask.cited_nodes(a)})
         st.caption(view.caption())
         show_view(view)
 

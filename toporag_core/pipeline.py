@@ -50,6 +50,14 @@ class DecodeJob:
     context: str
     choices: tuple[str, ...] | None = None  # a closed answer set (label scoring), or None (open answer)
     names: tuple[str, ...] | None = None  # an open answer read from these candidate names (entity reader)
+    fit: ContextFit | None = None  # the context's fit to the token budget (what a cut dropped)
+    setting: RetrievalSetting | None = None  # the setting it was retrieved with
+    query: str | None = None  # the text retrieval read (the user's words)
+    retrieve_s: float = 0.0  # seconds of retrieval and context fitting
+
+
+class EncoderMismatch(ValueError):
+    """The graph's cell embeddings have another width than the checkpoint's encoder reads."""
 
 
 def topic_names(sub: Subcomplex, question: str) -> list[str]:
@@ -298,12 +306,69 @@ class TopoRAGPipeline:
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
+    def check_embeddings(self, ecx: EmbeddedComplex) -> None:
+        """:class:`EncoderMismatch` when the graph's cell embeddings do not have the width the checkpoint's
+        cell-complex encoder was trained on (e.g. a MiniLM checkpoint with the hashing encoder)."""
+        cfg = self.model.config
+        if not cfg.use_graph:
+            return
+        width = int(ecx.emb.x0.shape[1])
+        if width != cfg.cwn.in_dim:
+            enc = getattr(ecx.encoder, "name", "?")
+            raise EncoderMismatch(f"the checkpoint expects {cfg.cwn.in_dim}-d cell embeddings, but this graph was "
+                                  f"embedded with {enc} ({width}-d); use the sentence encoder the checkpoint was "
+                                  "trained with")
+
+    def plan(self, ecx: EmbeddedComplex, question: str, setting: RetrievalSetting | None = None,
+             query: str | None = None, choices: Sequence[str] | None | str = "auto") -> DecodeJob:
+        """Everything before the neural step of one answer, the same for :meth:`answer` and the core
+        service: checks (a non-empty question, a cell method, the embedding width), the setting (``k2 = 0``
+        for a "w/o CRL" checkpoint), retrieval with the user's words (``query``, default the question), the
+        context fitted by prize, and what the model chooses from: the closed answer set (``choices``;
+        ``"auto"`` = :meth:`choices_for`), else the candidate names of the name reader (:meth:`names_for`),
+        else nothing (greedy generation). Returns the :class:`DecodeJob` with its ``fit``, ``setting`` and
+        ``retrieve_s``."""
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        setting = setting or self.default_setting()
+        if setting.spec.dimension != "cells":
+            raise ValueError(f"method {setting.method!r} retrieves nodes; answering needs a subcomplex (a cell method)")
+        self.check_embeddings(ecx)
+        if not self.use_cells2:  # a "w/o CRL" checkpoint never saw 2-cells: retrieve none
+            setting = setting.without_cells2()
+        query = query or question  # retrieval reads the user's words, as training retrieved with them
+        prompt = self.prompt_for(question)
+        if ecx.encoder is None:
+            ecx.encoder = self.encoder
+        t0 = time.perf_counter()
+        sub = retrieve(ecx, query, setting=setting)
+        fit = self.fit_context(sub, prompt)
+        cands = self.choices_for(prompt) if isinstance(choices, str) else (tuple(choices or ()) or None)
+        names = self.names_for(sub, fit, query) if cands is None else None
+        return DecodeJob(sub, ecx, prompt, fit.text, cands, names, fit=fit, setting=setting, query=query,
+                         retrieve_s=time.perf_counter() - t0)
+
+    def finish(self, job: DecodeJob, res: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
+        """The answer dict of a planned and decoded job (see :meth:`answer` for its keys)."""
+        sub = job.sub
+        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
+                "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
+                "low_confidence": res["low_confidence"], "topic": topic_names(sub, job.query or job.question),
+                "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
+                "subcomplex": sub, "context": job.context,
+                "context_fit": job.fit, "prompt": self.prompt_layout(job.fit, job.question),
+                "cells": sub.cell_texts(self.use_cells2), "method": job.setting.method, "setting": job.setting,
+                "params": sub.params,
+                "timings": {"retrieve": job.retrieve_s, "encode": times["encode"], "generate": times["generate"]}}
+
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
                max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> dict[str, Any]:
-        """Retrieve a subcomplex for ``question`` and answer it for its task.
+        """Retrieve a subcomplex for ``question`` and answer it for its task: :meth:`plan`, :meth:`decode`,
+        :meth:`finish` (the core service runs the same three steps, batching the middle one).
 
         A closed answer set (``choices``; ``"auto"`` = :meth:`choices_for`) is answered by scoring
         each candidate's log-likelihood (exactly one label, with probabilities); an open question by
+        the name reader when the checkpoint has one (the retrieved entities' names, scored), else by
         greedy decoding cut to a short phrase at the end of the line.
 
         Args:
@@ -314,42 +379,21 @@ class TopoRAGPipeline:
 
         Returns:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
-            "probability", "raw" (the generated text), "clean", "evidence" (what an evidence-first
+            "probability", "margin" (lead over the runner-up), "candidates" (top labels / names with
+            probabilities), "confidence", "low_confidence" (:meth:`confidence_of`), "topic" (the question's
+            named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first
             checkpoint wrote before its yes/no, else None), "subcomplex", "context" (what the
             LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what
             a cut dropped), "prompt" (layout, with ``context_cut``), "cells" (texts), "timings"
-            {prepare, retrieve, encode, generate, total} (seconds), "method", "setting"}``.
+            {prepare, retrieve, encode, generate, total} (seconds), "method", "setting", "params"}``.
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
-        setting = setting or self.default_setting()
-        if setting.spec.dimension != "cells":
-            raise ValueError(f"method {setting.method!r} retrieves nodes; answering needs a subcomplex (a cell method)")
-        if not self.use_cells2:  # a "w/o CRL" checkpoint never saw 2-cells: retrieve none
-            setting = setting.without_cells2()
-        query = query or question  # retrieval reads the user's words, as training retrieved with them
-        question = self.prompt_for(question)
         t0 = time.perf_counter()
         ecx = graph_or_ecx if isinstance(graph_or_ecx, EmbeddedComplex) else self.prepare(graph_or_ecx)
-        if ecx.encoder is None:
-            ecx.encoder = self.encoder
         t1 = time.perf_counter()
-        sub = retrieve(ecx, query, setting=setting)
-        fit = self.fit_context(sub, question)
-        context = fit.text
-        t2 = time.perf_counter()
-        cands = self.choices_for(question) if isinstance(choices, str) else (tuple(choices or ()) or None)
-        names = self.names_for(sub, fit, query) if cands is None else None
-        (res,), times = self.decode([DecodeJob(sub, ecx, question, context, cands, names)],
-                                    max_new_tokens=max_new_tokens)
-        t4 = time.perf_counter()
-        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
-                "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
-                "low_confidence": res["low_confidence"], "topic": topic_names(sub, query),
-                "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
-                "subcomplex": sub, "context": context,
-                "context_fit": fit, "prompt": self.prompt_layout(fit, question),
-                "cells": sub.cell_texts(self.use_cells2), "method": setting.method, "setting": setting,
-                "params": sub.params,
-                "timings": {"prepare": t1 - t0, "retrieve": t2 - t1, "encode": times["encode"],
-                            "generate": times["generate"], "total": t4 - t0}}
+        job = self.plan(ecx, question, setting, query=query, choices=choices)
+        (res,), times = self.decode([job], max_new_tokens=max_new_tokens)
+        out = self.finish(job, res, times)
+        out["timings"] = {"prepare": t1 - t0, **out["timings"], "total": time.perf_counter() - t0}
+        return out

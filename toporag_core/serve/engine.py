@@ -49,7 +49,7 @@ from typing import Any
 
 from ..validate import LIFTINGS, check_lifting, check_seed
 from ..model import FrozenKVStore
-from ..pipeline import DecodeJob, TopoRAGPipeline
+from ..pipeline import DecodeJob, EncoderMismatch, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
 from .jobs import EmbedJob, EmbedJobs
@@ -245,33 +245,24 @@ class CoreEngine:
                max_new_tokens: int | None = None, timeout: float | None = None) -> dict[str, Any]:
         """Like :meth:`TopoRAGPipeline.answer`, with the neural part batched across requests."""
         pipe = self.pipe
-        setting = setting or pipe.default_setting()
-        if setting.spec.dimension != "cells":
-            raise RequestError(f"method {setting.method!r} retrieves nodes; answering needs a cell method",
-                               422, "invalid_value")
-        cfg = pipe.model.config
-        if cfg.use_graph and int(ecx.emb.x0.shape[1]) != cfg.cwn.in_dim:
-            raise RequestError(f"the checkpoint expects {cfg.cwn.in_dim}-d cell embeddings, the core's encoder "
-                               f"gives {int(ecx.emb.x0.shape[1])}-d", 409, "encoder_mismatch")
-        if not pipe.use_cells2:
-            setting = setting.without_cells2()
-        query = query or question  # retrieval reads the user's words; the LLM the task's prompt form
-        question = pipe.prompt_for(question)
         t1 = time.perf_counter()
-        sub = retrieve(ecx, query, setting=setting)
-        fit = pipe.fit_context(sub, question)  # by prize, as TopoRAGPipeline.answer does
-        context = fit.text
+        try:
+            job = pipe.plan(ecx, question, setting, query=query)  # the checks, retrieval and fit of answer()
+        except EncoderMismatch as e:
+            raise RequestError(str(e), 409, "encoder_mismatch") from None
+        except ValueError as e:
+            raise RequestError(str(e), 422, "invalid_value") from None
         t2 = time.perf_counter()
-        job = (DecodeJob(sub, ecx, question, context, pipe.choices_for(question)), max_new_tokens)
-        res, info = self.batcher.submit(job, group=max_new_tokens, timeout=timeout)
+        res, info = self.batcher.submit((job, max_new_tokens), group=max_new_tokens, timeout=timeout)
         t3 = time.perf_counter()
-        timings = {"retrieve": t2 - t1, "encode": info["encode"], "generate": info["generate"],
-                   "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
-        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
-                "subcomplex": subcomplex_to_json(sub), "context": context,
-                "prompt": pipe.prompt_layout(fit, question), "cells": sub.cell_texts(pipe.use_cells2),
-                "method": setting.method, "setting": setting.to_dict(), "timings": timings,
-                "batch_size": info["batch_size"], **self.core_tag()}
+        out = pipe.finish(job, res, info)
+        out["timings"] = {"retrieve": job.retrieve_s, "encode": info["encode"], "generate": info["generate"],
+                          "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
+        out.update(subcomplex=subcomplex_to_json(job.sub), setting=job.setting.to_dict(),
+                   batch_size=info["batch_size"], **self.core_tag())
+        for key in ("context_fit", "params", "topic", "raw", "clean", "evidence"):
+            out.pop(key, None)  # not part of the service's JSON answer
+        return out
 
     def run_batch(self, jobs: list[tuple[DecodeJob, int | None]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """The neural part for ``B`` jobs of one ``max_new_tokens`` (the batcher groups by it):

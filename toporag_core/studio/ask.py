@@ -101,15 +101,8 @@ def get_pipeline(checkpoint: str, llm: str, encoder_choice: str) -> TopoRAGPipel
 
 def check_compatible(pipe: TopoRAGPipeline, ecx: EmbeddedComplex) -> None:
     """``ValueError`` when the graph's cell embeddings do not have the width the checkpoint's
-    cell-complex encoder was trained on (e.g. a MiniLM checkpoint with the hashing encoder)."""
-    cfg = pipe.model.config
-    if not cfg.use_graph:
-        return
-    width = int(ecx.emb.x0.shape[1])
-    if width != cfg.cwn.in_dim:
-        enc = getattr(ecx.encoder, "name", "?")
-        raise ValueError(f"the checkpoint expects {cfg.cwn.in_dim}-d cell embeddings, but this graph was embedded "
-                         f"with {enc} ({width}-d); use the sentence encoder the checkpoint was trained with")
+    cell-complex encoder was trained on (:meth:`TopoRAGPipeline.check_embeddings`)."""
+    pipe.check_embeddings(ecx)
 
 
 @dataclass
@@ -125,11 +118,36 @@ class Answer:
     label_probs: dict[str, float] | None = field(default=None)
     evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
     choices: tuple[str, ...] | None = None  # the closed answer set it was scored over (None: open answer)
+    candidates: list[dict[str, Any]] | None = None  # the top names / labels with their probabilities
 
     @property
     def closed(self) -> bool:
         """Whether the answer was picked from a closed label set (yes / no, support / counter)."""
         return bool(self.choices) or bool(self.label_probs)
+
+
+def candidate_nodes(a: Answer, top: int = 5) -> dict[int, str]:
+    """The retrieved nodes named by the top candidate answers of the name reader, as ``{node id: tooltip
+    "candidate answer 1, p = 0.62"}`` for the picture's highlight (``{}`` for other answers)."""
+    from ..retrieval.seeds import norm
+
+    if not a.candidates or a.label_probs:
+        return {}
+    text = a.subcomplex.complex.graph.node_text
+    by = {norm(text[i]): int(i) for i in a.subcomplex.nodes.tolist()}
+    out: dict[int, str] = {}
+    for rank, c in enumerate(a.candidates[:top], 1):
+        i = by.get(norm(c["name"]))
+        if i is not None:
+            out[i] = f"candidate answer {rank}, p = {c['probability']:.2f}"
+    return out
+
+
+def candidates_frame(a: Answer) -> pd.DataFrame | None:
+    """The name reader's top candidates (name, probability), best first; ``None`` for other answers."""
+    if not a.candidates or a.label_probs:
+        return None
+    return pd.DataFrame([{"candidate": c["name"], "probability": float(c["probability"])} for c in a.candidates])
 
 
 def cited_nodes(a: Answer) -> dict[int, str]:
@@ -186,7 +204,8 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
         r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
-                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None)
+                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None,
+                               candidates=r.get("candidates"))
     return out
 
 

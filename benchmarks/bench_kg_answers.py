@@ -1,0 +1,122 @@
+"""Answers on knowledge-graph questions: Hit and Hit@1 per question kind, per answering arm, paired.
+
+Arms (each a retrieval setting and a reader, on one checkpoint, every question retrieved and answered in
+the same run):
+
+* ``paper+generate``: the checkpoint's own setting (the general checkpoint: the paper's ``toporag``,
+  k = 3) and greedy generation, what Ask and ``toporag ask`` did before the seeded retrieval existed;
+* ``seeded+generate``: ``toporag-seeded`` retrieval, greedy generation;
+* ``seeded+names``: ``toporag-seeded`` retrieval, the name reader (candidate entity names scored by the
+  model, :func:`toporag_core.model.decode.score_names`).
+
+Questions: the generated ``general`` split (``--split``, ``--per-kind`` per kind, scene questions
+included) and the shared WebQSP sample (12 real questions). Hit: a normalised gold answer occurs in the
+normalised answer; Hit@1: the answer's first name equals a gold answer. Exact McNemar of each arm against
+the first. ``--records FILE`` keeps every answer with its probability, margin and candidates (what
+``bench_confidence.py`` calibrates on and the list ratio is fitted on).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_kg_answers.py --split test --per-kind 20 --threads 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from _common import ROOT, SHARED
+from toporag_core.metrics import mcnemar_exact
+from toporag_core.tasks.kg_questions import hit, hit1
+
+ARMS = ("paper+generate", "seeded+generate", "seeded+names")
+
+
+def items(split: str, per_kind: int, data_dir: Path):
+    from toporag_core.tasks.general.dataset import load_general
+
+    out = []
+    if (data_dir / "questions.jsonl").is_file():
+        seen: Counter = Counter()
+        for e in load_general(data_dir)[split]:
+            if seen[e.qtype] < per_kind:
+                seen[e.qtype] += 1
+                out.append((str(e.qtype), e.graph, e.query, list(e.label), e.id))
+    else:
+        print(f"skipped the general task: {data_dir} has no questions.jsonl")
+    wq = SHARED / "webqsp_sample.json"
+    if wq.is_file():
+        from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
+
+        for i, rec in enumerate(read_webqsp(wq)):
+            out.append(("webqsp", webqsp_record_to_graph(rec), rec["question"], list(rec["answers"]),
+                        str(rec.get("id", i))))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--checkpoint", default=str(ROOT / "assets" / "checkpoints" / "general"))
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--per-kind", type=int, default=20)
+    ap.add_argument("--data-dir", default=str(ROOT / "data" / "general-n360-s3"))
+    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--records", default=None, help="write every answer here (JSONL)")
+    args = ap.parse_args()
+    import torch
+
+    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.retrieval import RetrievalSetting
+
+    torch.set_num_threads(args.threads)
+    pipe = TopoRAGPipeline.load(args.checkpoint, device="cpu")
+    arms = [a for a in args.arms.split(",") if a]
+    settings = {"paper+generate": (pipe.default_setting(method="toporag"), "generate"),
+                "seeded+generate": (RetrievalSetting.make("toporag-seeded"), "generate"),
+                "seeded+names": (RetrievalSetting.make("toporag-seeded"), "names")}
+    qs = items(args.split, args.per_kind, Path(args.data_dir))
+    ecx: dict[int, object] = {}
+    res: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
+    recs = []
+    for kind, graph, q, answers, qid in qs:
+        if id(graph) not in ecx:
+            ecx[id(graph)] = pipe.prepare(graph)
+        for arm in arms:
+            setting, reader = settings[arm]
+            pipe.reader_override = reader
+            t = time.perf_counter()
+            out = pipe.answer(ecx[id(graph)], q, setting)
+            dt = time.perf_counter() - t
+            h, h1 = hit(out["answer"], answers), hit1(out["answer"], answers)
+            res[arm].append((h, h1, dt))
+            recs.append({"id": qid, "kind": kind, "arm": arm, "question": q, "answers": answers,
+                         "answer": out["answer"], "hit": h, "hit1": h1, "probability": out["probability"],
+                         "margin": out["margin"], "candidates": out["candidates"], "seconds": dt,
+                         "covered": any(hit(n, answers) for n in out["cells"]["nodes"])})
+    kinds = list(dict.fromkeys(k for k, *_ in qs))
+    n_kind = Counter(k for k, *_ in qs)
+    print(f"checkpoint {args.checkpoint}, split {args.split}; questions: "
+          + ", ".join(f"{k} {n_kind[k]}" for k in kinds))
+    print("| arm | " + " | ".join(kinds) + " | all Hit | all Hit@1 | p50 s | only it / only first, p |")
+    print("|" + "---|" * (len(kinds) + 5))
+    first = [x[0] for x in res[arms[0]]]
+    for arm in arms:
+        rows = res[arm]
+        cells = []
+        for k in kinds:
+            sel = [r for r, it in zip(rows, qs) if it[0] == k]
+            cells.append(f"{np.mean([r[0] for r in sel]):.2f} ({np.mean([r[1] for r in sel]):.2f})")
+        a, b, p = mcnemar_exact([r[0] for r in rows], first)
+        print(f"| {arm} | " + " | ".join(cells) + f" | {np.mean([r[0] for r in rows]):.3f} | "
+              f"{np.mean([r[1] for r in rows]):.3f} | {np.median([r[2] for r in rows]):.2f} | "
+              + ("reference" if arm == arms[0] else f"{a} / {b}, p = {p:.2g}") + " |")
+    print("(cells: Hit (Hit@1))")
+    if args.records:
+        Path(args.records).write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+if __name__ == "__main__":
+    main()
