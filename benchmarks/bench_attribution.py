@@ -116,7 +116,7 @@ def table(rows: list[tuple[str, str, list[dict]]], methods: list[str]) -> list[s
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", default="100", help="questions per test split: N, or NAME=N,... per checkpoint")
+    ap.add_argument("--n", default="expla_graphs=100,general=24,scene_graphs=24", help="questions per test split: N, or NAME=N,... per checkpoint")
     ap.add_argument("--methods", default="text+tokens", help=f"comma-separated, of {', '.join(METHODS)}")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--checkpoints", default=",".join(CHECKPOINTS))
@@ -126,42 +126,65 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap", type=int, default=40, help="cells attributed per answer (the page's cap)")
     ap.add_argument("--out", default=None, help="write the markdown report here")
     ap.add_argument("--json", default=None, help="write the per-question records here")
+    ap.add_argument("--records", default=None,
+                    help="append each question's record to this JSONL as it is measured (a long run keeps what it did)")
+    ap.add_argument("--report-from", nargs="*", default=None,
+                    help="no measuring: the report of these --records files (runs split over processes)")
     args = ap.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    if args.report_from is not None:
+        return report(args, methods, [json.loads(x) for f in args.report_from for x in Path(f).read_text().splitlines()
+                                      if x.strip()], argv)
 
     import torch
 
     from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.studio.attribution import compare_to_random, weights_sha
     from toporag_core.studio.route import CHECKPOINT_ROOT
 
     torch.set_num_threads(args.threads)
-    methods = [m for m in args.methods.split(",") if m]
     if not methods or any(m not in METHODS for m in methods):
         ap.error(f"--methods: comma-separated names of {', '.join(METHODS)}")
     per = dict(kv.split("=", 1) for kv in args.n.split(",")) if "=" in args.n else {}
-    rows, verdicts = [], []
+    flat = []
     for name in args.checkpoints.split(","):
         folder = CHECKPOINT_ROOT / name
         pipe = TopoRAGPipeline.load(folder, device="cpu")
-        all_recs = []
         n = int(per.get(name, 0) if per else args.n)
         for row, items in items_for(name, n, Path(args.general_dir), args.webqsp):
             recs = []
             for i, item in enumerate(items):
                 rec = measure(pipe, item, args.cap, methods)
+                rec.update(checkpoint=name, row=row)
                 recs.append(rec)
+                if args.records:
+                    with open(args.records, "a") as f:
+                        f.write(json.dumps(rec, default=str) + "\n")
                 print(f"{name} {row} {i + 1}/{len(items)} answer {rec['answer']!r} targets {rec['targets']} "
                       + " ".join(f"{m}: top {rec[m]['top']:.2f} random {rec[m]['random']:.2f} ({rec[m]['s']} s)"
                                  for m in methods), flush=True)
-            rows.append((name, row, recs))
-            all_recs += recs
-        m = methods[0]
-        ok = [r for r in all_recs if r["targets"] and r[m]["cells"]]
-        c = compare_to_random([r[m]["top"] for r in ok], [r[m]["random"] for r in ok])
-        verdicts.append(f'    "{name}": Verdict(sha="{weights_sha(folder)}", beats_random={c.beats_random}, '
-                        f"top_rate={c.top_rate:.3f}, random_rate={c.random_rate:.3f}, p_exact={c.p_exact:.2g}, "
-                        f"n={c.n}),")
+            flat += recs
         del pipe
+    return report(args, methods, flat, argv)
+
+
+def report(args, methods: list[str], flat: list[dict], argv) -> int:
+    """Print (and with ``--out`` / ``--json`` write) the table and the verdict lines of the records ``flat``."""
+    from toporag_core.studio.attribution import compare_to_random, weights_sha
+    from toporag_core.studio.route import CHECKPOINT_ROOT
+
+    rows: list[tuple[str, str, list[dict]]] = []
+    for rec in flat:
+        if not rows or rows[-1][:2] != (rec["checkpoint"], rec["row"]):
+            rows.append((rec["checkpoint"], rec["row"], []))
+        rows[-1][2].append(rec)
+    verdicts = []
+    for name in dict.fromkeys(r["checkpoint"] for r in flat):
+        m = methods[0]
+        ok = [r for r in flat if r["checkpoint"] == name and r["targets"] and r[m]["cells"]]
+        c = compare_to_random([r[m]["top"] for r in ok], [r[m]["random"] for r in ok])
+        verdicts.append(f'    "{name}": Verdict(sha="{weights_sha(CHECKPOINT_ROOT / name)}", '
+                        f"beats_random={c.beats_random}, top_rate={c.top_rate:.3f}, random_rate={c.random_rate:.3f}, "
+                        f"p_exact={c.p_exact:.2g}, n={c.n}),")
     lines = table(rows, methods)
     print("\n".join(lines))
     print(f"VERDICTS ({methods[0]}, all of a checkpoint's rows pooled):")

@@ -303,3 +303,23 @@ def test_hit_rule_random_rate_and_exact_tests(pipe, ecx):
     assert (c.above, c.below) == (5, 1) and c.top_rate == pytest.approx(5 / 6) and c.p_exact < 0.05 and c.beats_random
     assert not at.compare_to_random([0, 0, 1], [0.5, 0.5, 0.5]).beats_random
 
+
+
+def test_the_page_reads_the_measured_verdicts_of_the_shipped_checkpoints():
+    """:data:`attribution.VERDICTS` is docs/results/attribution.md's, for the weights shipped now."""
+    import re
+    from pathlib import Path
+
+    from toporag_core.studio import attribution as at
+    from toporag_core.studio.route import CHECKPOINT_ROOT
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "results" / "attribution.md").read_text()
+    written = dict(re.findall(r'^ {4}"(\w+)": (Verdict\(.*\)),$', doc, re.M))
+    assert set(written) == set(at.VERDICTS) and written
+    for name, v in at.VERDICTS.items():
+        assert eval(written[name], vars(at)) == v
+        assert at.weights_sha(CHECKPOINT_ROOT / name) == v.sha, f"{name}: retrained since the benchmark ran"
+        show, line = at.attribution_verdict(str(CHECKPOINT_ROOT / name))
+        assert show == v.beats_random and ("did not beat a random" in line) == (not v.beats_random)
+    show, line = at.attribution_verdict("/nowhere/scene_graphs")
+    assert show and "was not measured" in line
