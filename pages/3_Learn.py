@@ -101,7 +101,7 @@ with tab_maps:
 
 # ---------------------------------------------------------------- 4. Hodge Laplacians
 with tab_hodge:
-    from toporag_core.topo.hodge import hodge_numbers
+    from toporag_core.topo.hodge import DENSE_MAX, hodge_numbers
 
     hn = hodge_numbers(cx)
     st.markdown(
@@ -130,63 +130,68 @@ with tab_hodge:
                f"harmonic = {list(hn.harmonic)}.")
 
     st.subheader("Gluing 2-cells removes harmonic cycles")
-    frame = learn_hodge.glue_frame(cx)
-    glued = (st.slider("2-cells glued", 0, cx.num_cells2, 0, key=f"learn_glue_{gkey}_{tree}")
-             if cx.num_cells2 else 0)
-    row = frame.iloc[glued]
-    g1, g2 = st.columns(2)
-    g1.metric("harmonic 1-cochains (h1)", int(row["h1"]))
-    g2.metric("cavities (h2)", int(row["h2"]))
-    st.info(learn_hodge.glue_note(cx, frame, glued))
-    modes = learn_hodge.harmonic_modes(cx, glued)
-    if modes.shape[1]:
-        pick_mode = st.radio("Harmonic 1-cochain drawn", list(range(1, modes.shape[1] + 1)), horizontal=True,
-                             key=f"learn_mode_{gkey}_{tree}_{glued}") if modes.shape[1] > 1 else 1
-        st.caption("Edge colour: blue where the harmonic flow runs along the 1-cell's orientation (lower id to "
-                   "higher), red against it; width by its size. It circulates around holes, never through a "
-                   "glued 2-cell (shaded) and never piles up at a node.")
-        view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
-                           edge_marks=learn_hodge.mode_marks(cx, modes[:, pick_mode - 1]),
-                           cap=learn.MAX_TEACHING_NODES)
+    if not learn_hodge.small_enough(cx):
+        st.info(f"This complex has {cx.shape} cells per rank; the step-by-step pictures need at most "
+                f"{DENSE_MAX} per rank. Pick a smaller teaching graph.")
     else:
-        st.success("No harmonic 1-cochain is left: every cycle of the graph is filled by a 2-cell.")
-        view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
-                           cap=learn.MAX_TEACHING_NODES)
-    show_view(view)
+        frame = learn_hodge.glue_frame(cx)
+        glued = (st.slider("2-cells glued", 0, cx.num_cells2, 0, key=f"learn_glue_{gkey}_{tree}")
+                 if cx.num_cells2 else 0)
+        row = frame.iloc[glued]
+        g1, g2 = st.columns(2)
+        g1.metric("harmonic 1-cochains (h1)", int(row["h1"]))
+        g2.metric("cavities (h2)", int(row["h2"]))
+        st.info(learn_hodge.glue_note(cx, frame, glued))
+        modes = learn_hodge.harmonic_modes(cx, glued)
+        if modes.shape[1]:
+            pick_mode = st.radio("Harmonic 1-cochain drawn", list(range(1, modes.shape[1] + 1)), horizontal=True,
+                                 key=f"learn_mode_{gkey}_{tree}_{glued}") if modes.shape[1] > 1 else 1
+            st.caption("Edge colour: blue where the harmonic flow runs along the 1-cell's orientation (lower id to "
+                       "higher), red against it; width by its size. It circulates around holes, never through a "
+                       "glued 2-cell (shaded) and never piles up at a node.")
+            view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
+                               edge_marks=learn_hodge.mode_marks(cx, modes[:, pick_mode - 1]),
+                               cap=learn.MAX_TEACHING_NODES)
+        else:
+            st.success("No harmonic 1-cochain is left: every cycle of the graph is filled by a 2-cell.")
+            view = render_view(cx, shade_cells2=list(range(glued)), focus_cells2=[glued - 1] if glued else [],
+                               cap=learn.MAX_TEACHING_NODES)
+        show_view(view)
 
-    st.subheader("The ring lifting: 2-cells that enclose a cavity")
-    ring_graph, ring_cx = graph, get_complex(gkey, "rings", seed, graph)
-    if hodge_numbers(ring_cx).harmonic[2] == 0:  # this graph's rings enclose nothing: show the breakfast table's
-        ring_graph = samples.load_sample("scene")
-        ring_cx = get_complex(state.graph_fingerprint(ring_graph), "rings", seed, ring_graph)
-        st.caption(f"The ring lifting of {graph.name or 'this graph'} encloses no cavity, so this part shows the "
-                   "breakfast table's.")
-    rh = hodge_numbers(ring_cx)
-    holes = learn_hodge.cavities(ring_cx)
-    st.markdown(
-        f"With `--tree rings` every cycle of 3 or 4 edges of **{ring_graph.name}** gets a 2-cell: "
-        f"{ring_cx.num_cells2} 2-cells on b1 = {ring_cx.betti1} independent cycles. Counting would give "
-        f"{ring_cx.betti1} - {ring_cx.num_cells2} = {ring_cx.betti1 - ring_cx.num_cells2} open cycles, but a 4-cycle "
-        "with a chord and its two triangles close a pillow: its boundary was already filled, so the new 2-cell "
-        f"adds a **cavity** instead. dim ker L0, L1, L2 = **{tuple(rh.harmonic)}**: {rh.harmonic[2]} cavit"
-        f"{'y' if rh.harmonic[2] == 1 else 'ies'} and {rh.harmonic[1]} cycle(s) still open (longer than 4 edges).")
-    if holes:
-        pick_hole = st.selectbox("Cavity", list(range(len(holes))), key=f"learn_cavity_{gkey}",
-                                 format_func=lambda i: f"cavity {i + 1}: 2-cells "
-                                 + ", ".join(f"c{f}" for f in holes[i]))
-        show_view(render_view(ring_cx, focus_cells2=holes[pick_hole], cap=learn.MAX_TEACHING_NODES))
-        st.caption("The picked 2-cells (one colour each) form a closed surface: each of their 1-cells lies on two "
-                   "of them with opposite signs, so their boundaries cancel (B2 x = 0).")
+        st.subheader("The ring lifting: 2-cells that enclose a cavity")
+        ring_graph, ring_cx = graph, get_complex(gkey, "rings", seed, graph)
+        if hodge_numbers(ring_cx).harmonic[2] == 0:  # this graph's rings enclose nothing: show the breakfast table's
+            ring_graph = samples.load_sample("scene")
+            ring_cx = get_complex(state.graph_fingerprint(ring_graph), "rings", seed, ring_graph)
+            st.caption(f"The ring lifting of {graph.name or 'this graph'} encloses no cavity, so this part shows the "
+                       "breakfast table's.")
+        rh = hodge_numbers(ring_cx)
+        holes = learn_hodge.cavities(ring_cx) if learn_hodge.small_enough(ring_cx) else []
+        st.markdown(
+            f"With `--tree rings` every cycle of 3 or 4 edges of **{ring_graph.name}** gets a 2-cell: "
+            f"{ring_cx.num_cells2} 2-cells on b1 = {ring_cx.betti1} independent cycles. Counting would give "
+            f"{ring_cx.betti1} - {ring_cx.num_cells2} = {ring_cx.betti1 - ring_cx.num_cells2} open cycles, but a "
+            "4-cycle with a chord and its two triangles close a pillow: its boundary was already filled, so the "
+            f"new 2-cell adds a **cavity** instead. dim ker L0, L1, L2 = **{tuple(rh.harmonic)}**: "
+            f"{rh.harmonic[2]} cavit{'y' if rh.harmonic[2] == 1 else 'ies'} and {rh.harmonic[1]} cycle(s) still "
+            "open (longer than 4 edges).")
+        if holes:
+            pick_hole = st.selectbox("Cavity", list(range(len(holes))), key=f"learn_cavity_{gkey}",
+                                     format_func=lambda i: f"cavity {i + 1}: 2-cells "
+                                     + ", ".join(f"c{f}" for f in holes[i]))
+            show_view(render_view(ring_cx, focus_cells2=holes[pick_hole], cap=learn.MAX_TEACHING_NODES))
+            st.caption("The picked 2-cells (one colour each) form a closed surface: each of their 1-cells lies on two "
+                       "of them with opposite signs, so their boundaries cancel (B2 x = 0).")
 
-    with st.expander("Hodge decomposition of an edge flow"):
-        flow_seed = st.number_input("Seed of a random edge flow", 0, 10_000, 0, key="learn_flow_seed")
-        table, dec = learn_hodge.decomposition_frame(cx, int(flow_seed))
-        st.markdown("Any edge flow f splits into three orthogonal parts: **gradient** B1^T a (downhill along a "
-                    "node potential a), **curl** B2 b (around 2-cells) and **harmonic** (around the holes). "
-                    "a and b are least-squares fits; the harmonic part is what is left.")
-        st.dataframe(table, hide_index=True)
-        st.caption(f"Largest inner product between two parts: {learn_hodge.largest_inner_product(dec):.1e} "
-                   "(0 up to rounding: the parts are orthogonal, so their squared norms add up).")
+        with st.expander("Hodge decomposition of an edge flow"):
+            flow_seed = st.number_input("Seed of a random edge flow", 0, 10_000, 0, key="learn_flow_seed")
+            table, dec = learn_hodge.decomposition_frame(cx, int(flow_seed))
+            st.markdown("Any edge flow f splits into three orthogonal parts: **gradient** B1^T a (downhill along a "
+                        "node potential a), **curl** B2 b (around 2-cells) and **harmonic** (around the holes). "
+                        "a and b are least-squares fits; the harmonic part is what is left.")
+            st.dataframe(table, hide_index=True)
+            st.caption(f"Largest inner product between two parts: {learn_hodge.largest_inner_product(dec):.1e} "
+                       "(0 up to rounding: the parts are orthogonal, so their squared norms add up).")
 
 # ---------------------------------------------------------------- 5. messages and graph tokens
 with tab_msgs:
@@ -225,10 +230,9 @@ with tab_msgs:
                 f"layer {lt.index + 1} = stage {lt.stage}" for lt in trace.layers) + ". Stage 1 passes messages "
             "between nodes and 1-cells only; stage 2 adds the 2-cells and upper adjacency, updating 2-cells, then "
             "1-cells, then nodes (each reads the new states of its cofaces).")
-        for kind, words in learn_messages.KIND_WORDS.items():
-            st.markdown(f'<span style="color:{learn_messages.KIND_COLOURS[kind]};font-weight:600">&#9632; '
-                        f'{kind}</span>: {words}', unsafe_allow_html=True)
-        st.dataframe(learn_messages.message_counts(trace), hide_index=True)
+        st.markdown("<br>".join(f'<span style="color:{learn_messages.KIND_COLOURS[kind]};font-weight:600">&#9632; '
+                                f'{kind}</span>: {words}' for kind, words in learn_messages.KIND_WORDS.items()),
+                    unsafe_allow_html=True)  # static text
         labels = [f"layer {lt.index + 1} (stage {lt.stage})" for lt in trace.layers]
         li = st.radio("Layer", list(range(len(labels))), index=len(labels) - 1, horizontal=True,
                       format_func=lambda i: labels[i], key="learn_layer")
@@ -237,6 +241,8 @@ with tab_msgs:
         who = st.selectbox("Messages received by", ["every cell", *cells_ids], key=f"learn_receiver_{gkey}")
         st.plotly_chart(learn_messages.message_figure(trace, layer, sub.complex,
                                                       None if who == "every cell" else who), key="learn_msgs_fig")
+        with st.expander("Messages per layer, receiver and kind"):
+            st.dataframe(learn_messages.message_counts(trace), hide_index=True)
         st.markdown(f"**One step on the real numbers (layer {li + 1}).** The norm of each cell's state before the "
                     "layer, of the sum of each kind of message it received, and of its state after "
                     "(h' = ReLU(W [MLP_k((1 + eps_k) h + sum of kind-k messages)]_k)):")

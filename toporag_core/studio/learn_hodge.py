@@ -18,10 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ..complex import CellComplex
-from ..topo.hodge import (cavity_basis, glue_steps, harmonic_basis, hodge_decomposition, hodge_numbers,
+from ..topo.hodge import (DENSE_MAX, cavity_basis, glue_steps, harmonic_basis, hodge_decomposition, hodge_numbers,
                           laplacians)
 
 MODE_POSITIVE, MODE_NEGATIVE, MODE_ZERO = "#4e79a7", "#e15759", "#dddddd"
+
+
+def small_enough(cx: CellComplex) -> bool:
+    """Whether the dense pictures (spectra, harmonic cochains, gluing, cavities) are computed for ``cx``: every
+    rank at most :data:`~toporag_core.topo.hodge.DENSE_MAX` cells."""
+    return max(cx.shape) <= DENSE_MAX
 
 
 def laplacian_tables(cx: CellComplex) -> dict[str, pd.DataFrame]:

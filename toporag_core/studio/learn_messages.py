@@ -266,6 +266,8 @@ def message_figure(trace: EncoderTrace, layer: LayerTrace, cx, receiver: str | N
         loc = np.flatnonzero(trace.cells[rank] == gid)
         msgs = msgs[(msgs["receiver rank"] == rank) & (msgs["receiver"] == (int(loc[0]) if loc.size else -1))]
     fig = go.Figure()
+    span = float(np.ptp(xy[0], axis=0).max()) if len(xy[0]) > 1 else 1.0
+    shift = {"boundary": 0.012 * span, "coboundary": -0.012 * span, "up": 0.03 * span}  # kinds side by side
     for kind, colour in KIND_COLOURS.items():
         part = msgs[msgs["kind"] == kind]
         if part.empty:
@@ -273,9 +275,11 @@ def message_figure(trace: EncoderTrace, layer: LayerTrace, cx, receiver: str | N
         xs, ys = [], []
         for sr, s, rr, r in part[["sender rank", "sender", "receiver rank", "receiver"]].itertuples(index=False):
             a, b = xy[sr][s], xy[rr][r]
-            end = a + 0.86 * (b - a)  # stop short of the receiver's marker
-            xs += [a[0], end[0], None]
-            ys += [a[1], end[1], None]
+            d = b - a
+            normal = np.array([-d[1], d[0]]) / (np.hypot(*d) or 1.0) * shift[kind]
+            start, end = a + 0.1 * d + normal, a + 0.86 * d + normal  # clear of both markers
+            xs += [start[0], end[0], None]
+            ys += [start[1], end[1], None]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{kind} ({len(part)})",
                                  line=dict(color=colour, width=2.5 if kind != "up" else 1.5,
                                            dash="dot" if kind == "up" else "solid"),
@@ -291,8 +295,7 @@ def message_figure(trace: EncoderTrace, layer: LayerTrace, cx, receiver: str | N
                                  marker=dict(symbol=symbols[r], size=(16, 12, 14)[r],
                                              color=("#9ecae9", "#c7c7c7", "#b3de69")[r],
                                              line=dict(width=1, color="#333333"))))
-    fig.update_layout(height=520, margin=dict(l=10, r=10, t=40, b=10),
+    fig.update_layout(height=640, margin=dict(l=10, r=10, t=40, b=10),
                       title=f"Layer {layer.index + 1} (stage {layer.stage}): who sends to whom",
-                      legend=dict(orientation="h", y=-0.02), xaxis=dict(visible=False),
-                      yaxis=dict(visible=False, scaleanchor="x"))
+                      legend=dict(orientation="h", y=-0.02), xaxis=dict(visible=False), yaxis=dict(visible=False))
     return fig
