@@ -15,7 +15,9 @@ normalised answer; Hit@1: the answer's first name equals a gold answer. Exact Mc
 the first. ``--records FILE`` keeps every answer with its probability, margin and candidates (what
 ``bench_confidence.py`` calibrates on and the list ratio is fitted on).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_kg_answers.py --split test --per-kind 20 --threads 1
+    OMP_NUM_THREADS=1 python benchmarks/bench_kg_answers.py --split test --per-kind 20 --threads 1 \
+        --checkpoint previous=PREVIOUS_CHECKPOINT --checkpoint shipped=assets/checkpoints/general \
+        --arms previous/paper+generate,previous/seeded+names,shipped/seeded+generate,shipped/seeded+names
 """
 from __future__ import annotations
 
@@ -58,11 +60,14 @@ def items(split: str, per_kind: int, data_dir: Path):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--checkpoint", default=str(ROOT / "assets" / "checkpoints" / "general"))
+    ap.add_argument("--checkpoint", action="append", default=None,
+                    help="ALIAS=FOLDER (repeatable; default shipped=assets/checkpoints/general); arms name it as "
+                         "ALIAS/ARM")
     ap.add_argument("--split", default="test")
     ap.add_argument("--per-kind", type=int, default=20)
     ap.add_argument("--data-dir", default=str(ROOT / "data" / "general-n360-s3"))
-    ap.add_argument("--arms", default=",".join(ARMS))
+    ap.add_argument("--arms", default=None, help="comma-separated [ALIAS/]ARM (default: every arm of the first "
+                                                "checkpoint); ARM one of " + ", ".join(ARMS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--records", default=None, help="write every answer here (JSONL)")
     args = ap.parse_args()
@@ -72,20 +77,27 @@ def main() -> None:
     from toporag_core.retrieval import RetrievalSetting
 
     torch.set_num_threads(args.threads)
-    pipe = TopoRAGPipeline.load(args.checkpoint, device="cpu")
-    arms = [a for a in args.arms.split(",") if a]
-    settings = {"paper+generate": (pipe.default_setting(method="toporag"), "generate"),
-                "seeded+generate": (RetrievalSetting.make("toporag-seeded"), "generate"),
-                "seeded+names": (RetrievalSetting.make("toporag-seeded"), "names")}
+    ckpts = dict(c.split("=", 1) for c in (args.checkpoint or [f"shipped={ROOT / 'assets' / 'checkpoints' / 'general'}"]))
+    first_alias = next(iter(ckpts))
+    arms = [a if "/" in a else f"{first_alias}/{a}" for a in (args.arms or ",".join(ARMS)).split(",") if a]
+    pipes = {alias: TopoRAGPipeline.load(folder, device="cpu") for alias, folder in ckpts.items()
+             if any(a.startswith(alias + "/") for a in arms)}
+    seeded = RetrievalSetting.make("toporag-seeded")
+
+    def arm_setting(arm: str):
+        alias, name = arm.split("/", 1)
+        pipe = pipes[alias]
+        return pipe, {"paper+generate": (pipe.default_setting(method="toporag"), "generate"),
+                      "seeded+generate": (seeded, "generate"), "seeded+names": (seeded, "names")}[name]
     qs = items(args.split, args.per_kind, Path(args.data_dir))
     ecx: dict[int, object] = {}
     res: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
     recs = []
     for kind, graph, q, answers, qid in qs:
         if id(graph) not in ecx:
-            ecx[id(graph)] = pipe.prepare(graph)
+            ecx[id(graph)] = next(iter(pipes.values())).prepare(graph)  # one encoder: the cells embed once
         for arm in arms:
-            setting, reader = settings[arm]
+            pipe, (setting, reader) = arm_setting(arm)
             pipe.reader_override = reader
             t = time.perf_counter()
             out = pipe.answer(ecx[id(graph)], q, setting)
@@ -98,7 +110,7 @@ def main() -> None:
                          "covered": any(hit(n, answers) for n in out["cells"]["nodes"])})
     kinds = list(dict.fromkeys(k for k, *_ in qs))
     n_kind = Counter(k for k, *_ in qs)
-    print(f"checkpoint {args.checkpoint}, split {args.split}; questions: "
+    print(f"checkpoints {ckpts}, split {args.split}; questions: "
           + ", ".join(f"{k} {n_kind[k]}" for k in kinds))
     print("| arm | " + " | ".join(kinds) + " | all Hit | all Hit@1 | p50 s | only it / only first, p |")
     print("|" + "---|" * (len(kinds) + 5))

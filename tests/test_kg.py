@@ -129,6 +129,7 @@ def test_cli_import_subgraph_retrieve(tmp_path, capsys):
     assert (tmp_path / "s.csv").read_text().startswith("head,relation,tail")
     assert main(["kg", "retrieve", str(db), "-q", q, "--encoder", "hashing", "--k", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["method"] == "toporag" and out["subgraph"]["nodes"] >= 1 and out["nodes"]
+    assert out["method"] == "toporag-seeded" and out["subgraph"]["nodes"] >= 1 and out["nodes"]
+    assert len(out["params"]["seeds"]) == 1 and entity_name(42) in out["nodes"]  # seeded from the linked entity
     assert main(["kg", "import", str(db), str(src)]) == 2  # exists: clear error, non-zero
     assert "already exists" in capsys.readouterr().err

@@ -18,10 +18,8 @@
 * Device ``"auto"``: CUDA with bf16 when available, else CPU; dtype ``"auto"`` on a CPU is bf16 when it
   multiplies bf16 natively (``avx512_bf16`` or ``amx_bf16`` among its flags, :func:`cpu_native_bf16`),
   else fp32; a checkpoint's LLM runs in the precision it trained in (``llm_dtype``, fp32 when absent),
-  bf16 only where native (:func:`resolve_device`). Measured (session 10, AMD EPYC with ``avx512_bf16``,
-  two threads): the 624-token frozen prefill of a scene question takes 0.33 s in bf16 against 0.92 s in
-  fp32; on a CPU without those instructions bf16 runs in software and was ~7x *slower* than fp32
-  (session 2), hence the probe.
+  bf16 only where native (:func:`resolve_device`): on a CPU without those instructions bf16 runs in
+  software, several times slower than fp32, hence the probe (timings: ``docs/results/benchmarks.md``).
 * Every LLM parameter is frozen (``requires_grad=False``) and the model is in eval mode.
 """
 from __future__ import annotations
@@ -90,7 +88,7 @@ def resolve_device(device: str | torch.device = "auto", dtype: str | torch.dtype
     ``trained_dtype``: the precision a checkpoint's LLM ran in while it trained (its ``config.json``
     ``llm_dtype``; ``"float32"`` for checkpoints that predate the field). With dtype ``"auto"`` on a CPU
     the LLM then runs in it -- bf16 only when the CPU has it natively -- so a checkpoint answers as it was
-    measured: the fp32-trained ExplaGraphs checkpoint scores 0.803 in fp32 and 0.796 in bf16 (session 10).
+    measured (the precision study is in ``docs/results/benchmarks.md``).
     """
     if str(device) == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -223,8 +221,8 @@ def ensure_default_llm(cache_dir: str | os.PathLike | None = None, name: str = D
 
 
 def checkpoint_llm_dtype(meta: dict) -> str:
-    """The precision a checkpoint trained in (its ``config.json`` ``llm_dtype``; ``"float32"`` before
-    session 10, when every checkpoint trained in fp32): pass it to :func:`load_llm` as ``trained_dtype``."""
+    """The precision a checkpoint trained in (its ``config.json`` ``llm_dtype``; ``"float32"`` for a
+    checkpoint saved before the field existed): pass it to :func:`load_llm` as ``trained_dtype``."""
     return str(meta.get("llm_dtype") or "float32")
 
 

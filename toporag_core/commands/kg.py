@@ -69,7 +69,7 @@ def register(sub) -> None:
     s.set_defaults(func=run_subgraph)
     r = kg.add_parser("retrieve", help="extract the k-hop subgraph, lift it and retrieve")
     _add_extract_args(r)
-    add_method_args(r, dimension="cells")
+    add_method_args(r, dimension="cells", default=KG_METHOD)
     r.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
     r.set_defaults(func=run_retrieve)
     a = kg.add_parser("ask", help="answer a question from the store: link, k-hop subgraph, retrieve, answer")

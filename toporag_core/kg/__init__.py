@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from .generate import generate_kg
-from .link import LINK_MODES, Link, link_entities
+from .link import LINK_MODES, Link, link_entities, with_seeds
 from .store import KGStore, Neighbourhood, normalize_name
 
 
@@ -66,6 +66,8 @@ def retrieve_from_kg(store: KGStore, question: str, encoder, hops: int = 2, link
     ecx = EmbeddedComplex.from_graph(nb.graph, encoder)
     t["embed"] = time.perf_counter()
     step(0.8, "retrieving")
+    if setting is not None:
+        setting = with_seeds(setting, links)  # a seeded method starts from the linked entities themselves
     sub = retrieve(ecx, question, setting=setting)
     t["retrieve"] = time.perf_counter()
     step(1.0, "done")

@@ -21,15 +21,8 @@ import time
 from typing import Any, Sequence
 
 from . import question_subgraph
-from .link import Link, link_quality
+from .link import Link, link_quality, with_seeds
 from .store import KGStore
-
-
-def with_seeds(setting, links: Sequence[Link]):
-    """``setting`` seeded with the linked entities' names when its method takes ``seeds`` and none are set."""
-    if "seeds" in setting.spec.param_names and not setting.params.get("seeds") and links:
-        return setting.replace(seeds="|".join(dict.fromkeys(lk.name for lk in links)))
-    return setting
 
 
 def ask_store(store: KGStore, pipe, question: str, setting=None, entities: Sequence[str] | None = None,

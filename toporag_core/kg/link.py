@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..retrieval.seeds import is_stop, pick_mentions
 from ..retrieval.seeds import ngrams as question_ngrams
@@ -83,3 +84,10 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
                     seen.add(int(i))
                     links.append(Link(int(i), name, gram, "fuzzy", round(float(s), 4)))
     return links
+
+
+def with_seeds(setting, links: Sequence[Link]):
+    """``setting`` seeded with the linked entities' names when its method takes ``seeds`` and none are set."""
+    if "seeds" in setting.spec.param_names and not setting.params.get("seeds") and links:
+        return setting.replace(seeds="|".join(dict.fromkeys(lk.name for lk in links)))
+    return setting

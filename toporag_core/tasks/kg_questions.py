@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..kg.answer import ask_store, links_json, with_seeds
+from ..kg.answer import ask_store, links_json
+from ..kg.link import with_seeds
 from ..kg.store import KGStore
 from ..metrics import normalize
 
