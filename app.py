@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
-from toporag_core.lift import TREE_METHODS
+from toporag_core.lift import LIFTING_SPECS, lifting_names
 from toporag_core.studio import resources
 from toporag_core.studio import kg_source, samples, state, uploads
 from toporag_core.studio.figures import boundary_length_histogram
@@ -87,10 +87,12 @@ def lifting_sidebar(ss) -> None:
     with st.sidebar:
         st.header("Lifting")
         tree_now, seed_now = state.tree_settings(ss)
-        ss[state.TREE] = st.selectbox("Spanning-tree method", TREE_METHODS, index=TREE_METHODS.index(tree_now),
-                                      help="2-cells are glued onto the fundamental cycles of this spanning forest. "
-                                           "b1 and the number of 2-cells do not depend on it; which cycles you "
-                                           "get does.")
+        names = lifting_names()  # every registered lifting (LIFTING_SPECS), rings included
+        ss[state.TREE] = st.selectbox("Lifting", names, index=names.index(tree_now) if tree_now in names else 0,
+                                      format_func=lambda n: LIFTING_SPECS[n].label,
+                                      help="bfs / dfs / random: one 2-cell on each fundamental cycle of that spanning "
+                                           "forest (b1 and the number of 2-cells do not depend on it; which cycles "
+                                           "you get does); rings: a 2-cell on every cycle of 3 or 4 edges.")
         ss[state.SEED] = int(st.number_input("Random-tree seed", 0, 10_000, seed_now,
                                              disabled=ss[state.TREE] != "random"))
 

@@ -58,6 +58,41 @@ def items(split: str, per_kind: int, data_dir: Path):
     return out
 
 
+def list_f1(names: list[str], answers: list[str]) -> float:
+    """F1 of a list answer's names against the gold answers (normalised exact matches)."""
+    from toporag_core.metrics import normalize
+
+    got, gold = {normalize(n) for n in names}, {normalize(a) for a in answers}
+    tp = len(got & gold)
+    return 0.0 if not tp else 2 * tp / (len(got) + len(gold))
+
+
+def fit_reader(records: list[dict], arm: str, weights=(0.0, 0.25, 0.5, 1.0, 2.0),
+               ratios=(0.1, 0.3, 0.5, 0.7, 1.0)) -> list[dict]:
+    """Per path weight w and list ratio r of the name reader (logit = log-likelihood + w x path score; a name
+    joins the answer when its probability is >= r x the best one's): mean F1, Hit and Hit@1 of ``arm``'s
+    answers recomputed from the records' per-name scores."""
+    rows = []
+    recs = [r for r in records if r["arm"] == arm and r.get("name_scores")]
+    for w in weights:
+        for ratio in ratios:
+            f1s, hits, h1 = [], [], []
+            for r in recs:
+                z = np.asarray(r["name_scores"], float)
+                if r.get("name_priors") is not None:
+                    z = z + w * np.asarray(r["name_priors"], float)
+                p = np.exp(z - z.max())
+                p /= p.sum()
+                order = np.argsort(-p, kind="stable")
+                names = [r["names"][i] for i in order if p[i] >= ratio * p[order[0]]][:5]
+                f1s.append(list_f1(names, r["answers"]))
+                hits.append(hit(", ".join(names), r["answers"]))
+                h1.append(hit1(names[0], r["answers"]))
+            rows.append({"path_weight": w, "list_ratio": ratio, "F1": float(np.mean(f1s)),
+                         "Hit": float(np.mean(hits)), "Hit@1": float(np.mean(h1)), "n": len(recs)})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoint", action="append", default=None,
@@ -70,7 +105,18 @@ def main() -> None:
                                                 "checkpoint); ARM one of " + ", ".join(ARMS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--records", default=None, help="write every answer here (JSONL)")
+    ap.add_argument("--fit-list-ratio", default=None, metavar="RECORDS",
+                    help="only print F1 / Hit / Hit@1 per path weight and list ratio of the name-reader arm of a "
+                         "records file (the validation split's), and stop")
+    ap.add_argument("--fit-arm", default="new/seeded+names")
     args = ap.parse_args()
+    if args.fit_list_ratio:
+        recs = [json.loads(x) for x in Path(args.fit_list_ratio).read_text().splitlines() if x.strip()]
+        print("| path weight | list ratio | F1 | Hit | Hit@1 | n |\n|---|---|---|---|---|---|")
+        for r in fit_reader(recs, args.fit_arm):
+            print(f"| {r['path_weight']} | {r['list_ratio']} | {r['F1']:.3f} | {r['Hit']:.3f} | {r['Hit@1']:.3f} | "
+                  f"{r['n']} |")
+        return
     import torch
 
     from toporag_core.pipeline import TopoRAGPipeline
@@ -107,6 +153,8 @@ def main() -> None:
             recs.append({"id": qid, "kind": kind, "arm": arm, "question": q, "answers": answers,
                          "answer": out["answer"], "hit": h, "hit1": h1, "probability": out["probability"],
                          "margin": out["margin"], "candidates": out["candidates"], "seconds": dt,
+                         "names": out.get("names"), "name_scores": out.get("name_scores"),
+                         "name_priors": out.get("name_priors"),
                          "covered": any(hit(n, answers) for n in out["cells"]["nodes"])})
     kinds = list(dict.fromkeys(k for k, *_ in qs))
     n_kind = Counter(k for k, *_ in qs)

@@ -33,7 +33,7 @@ from .model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_
 from .nn import collate, subcomplex_tensors
 from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from .retrieval.budget import ContextFit, fit_context
-from .retrieval.candidates import answer_candidates, topic_nodes
+from .retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
 from .retrieval.textualize import DEFAULT_TEXT, check_text_format
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +50,7 @@ class DecodeJob:
     context: str
     choices: tuple[str, ...] | None = None  # a closed answer set (label scoring), or None (open answer)
     names: tuple[str, ...] | None = None  # an open answer read from these candidate names (entity reader)
+    priors: tuple[float, ...] | None = None  # the retrieval's score of each name (added x path_weight)
     fit: ContextFit | None = None  # the context's fit to the token budget (what a cut dropped)
     setting: RetrievalSetting | None = None  # the setting it was retrieved with
     query: str | None = None  # the text retrieval read (the user's words)
@@ -184,6 +185,13 @@ class TopoRAGPipeline:
         (``config.json`` ``"reader": {"list_ratio": ...}``, fitted on the validation split; default 0.5)."""
         return float((self.meta.get("reader") or {}).get("list_ratio", 0.5))
 
+    @property
+    def path_weight(self) -> float:
+        """Weight of the retrieval's path score of a candidate name beside the model's log-likelihood in the
+        name reader (``config.json`` ``"reader": {"path_weight": ...}``, fitted on the validation split;
+        default 0: the model alone)."""
+        return float((self.meta.get("reader") or {}).get("path_weight", 0.0))
+
     def confidence_of(self, probability: float | None) -> dict[str, Any]:
         """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
         calibrated threshold (``config.json`` ``"confidence": {"threshold": ...}``, fitted on its validation
@@ -286,7 +294,8 @@ class TopoRAGPipeline:
             if self.kv_store is not None and self.model.cacheable:
                 batch.kv = self.kv_store.lookup(self.model, batch)
             rows = self.model.answer(batch, choices=[j.choices for j in jobs], soft=soft, max_new_tokens=max_new_tokens,
-                                     names=[j.names for j in jobs], list_ratio=self.list_ratio)
+                                     names=[j.names for j in jobs], list_ratio=self.list_ratio,
+                                     priors=[j.priors for j in jobs], path_weight=self.path_weight)
             t2 = time.perf_counter()
         out = []
         for r in rows:
@@ -302,6 +311,7 @@ class TopoRAGPipeline:
             cands = r.get("candidates") or ([{"name": k, "probability": v} for k, v in
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
+                        "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
                         "candidates": cands, **self.confidence_of(prob),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
@@ -345,8 +355,8 @@ class TopoRAGPipeline:
         fit = self.fit_context(sub, prompt)
         cands = self.choices_for(prompt) if isinstance(choices, str) else (tuple(choices or ()) or None)
         names = self.names_for(sub, fit, query) if cands is None else None
-        return DecodeJob(sub, ecx, prompt, fit.text, cands, names, fit=fit, setting=setting, query=query,
-                         retrieve_s=time.perf_counter() - t0)
+        return DecodeJob(sub, ecx, prompt, fit.text, cands, names, candidate_priors(sub, names or ()), fit=fit,
+                         setting=setting, query=query, retrieve_s=time.perf_counter() - t0)
 
     def finish(self, job: DecodeJob, res: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
         """The answer dict of a planned and decoded job (see :meth:`answer` for its keys)."""
@@ -354,6 +364,8 @@ class TopoRAGPipeline:
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
                 "low_confidence": res["low_confidence"], "topic": topic_names(sub, job.query or job.question),
+                "names": list(job.names) if job.names else None, "name_scores": res.get("name_scores"),
+                "name_priors": res.get("name_priors"),
                 "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
                 "subcomplex": sub, "context": job.context,
                 "context_fit": job.fit, "prompt": self.prompt_layout(job.fit, job.question),

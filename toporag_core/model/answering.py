@@ -61,23 +61,29 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
 MAX_LIST = 5  # at most this many names in one list answer
 
 
-def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float) -> list[dict[str, Any]]:
-    """Open rows read from candidate names (:func:`~.decode.score_names`): the answer is the best name,
-    then every name whose probability (softmax over the row's names) is at least ``list_ratio`` times
-    the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability`` is the best name's,
-    ``margin`` its lead over the runner-up, ``candidates`` the top names with their probabilities."""
+def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float,
+                priors=None, path_weight: float = 0.0) -> list[dict[str, Any]]:
+    """Open rows read from candidate names (:func:`~.decode.score_names`): each name's logit is its
+    log-likelihood ``ll`` plus ``path_weight x prior`` (the retrieval's path score of the name, when given);
+    the answer is the best name, then every name whose probability (softmax over the row's names) is at
+    least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
+    is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
+    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit."""
     from .decode import score_names
 
     out = []
-    for r, sc in zip(names, score_names(model, sub, [list(x) for x in names], soft=soft)):
+    priors = priors or [None] * len(names)
+    for r, sc, pr in zip(names, score_names(model, sub, [list(x) for x in names], soft=soft), priors):
         logit = torch.tensor(sc, dtype=torch.float64)
+        if pr is not None and path_weight:
+            logit = logit + path_weight * torch.tensor(pr, dtype=torch.float64)
         prob = torch.softmax(logit, 0)
         order = torch.argsort(-logit, stable=True).tolist()
         best = float(prob[order[0]])
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "name_scores": {r[i]: float(logit[i]) for i in order},
+                    "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True})
     return out
@@ -100,7 +106,8 @@ def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict
 
 @torch.no_grad()
 def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
-           max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5) -> list[dict[str, Any]]:
+           max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5, priors=None,
+           path_weight: float = 0.0) -> list[dict[str, Any]]:
     """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
 
     ``choices``: ``None`` (each row's :func:`~toporag_core.model.prompt.choices_for`: the config's
@@ -126,7 +133,8 @@ def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
     named = [i for i, c in enumerate(per_row) if c is None and names is not None and names[i]]
     if named:
         rows = _named_rows(model, batch.select(named), [tuple(names[i]) for i in named],
-                           soft[named] if soft is not None else None, list_ratio)
+                           soft[named] if soft is not None else None, list_ratio,
+                           [priors[i] for i in named] if priors is not None else None, path_weight)
         for i, row in zip(named, rows):
             out[i] = row
     for i, c in enumerate(per_row):

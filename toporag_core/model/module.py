@@ -263,11 +263,12 @@ class TopoRAGModel(nn.Module):
         return decode.score_choices(self, batch, choices, soft=soft, prompt=prompt, truncate=truncate)
 
     def answer(self, batch: QABatch, choices=None, soft: Tensor | None = None,
-               max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5) -> list[dict[str, Any]]:
+               max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5, priors=None,
+               path_weight: float = 0.0) -> list[dict[str, Any]]:
         """Task decoding, one dict per row (:func:`~toporag_core.model.answering.answer`; ``names``: candidate
         names per row for open rows read from the graph's entities)."""
         return answering.answer(self, batch, choices=choices, soft=soft, max_new_tokens=max_new_tokens,
-                                names=names, list_ratio=list_ratio)
+                                names=names, list_ratio=list_ratio, priors=priors, path_weight=path_weight)
 
     def uses_evidence(self, choices: tuple[str, ...] | None) -> bool:
         """Whether rows with this closed answer set are decoded evidence first (a yes/no set under an

@@ -35,6 +35,22 @@ def topic_nodes(sub: Subcomplex, question: str) -> np.ndarray:
     return link_nodes(sub.complex.graph.node_text, question)[0]
 
 
+def candidate_priors(sub: Subcomplex, names: tuple[str, ...]) -> tuple[float, ...] | None:
+    """Each candidate's node score from the retrieval (:attr:`~.result.Subcomplex.node_scores`: the seeded
+    method's relation-path score, a log-weight <= 0; the best node of that name), or ``None`` when the
+    method scores no nodes. The name reader adds ``path_weight x`` this to the model's log-likelihoods:
+    a name the question's relations lead to is more likely the answer."""
+    if sub.node_scores is None or not names:
+        return None
+    text = sub.complex.graph.node_text
+    best: dict[str, float] = {}
+    for i in sub.nodes.tolist():
+        k = norm(text[i])
+        best[k] = max(best.get(k, -np.inf), float(sub.node_scores[i]))
+    floor = min((v for v in best.values() if v > -1e8), default=0.0) - 1.0  # unreachable: below every reached one
+    return tuple(max(best.get(norm(n), floor), floor) for n in names)
+
+
 def answer_candidates(sub: Subcomplex, question: str, dropped_nodes=(), max_names: int = MAX_NAMES
                       ) -> tuple[str, ...]:
     """Candidate answer names of ``sub`` for ``question`` (the module docstring), best prize first."""

@@ -107,6 +107,9 @@ class Subcomplex:
     timings: dict[str, float] = field(default_factory=dict)
     similarities: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     warnings: list[str] = field(default_factory=list)  # things the user should know (shown by the CLI and app)
+    # (N,) the method's own score of every node before the rank prizes (toporag-seeded: the relation-path
+    # score from the question's entities), else None; the name reader's prior (retrieval/candidates.py)
+    node_scores: np.ndarray | None = None
 
     @property
     def counts(self) -> tuple[int, int, int]:

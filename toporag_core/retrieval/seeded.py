@@ -181,4 +181,5 @@ def retrieve_seeded(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 
     params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, tau=tau, hop_cost=hop_cost)
     sub = prized_subcomplex(cx, prz, edge_cost, "toporag-seeded", params, sims, t0, t1)
     sub.params["seeds"] = seed.tolist()
+    sub.node_scores = L
     return sub

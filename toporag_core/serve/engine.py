@@ -260,7 +260,8 @@ class CoreEngine:
                           "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
         out.update(subcomplex=subcomplex_to_json(job.sub), setting=job.setting.to_dict(),
                    batch_size=info["batch_size"], **self.core_tag())
-        for key in ("context_fit", "params", "topic", "raw", "clean", "evidence"):
+        for key in ("context_fit", "params", "topic", "raw", "clean", "evidence", "names", "name_scores",
+                    "name_priors"):
             out.pop(key, None)  # not part of the service's JSON answer
         return out
 

@@ -32,13 +32,6 @@ def counts_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def timings_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:
-    """Retrieval timings in milliseconds (as text), one row per method; stages a method lacks stay blank."""
-    rows = [{"method": method_label(name), **{k: f"{v * 1000:.2f}" for k, v in sub.timings.items()}}
-            for name, sub in subs.items()]
-    return pd.DataFrame(rows).fillna("")
-
-
 # ------------------------------------------------------------------------------------------ comparing two methods
 COMPARE_COLOURS = {"only A": "#4e79a7", "only B": "#f28e2b", "both": "#59a14f"}
 COMPARE_RGB = {"only A": "78, 121, 167", "only B": "242, 142, 43", "both": "89, 161, 79"}

@@ -34,7 +34,7 @@ import numpy as np
 from ...graph import TextualGraph
 from ...model import graphqa_prompt
 from ..registry import SPLITS, RawExample, register_task, seeded_split
-from .facts import RELATIONS, STYLES, FactStore, add_type_noise, make_world
+from .facts import STYLES, FactStore, add_type_noise, make_world
 from .questions import KINDS, make_questions
 
 GRAPHS_FILE, QUESTIONS_FILE, SCENES_DIR = "graphs.jsonl", "questions.jsonl", "scenes"
@@ -223,10 +223,6 @@ def load_general(data_dir: Path | None = None) -> dict[str, list[RawExample]]:
                 answer=e.answer, query=e.question, qtype=f"scene {e.type}" if e.type else "scene"))
     keys = sorted(by_graph)
     return {s: [x for i in idx for x in by_graph[keys[i]]] for s, idx in zip(SPLITS, seeded_split(len(keys), 42))}
-
-
-def relation_keys() -> list[str]:
-    return list(RELATIONS)
 
 
 register_task("general", load_general, metric="webqsp", label="General open questions (any textual graph)",
