@@ -226,3 +226,27 @@ def test_kg_eval_summary_predictions_and_bad_lines(store_files, tmp_path, monkey
     bad.write_text('{"question": "q", "answers": "x", "topic": 3}\n')
     assert main(["kg", "eval", str(db), str(bad), "--checkpoint", str(ckpt)]) == 2
     assert "line 1: field 'topic'" in capsys.readouterr().err
+
+
+def test_path_priors_rank_the_names_the_questions_relations_lead_to(movie_ecx):
+    from toporag_core.model import QABatch
+    from toporag_core.model.answering import _named_rows
+    from toporag_core.retrieval.candidates import candidate_priors
+    from toporag_core.testing import tiny_model
+
+    q = "what release year do the films starred by Tom Hanks have"
+    sub = retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag-seeded"))
+    assert sub.node_scores is not None and sub.node_scores.shape == (movie_ecx.complex.num_nodes,)
+    names = answer_candidates(sub, q)
+    pri = candidate_priors(sub, names)
+    assert len(pri) == len(names) and all(p <= 0 for p in pri)
+    years = [p for n, p in zip(names, pri) if n.isdigit()]
+    films = [p for n, p in zip(names, pri) if n.startswith("Film")]
+    assert years and films and min(years) >= max(films) - 1.0  # one more well-matching hop costs little
+    assert candidate_priors(retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag")), names) is None
+    model = tiny_model(use_graph=False)
+    batch = QABatch(cells=None, questions=[q], contexts=["x"])
+    plain = _named_rows(model, batch, [names], None, 1.0)[0]
+    steered = _named_rows(model, batch, [names], None, 1.0, priors=[pri], path_weight=1e4)[0]
+    assert plain["name_scores"] == steered["name_scores"]  # the model's part is unchanged
+    assert pri[names.index(steered["answer"].split(", ")[0])] == max(pri)  # a strong weight picks a best-path name
