@@ -56,12 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         setting = [pipe.default_setting()]
         query = ask.retrieval_query(graph, question)
         gold = ask.gold_for(graph, question)
-        a = ask.ask(pipe, ecx, question, setting, query=query)["toporag"]
+        a = next(iter(ask.ask(pipe, ecx, question, setting, query=query).values()))
         ask.graph_effect(pipe, ecx, question, a, gold=gold)  # warm-up
         t_ans, t_arms = [], []
         for _ in range(args.repeat):
             t = time.perf_counter()
-            a = ask.ask(pipe, ecx, question, setting, query=query)["toporag"]
+            a = next(iter(ask.ask(pipe, ecx, question, setting, query=query).values()))
             t_ans.append(time.perf_counter() - t)
             t = time.perf_counter()
             ask.graph_effect(pipe, ecx, question, a, gold=gold)
