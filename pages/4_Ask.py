@@ -221,6 +221,11 @@ for col, (m, a) in zip(cols, answers.items()):
         st.markdown(f"**{method_label(m)}**: {n} 0-cells, {e} 1-cells, {f} 2-cells retrieved")
         with st.container(key=f"ask_answer_{m}"):
             st.code(a.answer if a.answer else "(empty answer)", language=None, wrap_lines=True)
+        conf = ask.answer_confidence(a)  # calibrated on the checkpoint's validation split
+        if conf.low:
+            st.warning(conf.markdown(), icon=":material/warning:")
+        else:
+            st.caption(conf.headline())
         if gold is not None:
             right = ask.judge(task, a.answer, gold)
             (st.success if right else st.error)(

@@ -119,7 +119,10 @@ def test_generation_stops_at_end_of_line():
     raw = m.generate(batch, stop_at_newline=False)[0]
     assert raw.startswith("ab\na")  # without the rule it runs on ("\n" -> "a" again)
     out = m.answer(batch)[0]
-    assert out["answer"] == "ab" and out["probability"] is None and out["clean"]
+    assert out["answer"] == "ab" and out["clean"] and out["kind"] == "generated"
+    # the generated answer's probability: the per-token geometric mean of "ab" + end under the same prompt
+    ll = float(m.score_choices(batch, [["ab"]], truncate=False)[0, 0])
+    assert out["probability"] == pytest.approx(math.exp(ll / 3), rel=1e-5) and 0 < out["probability"] <= 1
 
 
 def test_short_answer_and_clean_check():
@@ -232,7 +235,8 @@ def test_evaluate_writes_task_answers_and_counts_unclean(tmp_path, examples):
     res = evaluate(open_, examples, "expla_graphs", out=tmp_path / "o.jsonl", batch_size=4, show_progress=False)
     recs = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert res["unclean"] == sum(not r["clean"] for r in recs)
-    assert all(r["probability"] is None and "\n" not in r["answer"] for r in recs)
+    assert all("\n" not in r["answer"] and r["answer_kind"] == "generated" and r["margin"] is None for r in recs)
+    assert all((0 < r["probability"] <= 1) if r["answer"].strip() else r["probability"] is None for r in recs)
 
 
 def test_yes_no_questions_are_closed_others_open():
@@ -262,9 +266,9 @@ def test_eval_scores_yes_no_for_polar_questions_like_the_pipeline(examples, tmp_
     recs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     for r in recs:
         if r["question"] == polar:
-            assert r["answer"] in ("yes", "no") and 0.5 <= r["probability"] <= 1
+            assert r["answer"] in ("yes", "no") and 0.5 <= r["probability"] <= 1 and r["answer_kind"] == "label"
         else:
-            assert r["probability"] is None
+            assert r["answer_kind"] == "generated" and (r["probability"] is None) == (not r["answer"].strip())
     closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
     assert choices_for(closed.config, polar) == ("support", "counter")  # a checkpoint's own label set wins
 
@@ -405,7 +409,7 @@ def test_evidence_decoding_writes_evidence_then_scores_the_labels_after_it(examp
     for i, r in enumerate(rows):
         one = make_batch([r], with_answers=False)
         if r.question == open_q:
-            assert out[i]["answer"] == base[i]["answer"] and out[i]["probability"] is None
+            assert out[i]["answer"] == base[i]["answer"] and out[i]["kind"] == "generated"
             assert "evidence" not in out[i]
             continue
         raw = ev_model.generate(one)[0]
@@ -443,7 +447,7 @@ def test_cited_decoding_reads_the_open_answer_after_the_generated_cue(examples):
     raws = cited.generate(make_batch([rows[0], rows[2]], with_answers=False))
     for i, raw in zip((0, 2), raws):
         ev, label = split_evidence(raw)
-        assert out[i]["raw"] == raw and out[i]["evidence"] == ev and out[i]["probability"] is None
+        assert out[i]["raw"] == raw and out[i]["evidence"] == ev and out[i]["kind"] == "generated"
         assert out[i]["answer"] == short_answer(label if label is not None else raw)
         assert "evidence" not in ref[i] and ref[i]["answer"] == short_answer(raw)  # same weights, no citing
     assert out[1] == ref[1] and "evidence" in out[1]  # polar: the evidence-first decoder, unchanged

@@ -8,8 +8,10 @@ the moment its batch is done (and flushed), so a killed run keeps what it had; `
 ids already in the file. Line fields: ``id, qtype, question, gold, answer, probability, correct,
 clean, seconds`` (per example: the batch's wall time divided by its size), plus ``prediction`` (=
 answer), ``label`` (= gold), ``cells {nodes, edges, cells2, counts}``, ``context``, ``method``,
-``dataset`` - what the error-analysis page reads (:mod:`toporag_core.predictions` documents each
-field and holds every reader and writer of these files). The summary counts unclean answers (context dumps,
+``dataset``, ``margin`` (lead over the runner-up label), ``answer_kind`` (``label`` / ``generated``:
+what the confidence threshold is calibrated per) - what the error-analysis page reads
+(:mod:`toporag_core.predictions` documents each field and holds every reader and writer of these files).
+The summary counts unclean answers (context dumps,
 repeated questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph
 tokens across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
 the norm of the mean token; near 0 means the soft prompt is the same for every example).
@@ -45,6 +47,19 @@ def _resume(path: Path) -> tuple[set[str], int, int]:
     recs = read_records(path, ("id",), skip_cut=True)
     write_predictions(path, recs)
     return {str(r["id"]) for r in recs}, sum(bool(r.get("correct")) for r in recs), len(recs)
+
+
+def _margin(pred: dict[str, Any]) -> float | None:
+    """The answer's probability lead over the runner-up: the name reader's ``margin``, else from the
+    label scores (softmax over the candidates), ``None`` for a generated answer."""
+    if pred.get("margin") is not None:
+        return float(pred["margin"])
+    if not pred.get("scores"):
+        return None
+    import torch
+
+    top = torch.tensor(list(pred["scores"].values()), dtype=torch.float64).softmax(0).sort(descending=True).values
+    return float(top[0] - (top[1] if len(top) > 1 else 0.0))
 
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
@@ -117,7 +132,7 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                         probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
                         raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
                         cells=ex.cells, context=ex.context, method=method, dataset=dataset,
-                        graph_tokens=graph_tokens)))
+                        graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=pred.get("kind"))))
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")

@@ -192,15 +192,26 @@ class TopoRAGPipeline:
         default 0: the model alone)."""
         return float((self.meta.get("reader") or {}).get("path_weight", 0.0))
 
-    def confidence_of(self, probability: float | None) -> dict[str, Any]:
-        """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
-        calibrated threshold (``config.json`` ``"confidence": {"threshold": ...}``, fitted on its validation
-        split by ``benchmarks/bench_confidence.py``); ``None`` when there is no probability or no threshold."""
+    def confidence_threshold(self, kind: str | None = None) -> float | None:
+        """The calibrated probability threshold of answers of ``kind`` (``"label"``: a closed label set,
+        ``"names"``: the name reader, ``"generated"``: greedy generation): ``config.json``
+        ``"confidence": {"threshold": {kind: t, ...}}`` as ``benchmarks/bench_confidence.py --write`` fits
+        it on the validation split (the largest ``t`` below which at most 25% of right answers fall); a
+        single number applies to every kind; ``None`` when the checkpoint has none for ``kind``."""
         thr = (self.meta.get("confidence") or {}).get("threshold")
+        if isinstance(thr, dict):
+            thr = thr.get(kind) if kind is not None else None
+        return None if thr is None else float(thr)
+
+    def confidence_of(self, probability: float | None, kind: str | None = None) -> dict[str, Any]:
+        """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
+        calibrated threshold for answers of ``kind`` (:meth:`confidence_threshold`); ``None`` when there
+        is no probability (``confidence`` too) or no threshold for the kind."""
         if probability is None:
             return {"confidence": None, "low_confidence": None}
+        thr = self.confidence_threshold(kind)
         return {"confidence": float(probability),
-                "low_confidence": None if thr is None else bool(probability < float(thr))}
+                "low_confidence": None if thr is None else bool(probability < thr)}
 
     @property
     def use_cells2(self) -> bool:
@@ -310,9 +321,10 @@ class TopoRAGPipeline:
                 margin = top[0] - (top[1] if len(top) > 1 else 0.0)
             cands = r.get("candidates") or ([{"name": k, "probability": v} for k, v in
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
+            kind = r.get("kind") or ("label" if probs else "generated")  # what the threshold is fitted per
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
-                        "candidates": cands, **self.confidence_of(prob),
+                        "candidates": cands, "answer_kind": kind, **self.confidence_of(prob, kind),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
@@ -363,7 +375,8 @@ class TopoRAGPipeline:
         sub = job.sub
         return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
                 "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
-                "low_confidence": res["low_confidence"], "topic": topic_names(sub, job.query or job.question),
+                "low_confidence": res["low_confidence"], "answer_kind": res.get("answer_kind"),
+                "topic": topic_names(sub, job.query or job.question),
                 "names": list(job.names) if job.names else None, "name_scores": res.get("name_scores"),
                 "name_priors": res.get("name_priors"),
                 "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
@@ -392,7 +405,8 @@ class TopoRAGPipeline:
         Returns:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
             "probability", "margin" (lead over the runner-up), "candidates" (top labels / names with
-            probabilities), "confidence", "low_confidence" (:meth:`confidence_of`), "topic" (the question's
+            probabilities), "confidence", "low_confidence" (:meth:`confidence_of`), "answer_kind" (``"label"`` /
+            ``"names"`` / ``"generated"``), "topic" (the question's
             named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first
             checkpoint wrote before its yes/no, else None), "subcomplex", "context" (what the
             LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what

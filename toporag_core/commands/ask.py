@@ -4,7 +4,10 @@ Which model answers is :func:`~toporag_core.studio.route.route`'s decision, as o
 ``--checkpoint``, the committed checkpoint of the graph's task, else the general checkpoint, else the
 zero-shot LLM (:func:`~toporag_core.studio.route.auto_checkpoint`); a chosen checkpoint that does not fit
 (a label set asked an open question, another task's graph) gives way to one that does. The output says
-which model answered and why (``model:`` line; ``route`` in ``--json``).
+which model answered and why (``model:`` line; ``route`` in ``--json``). ``--json`` carries the answer's
+``confidence`` (its probability), ``low_confidence`` (below the threshold calibrated on the checkpoint's
+validation split for its ``answer_kind``; ``null`` without one), ``candidates`` and the ``runner_ups``; the
+human output adds a "Low confidence" line with the runner-up answers when it is low.
 """
 from __future__ import annotations
 
@@ -67,7 +70,15 @@ def run(args: argparse.Namespace) -> int:
     out = pipe.answer(ecx, question, setting, query=query, max_new_tokens=args.max_new_tokens, choices=choices)
     out["timings"]["prepare"] = prepare_s
     out["timings"]["total"] += prepare_s
+    from ..studio.confidence import confidence_note
+
+    note = confidence_note(out["answer"], out["confidence"], out["low_confidence"], out.get("candidates"),
+                           pipe.confidence_threshold(out.get("answer_kind")), out.get("answer_kind"))
     result = {"answer": out["answer"], "probability": out["probability"], "label_probs": out["label_probs"],
+              "confidence": out["confidence"], "low_confidence": out["low_confidence"],
+              "confidence_threshold": note.threshold, "answer_kind": out.get("answer_kind"),
+              "margin": out.get("margin"), "candidates": out.get("candidates"),
+              "runner_ups": note.to_dict()["runner_ups"],
               "evidence": out.get("evidence"), "question": question, "method": out["method"],
               "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
               "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe(),
@@ -79,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     human = "\n".join([
         "model: " + decision.line().split(": ", 1)[1].replace("**", ""),
         f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out["probability"] is not None else ""),
+        *(note.lines() if note.low else []),
         *([f"evidence: {out['evidence']}"] if out.get("evidence") is not None else []),
         f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "
         f"{len(out['cells']['cells2'])} 2-cells",

@@ -3,7 +3,9 @@
 Rows are grouped by their closed answer set (``None``: open). A **closed set** is scored
 (:func:`~toporag_core.model.decode.score_choices`): the label is the arg max, its probability
 ``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
-(:func:`~toporag_core.model.answers.short_answer`); :func:`~toporag_core.model.answers.is_clean` flags an
+(:func:`~toporag_core.model.answers.short_answer`), with the per-token geometric-mean probability of that
+phrase under the same prompt, ``exp(ll / n_tokens)`` (:func:`answer_probability`), as its ``probability``;
+:func:`~toporag_core.model.answers.is_clean` flags an
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
 ``polar_evidence``): the evidence is generated greedily and the labels are scored after it, one prompt
@@ -42,10 +44,33 @@ def _scored(cands: tuple[str, ...], sc: Tensor, r: int, raw: str | None = None) 
     j = int(sc[r].argmax())
     return {"answer": cands[j], "probability": float(prob[r, j]),
             "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": cands[j] if raw is None else raw,
-            "clean": True}
+            "clean": True, "kind": "label"}
+
+
+def answer_probability(model, sub: QABatch, answers: list[str], soft) -> list[float | None]:
+    """Per row, the per-token geometric-mean probability of answering exactly ``answers[r]`` and
+    stopping, under the row's own prompt: ``exp(ll / n)`` with ``ll`` the
+    :func:`~.decode.score_choices` log-likelihood of the answer's ``n`` tokens plus the end token
+    (``n`` counts both, not cut at ``max_new_tokens``), so it lies in ``(0, 1]`` and does not shrink
+    with the answer's length. One batched scoring pass over the rows with a non-empty answer; an
+    answer that tokenises to nothing gets ``None``. It reads the model, never changes the answer."""
+    eos = model.prompter.pieces["eos"]
+    lens = [len(model.prompter.ids(a)) if a.strip() else 0 for a in answers]
+    idx = [i for i, n in enumerate(lens) if n]
+    out: list[float | None] = [None] * len(answers)
+    if not idx:
+        return out
+    ll = model.score_choices(sub.select(idx), [[answers[i]] for i in idx],
+                             soft=soft[idx] if soft is not None else None, truncate=False)[:, 0]
+    n = torch.tensor([lens[i] + len(eos) for i in idx], dtype=torch.float64)
+    for i, p in zip(idx, torch.exp(ll.double() / n).clamp(max=1.0).tolist()):
+        out[i] = float(p)
+    return out
 
 
 def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
+    """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_probability`
+    of that phrase (scored after generation, so the answer is the generated one)."""
     style = get_style(model.config.answer_style)
     out = []
     for question, context, raw in zip(sub.questions, sub.contexts,
@@ -53,8 +78,10 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
         evidence, text = style.read_open(raw)
         ans = short_answer(text)
         out.append({"answer": ans, "probability": None, "scores": None, "raw": raw,
-                    "clean": is_clean(ans, question, context),
+                    "clean": is_clean(ans, question, context), "kind": "generated",
                     **({"evidence": evidence} if style.open_citations else {})})
+    for row, p in zip(out, answer_probability(model, sub, [r["answer"] for r in out], soft)):
+        row["probability"] = p
     return out
 
 
@@ -85,7 +112,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
-                    "raw": ", ".join(chosen), "clean": True})
+                    "raw": ", ".join(chosen), "clean": True, "kind": "names"})
     return out
 
 
@@ -108,14 +135,16 @@ def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict
 def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
            max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5, priors=None,
            path_weight: float = 0.0) -> list[dict[str, Any]]:
-    """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean"}``.
+    """Task decoding, one dict per row: ``{"answer", "probability", "scores", "raw", "clean", "kind"}``
+    (``kind``: how the answer was chosen, ``"label"`` / ``"names"`` / ``"generated"``, what its
+    probability is calibrated per).
 
     ``choices``: ``None`` (each row's :func:`~toporag_core.model.prompt.choices_for`: the config's
     ``answer_set``, else yes/no for a polar question, else open generation - the one rule ``toporag
     ask``, ``toporag eval``, the pipeline and the app share), one candidate list for every row, or a
     list with one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
     its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open rows
-    get greedy generation cut to a short phrase (``probability`` ``None``); ``clean`` is
+    get greedy generation cut to a short phrase (``probability``: :func:`answer_probability`); ``clean`` is
     :func:`~toporag_core.model.answers.is_clean`. Yes/no rows of an evidence-first style first generate
     their evidence greedily (``raw``; ``evidence`` is the part before ``Answer:``), then score
     ``"<evidence>. Answer: yes"`` against ``"... no"`` from the same prompt cache.

@@ -14,7 +14,11 @@ Fields of a record (:data:`~.schema.FIELDS`, in this order):
   ``support_covered`` (data that names the answer-bearing objects, SceneGraphs): whether retrieval
   kept all of them;
 * ``cells``: the retrieved subcomplex ``{nodes, edges, cells2, counts}`` as texts; ``context``:
-  the textualized subcomplex; ``method``: the retrieval method; ``dataset``: the task's name.
+  the textualized subcomplex; ``method``: the retrieval method; ``dataset``: the task's name;
+* ``graph_tokens``: the ablation arm; ``margin``: the answer's probability lead over the runner-up
+  (label sets, candidate names; ``null`` for a generated answer); ``answer_kind``: ``label`` /
+  ``names`` / ``generated`` (what ``benchmarks/bench_confidence.py`` calibrates per; ``null`` in
+  files written before it existed).
 
 Readers and writers:
 

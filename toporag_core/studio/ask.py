@@ -17,7 +17,9 @@
   which model answers a
   question is :func:`~toporag_core.studio.route.route`'s decision (re-exported here), and
   :func:`check_question_kind` refuses a label-set checkpoint a question of another kind.
-* What the page says about an answer: :func:`gold_note` (no gold answer, and why),
+* What the page says about an answer: :func:`answer_confidence` (its probability against the threshold
+  calibrated on validation, "low confidence" with the runner-up answers, :mod:`.confidence`),
+  :func:`gold_note` (no gold answer, and why),
   :func:`occurrence_note` (open answers only), :func:`evidence_heading` (evidence is not checked).
 * Context budget: the pipeline fits every context to the model's input limit by prize
   (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
@@ -46,6 +48,7 @@ from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the p
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
+from .confidence import ConfidenceNote, confidence_note
 from .graph_effect import CellEffect, GraphTokenEffect, answer_effect, attribute, cells_table, graph_token_effect
 from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
                     checkpoint_info, committed_checkpoints, graph_task, label_question, own_question, route)
@@ -119,6 +122,10 @@ class Answer:
     evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
     choices: tuple[str, ...] | None = None  # the closed answer set it was scored over (None: open answer)
     candidates: list[dict[str, Any]] | None = None  # the top names / labels with their probabilities
+    probability: float | None = None  # the answer's probability (label / name softmax, generated: per token)
+    low_confidence: bool | None = None  # below the checkpoint's calibrated threshold (None: no threshold)
+    answer_kind: str | None = None  # "label" | "names" | "generated": what the threshold is fitted per
+    confidence_threshold: float | None = None  # that threshold
 
     @property
     def closed(self) -> bool:
@@ -205,8 +212,17 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
                                prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
                                evidence=r.get("evidence"), choices=tuple(choices) if choices else None,
-                               candidates=r.get("candidates"))
+                               candidates=r.get("candidates"), probability=r.get("probability"),
+                               low_confidence=r.get("low_confidence"), answer_kind=r.get("answer_kind"),
+                               confidence_threshold=pipe.confidence_threshold(r.get("answer_kind")))
     return out
+
+
+def answer_confidence(a: Answer, top: int = 3) -> ConfidenceNote:
+    """What the page says about ``a``'s confidence (:func:`~.confidence.confidence_note`): low below the
+    threshold calibrated on the checkpoint's validation split, with the ``top`` runner-up answers."""
+    return confidence_note(a.answer, a.probability, a.low_confidence, a.candidates, a.confidence_threshold,
+                           a.answer_kind, top)
 
 
 def _effect_inputs(pipe: TopoRAGPipeline, a: Answer) -> tuple[tuple[str, ...] | None, str | None]:

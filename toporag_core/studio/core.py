@@ -151,7 +151,9 @@ def ask_via_core(client: CoreClient, graph, cx, question: str, settings: Sequenc
         timings = {**r["timings"], "answered_by": answered_by(r, client)}
         out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=client.subcomplex(r, cx),
                                context=r["context"], prompt=r["prompt"], timings=timings,
-                               label_probs=r.get("label_probs"))
+                               label_probs=r.get("label_probs"), candidates=r.get("candidates"),
+                               probability=r.get("probability"), low_confidence=r.get("low_confidence"),
+                               answer_kind=r.get("answer_kind"))  # the core's own threshold decides low
     return out
 
 

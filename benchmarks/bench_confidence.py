@@ -1,0 +1,103 @@
+"""Confidence calibration per checkpoint and answer kind: fit the low-confidence threshold on validation,
+measure it on validation and test.
+
+Per answer kind (``label``: a closed label set, ``names``: the name reader, ``generated``: greedy
+generation, whose probability is the per-token geometric mean of the phrase), the threshold is the
+largest ``t`` with at most 25% of the right validation answers below it
+(:func:`toporag_core.predictions.calibrate.fit_threshold`); an answer is flagged when its probability
+is below it. Reported per split: n, accuracy, majority-answer accuracy, the share of wrong answers
+flagged (target >= 60%), of right answers flagged (target <= 25%), and the accuracy of what is not
+flagged. ``--write`` stores the thresholds in the checkpoint's ``config.json`` (``"confidence"``), which
+``toporag ask``, ``toporag kg ask`` and the Ask page read.
+
+Inputs: predictions files of ``toporag eval`` (``--val`` / ``--test``, records with ``probability``,
+``correct``, ``answer_kind``), or the answer records of ``bench_kg_answers.py --records`` (``--records``
+/ ``--test-records``, with ``arm``, ``hit``, ``probability``, ``candidates``; only ``--arm``'s answers).
+
+    OMP_NUM_THREADS=1 toporag eval --dataset expla_graphs --checkpoint assets/checkpoints/expla_graphs \\
+        --split val --limit 150 --threads 1 --out val.jsonl        # and --split test --out test.jsonl
+    python benchmarks/bench_confidence.py --checkpoint assets/checkpoints/expla_graphs \\
+        --val val.jsonl --test test.jsonl --write
+    python benchmarks/bench_confidence.py --checkpoint assets/checkpoints/general \\
+        --records val_records.jsonl --test-records test_records.jsonl --arm seeded+names --write
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from toporag_core.predictions.calibrate import KINDS, MAX_RIGHT_FLAGGED, calibrate, measure, write_confidence
+
+
+def read_jsonl(paths: list[str], arm: str | None = None) -> list[dict]:
+    """Every record of ``paths``; with ``arm``, only the records of that arm (``ALIAS/ARM`` or ``ARM``)."""
+    recs = []
+    for p in paths:
+        recs += [json.loads(x) for x in Path(p).read_text().splitlines() if x.strip()]
+    if arm is not None:
+        recs = [r for r in recs if r.get("arm") == arm or str(r.get("arm", "")).split("/")[-1] == arm]
+    return recs
+
+
+def fmt(x) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def table(name: str, rows: dict[str, dict[str, dict]]) -> list[str]:
+    """Markdown rows: per kind and split, n, accuracy, majority accuracy, threshold, flag shares."""
+    out = []
+    for kind in KINDS:
+        for split, res in rows.items():
+            r = res.get(kind)
+            if r is None:
+                continue
+            out.append(f"| {name} | {kind} | {split} | {r['n']} | {fmt(r['accuracy'])} | {fmt(r['majority_accuracy'])} "
+                       f"| {'-' if r['threshold'] is None else format(r['threshold'], '.4g')} | "
+                       f"{fmt(r['wrong_flagged'])} ({r['n_wrong']}) | {fmt(r['right_flagged'])} ({r['n_right']}) | "
+                       f"{fmt(r['kept_accuracy'])} |")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--checkpoint", required=True, help="checkpoint folder (its name heads the rows; --write writes "
+                                                        "its config.json)")
+    ap.add_argument("--val", action="append", default=[], help="toporag eval predictions of the validation split")
+    ap.add_argument("--test", action="append", default=[], help="toporag eval predictions of the test split")
+    ap.add_argument("--records", action="append", default=[], help="bench_kg_answers.py records, validation split")
+    ap.add_argument("--test-records", action="append", default=[], help="bench_kg_answers.py records, test split")
+    ap.add_argument("--arm", default="seeded+names", help="the records' arm that ships (default seeded+names)")
+    ap.add_argument("--rate", type=float, default=MAX_RIGHT_FLAGGED,
+                    help="at most this share of right validation answers is flagged (default 0.25)")
+    ap.add_argument("--fitted-on", default=None, help="how config.json describes the validation answers")
+    ap.add_argument("--write", action="store_true", help="store the thresholds in the checkpoint's config.json")
+    ap.add_argument("--json", default=None, help="also write the measurements here")
+    args = ap.parse_args()
+    val = read_jsonl(args.val) + read_jsonl(args.records, args.arm)
+    test = read_jsonl(args.test) + read_jsonl(args.test_records, args.arm)
+    if not val:
+        ap.error("no validation answers: give --val or --records (with answers of --arm)")
+    fit = calibrate(val, args.rate)
+    thresholds = {k: r["threshold"] for k, r in fit.items()}
+    res = {"val": fit, **({"test": measure(test, thresholds)} if test else {})}
+    name = Path(args.checkpoint).name
+    print(f"checkpoint {name}: thresholds fitted on {sum(r['n'] for r in fit.values())} validation answers "
+          f"(at most {args.rate:.0%} of right answers flagged); no probability: "
+          f"{sum(r.get('probability') is None for r in val)} val, {sum(r.get('probability') is None for r in test)} test")
+    print("| checkpoint | kind | split | n | accuracy | majority | threshold | wrong flagged (n wrong) | "
+          "right flagged (n right) | accuracy not flagged |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(table(name, res)))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"checkpoint": name, "rate": args.rate, **res}, indent=2))
+    if args.write:
+        datasets = sorted({str(r.get("dataset") or r.get("kind") or "?") for r in val})
+        fitted_on = args.fitted_on or (f"validation split ({', '.join(datasets)}), {len(val)} answers: at most "
+                                       f"{args.rate:.0%} of right answers below the threshold")
+        path = write_confidence(args.checkpoint, thresholds, fitted_on, {k: r["n"] for k, r in fit.items()})
+        print(f"wrote confidence thresholds into {path}")
+
+
+if __name__ == "__main__":
+    main()

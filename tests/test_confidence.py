@@ -1,0 +1,186 @@
+"""A confidence that means something: the probability of a generated answer, the threshold fitted per
+answer kind on validation (at most 25% of right answers below it), the pipeline's ``low_confidence``,
+``toporag ask --json`` and the Ask page's "Low confidence" notice with the runner-up answers."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toporag_core.model import QABatch, short_answer
+from toporag_core.model.answering import answer_probability
+from toporag_core.model.styles import get_style
+from toporag_core.pipeline import TopoRAGPipeline
+from toporag_core.predictions import eval_record
+from toporag_core.predictions.calibrate import (answer_kind, calibrate, fit_threshold, flag_rates, measure,
+                                                write_confidence)
+from toporag_core.studio.confidence import confidence_note, runner_ups
+from toporag_core.testing import build_tiny_checkpoint, tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
+POLAR = "Is the cup on the table?"
+
+
+# ====================================================================== fitting
+@pytest.mark.parametrize("m", [1, 3, 4, 7, 100, 101])
+def test_threshold_flags_at_most_a_quarter_of_right_answers_and_is_the_largest_such(m):
+    rng = np.random.default_rng(m)
+    p = rng.uniform(0, 1, m)
+    t = fit_threshold(p)
+    assert np.mean(p < t) <= 0.25
+    assert t in p and np.mean(p <= t) > 0.25  # any larger threshold also flags t itself: over 25%
+    assert int(np.sum(p < t)) == int(np.floor(0.25 * m))  # distinct values: exactly floor(m / 4) flagged
+
+
+def test_threshold_with_ties_and_without_right_answers():
+    p = [0.2, 0.2, 0.2, 0.2, 0.9, 0.9, 0.9, 0.9]  # k = 2: t = 0.2 flags none (0.2 < 0.2 is false)
+    assert fit_threshold(p) == 0.2 and flag_rates(p, [True] * 8, 0.2)["right_flagged"] == 0.0
+    assert fit_threshold([0.1, 0.5, 0.6, 0.7]) == 0.5  # 1 of 4 right answers flagged = exactly 25%
+    assert fit_threshold([]) is None
+
+
+def test_flag_rates_count_wrong_and_right_answers():
+    r = flag_rates([0.1, 0.2, 0.9, 0.3, 0.95], [False, False, False, True, True], 0.5)
+    assert (r["n"], r["n_right"], r["n_wrong"]) == (5, 2, 3)
+    assert r["wrong_flagged"] == pytest.approx(2 / 3) and r["right_flagged"] == 0.5
+    assert r["kept_accuracy"] == 0.5 and r["accuracy"] == 0.4
+    assert flag_rates([0.5], [True], None)["right_flagged"] == 0.0  # no threshold flags nothing
+
+
+def test_calibration_is_per_answer_kind_and_reads_both_record_formats():
+    rng = np.random.default_rng(0)
+    recs = []
+    for i in range(200):  # labels: right ones near 0.9, wrong near 0.6; generated: right ~0.3, wrong ~0.05
+        ok = bool(i % 3)
+        recs.append(eval_record(id=i, qtype=None, question="q", gold="support", answer="support",
+                                probability=float(np.clip(rng.normal(0.9 if ok else 0.6, 0.05), 0, 1)), correct=ok,
+                                clean=True, seconds=0.0, raw="", cells={}, context="", method="toporag",
+                                dataset="expla_graphs", margin=0.5, answer_kind="label"))
+        recs.append({"arm": "shipped/seeded+names", "kind": "webqsp", "hit": ok, "names": ["a", "b"],
+                     "probability": float(rng.uniform(0.3, 0.6) if ok else rng.uniform(0.0, 0.2)), "margin": 0.1})
+        recs.append({"id": i, "correct": ok, "probability": float(0.3 if ok else 0.05), "margin": None})
+    recs.append({"id": "x", "correct": True, "probability": None})  # no probability: not calibrated on
+    assert [answer_kind(r) for r in recs[:3]] == ["label", "names", "generated"]
+    fit = calibrate(recs)
+    assert set(fit) == {"label", "names", "generated"}
+    assert fit["label"]["threshold"] > 0.8 and fit["names"]["threshold"] >= 0.3
+    assert fit["generated"]["threshold"] == 0.3 and fit["generated"]["right_flagged"] == 0.0
+    for r in fit.values():
+        assert r["right_flagged"] <= 0.25 and r["wrong_flagged"] > 0.9
+    again = measure(recs, {k: r["threshold"] for k, r in fit.items()})
+    assert again["label"]["wrong_flagged"] == fit["label"]["wrong_flagged"]
+
+
+def test_write_confidence_keeps_the_config_and_the_pipeline_reads_it(tmp_path):
+    ckpt = build_tiny_checkpoint(tmp_path / "ck")
+    before = json.loads((ckpt / "config.json").read_text())
+    write_confidence(ckpt, {"label": 0.8, "generated": 0.1, "names": None}, "test split", {"label": 3})
+    after = json.loads((ckpt / "config.json").read_text())
+    assert {k: v for k, v in after.items() if k != "confidence"} == before
+    assert after["confidence"] == {"threshold": {"label": 0.8, "generated": 0.1}, "fitted_on": "test split",
+                                   "n": {"label": 3}}
+    assert not list(ckpt.glob(".*tmp"))
+    pipe = TopoRAGPipeline(tiny_model(), meta=after)
+    assert pipe.confidence_of(0.7, "label") == {"confidence": 0.7, "low_confidence": True}
+    assert pipe.confidence_of(0.7, "generated") == {"confidence": 0.7, "low_confidence": False}
+    assert pipe.confidence_of(0.7, "names") == {"confidence": 0.7, "low_confidence": None}  # not fitted
+    assert pipe.confidence_of(0.7) == {"confidence": 0.7, "low_confidence": None}  # kind unknown
+    assert pipe.confidence_of(None, "label") == {"confidence": None, "low_confidence": None}
+    legacy = TopoRAGPipeline(tiny_model(), meta={"confidence": {"threshold": 0.5}})  # one number: every kind
+    assert legacy.confidence_of(0.4)["low_confidence"] and not legacy.confidence_of(0.6, "names")["low_confidence"]
+    assert TopoRAGPipeline(tiny_model()).confidence_threshold("label") is None
+
+
+# ====================================================================== generated answers
+def test_generated_answers_get_a_per_token_probability_and_stay_the_generated_ones():
+    m = tiny_model(in_dim=16, use_graph=False, max_new_tokens=6).eval()  # the graph path: test_decoding's eval
+    qs = ["what is red?", "where is the cup?", "who?"]
+    batch = QABatch(None, qs, ["cup red", "cup on table", "nobody"])
+    rows = m.answer(batch, choices=[None, None, None])
+    style = get_style(m.config.answer_style)
+    assert [r["answer"] for r in rows] == [short_answer(style.read_open(g)[1]) for g in m.generate(batch)]
+    eos = len(m.prompter.pieces["eos"])
+    for i, r in enumerate(rows):
+        assert r["kind"] == "generated"
+        if not r["answer"].strip():
+            assert r["probability"] is None
+            continue
+        assert 0 < r["probability"] <= 1
+        one = batch.select([i])
+        ll = float(m.score_choices(one, [[r["answer"]]], truncate=False)[0, 0])
+        assert r["probability"] == pytest.approx(math.exp(ll / (len(m.prompter.ids(r["answer"])) + eos)), rel=1e-4)
+        assert m.answer(one, choices=[None])[0]["probability"] == pytest.approx(r["probability"], rel=1e-4)
+    assert answer_probability(m, batch, ["", " ", "x"], None)[:2] == [None, None]  # empty answers: no probability
+
+
+# ====================================================================== where users see it
+def test_runner_ups_leave_out_the_answer_and_its_listed_names():
+    cands = [{"name": "A", "probability": 0.5}, {"name": "B", "probability": 0.3}, {"name": "C", "probability": 0.1},
+             {"name": "D", "probability": 0.05}, {"name": "E", "probability": 0.04}]
+    assert runner_ups("A, B", cands) == [("C", 0.1), ("D", 0.05), ("E", 0.04)]
+    low = confidence_note("A, B", 0.5, True, cands, threshold=0.6, kind="names")
+    assert low.headline().startswith("Low confidence: p = 0.5 is below the threshold 0.6")
+    assert low.lines()[1] == "runner-up answers: C (p = 0.1), D (p = 0.05), E (p = 0.04)"
+    assert "**Low confidence**" in low.markdown() and "C (p = 0.1)" in low.markdown()
+    assert "\\*" in confidence_note("x", 0.1, True, [{"name": "*x*", "probability": 0.1}], 0.5).markdown()
+    ok = confidence_note("A", 0.9, False, cands, threshold=0.6, kind="label")
+    assert ok.headline().startswith("Confidence: p = 0.9 (at or above") and ok.lines() == [ok.headline()]
+    assert "not calibrated" in confidence_note("A", 0.9, None).headline()
+    assert "runner-up answers: none" in confidence_note("A", 0.2, True, None, 0.5, "generated").lines()[1]
+
+
+@pytest.fixture(scope="module")
+def strict_checkpoint(tmp_path_factory) -> Path:
+    """A tiny checkpoint whose thresholds are 1.0: every answer with a probability is low confidence."""
+    ckpt = build_tiny_checkpoint(tmp_path_factory.mktemp("strict") / "ck")
+    write_confidence(ckpt, {"label": 1.0, "generated": 1.0, "names": 1.0}, "a test: everything low", {})
+    return ckpt
+
+
+def test_toporag_ask_json_carries_confidence_and_runner_ups(strict_checkpoint, monkeypatch, capsys):
+    from toporag_core.cli import main
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    sample = str(ROOT / "assets" / "samples" / "scene_breakfast.csv")
+    assert main(["ask", sample, "-q", POLAR, "--checkpoint", str(strict_checkpoint), "--device", "cpu",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["answer"] in ("yes", "no") and out["answer_kind"] == "label" and out["confidence_threshold"] == 1.0
+    assert out["low_confidence"] is True and out["confidence"] == out["probability"] and 0.5 <= out["confidence"] < 1
+    other = "no" if out["answer"] == "yes" else "yes"
+    assert [c["name"] for c in out["candidates"]] == [out["answer"], other]
+    assert out["runner_ups"] == [{"name": other, "probability": pytest.approx(1 - out["confidence"])}]
+    assert main(["ask", sample, "-q", POLAR, "--checkpoint", str(strict_checkpoint), "--device", "cpu"]) == 0
+    human = capsys.readouterr().out
+    assert "Low confidence: p = " in human and f"runner-up answers: {other} (p = " in human
+    assert main(["ask", sample, "-q", "What is on the table?", "--checkpoint", str(strict_checkpoint), "--device",
+                 "cpu", "--json"]) == 0
+    gen = json.loads(capsys.readouterr().out)
+    assert gen["answer_kind"] == "generated" and gen["runner_ups"] == []
+    assert (gen["low_confidence"] is True) == (gen["confidence"] is not None)
+
+
+def test_ask_page_warns_low_confidence_with_the_runner_ups(strict_checkpoint, monkeypatch):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from toporag_core.studio import state
+
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(strict_checkpoint))
+    monkeypatch.delenv("TOPORAG_LLM", raising=False)
+    at = AppTest.from_file(str(ROOT / "pages" / "4_Ask.py"), default_timeout=120)
+    at.run()
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value(POLAR)
+    at.button(key="ask_go").click()
+    at.run()
+    assert not at.exception
+    answer = at.code[0].value
+    assert answer in ("yes", "no")
+    other = "no" if answer == "yes" else "yes"
+    low = [w.value for w in at.warning if "Low confidence" in w.value]
+    assert len(low) == 1 and "below the threshold 1 calibrated on validation" in low[0]
+    assert f"Runner-up answers: {other} (p = " in low[0]

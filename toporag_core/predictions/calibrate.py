@@ -1,0 +1,135 @@
+"""Confidence calibration: the probability below which an answer is flagged "low confidence".
+
+An answer's probability (``probability`` of a predictions record) means different things per
+*answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), a softmax
+over the retrieved entities' names (``"names"``: the name reader) or the per-token geometric mean of
+a generated phrase (``"generated"``). So each kind gets its own threshold, fitted on the validation
+split of the checkpoint:
+
+    t* = max { t : |{right answers with p < t}| <= rate * n_right }   (rate = 0.25)
+
+With the right answers' probabilities sorted, ``p_(1) <= ... <= p_(m)``, that is ``t* = p_(k+1)``
+for ``k = floor(rate * m)``: every ``t <= p_(k+1)`` flags at most ``k`` right answers, any larger
+``t`` also flags ``p_(k+1)``. An answer is flagged when ``p < t*``; what matters is then the share of
+*wrong* answers it flags (the target is at least 60%), measured on validation and on test.
+
+* :func:`answer_kind` - the kind of one record (``answer_kind`` when written, else inferred from its
+  margin and candidate names, for older files).
+* :func:`fit_threshold`, :func:`flag_rates`, :func:`calibrate` - the fit and the measurements.
+* :func:`write_confidence` - the fitted thresholds into a checkpoint's ``config.json`` (key
+  ``"confidence"``, written atomically), which :meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_of`
+  reads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+KINDS = ("label", "names", "generated")
+MAX_RIGHT_FLAGGED = 0.25  # at most this share of right validation answers is flagged
+
+
+def answer_kind(rec: dict[str, Any]) -> str:
+    """``"label"``, ``"names"`` or ``"generated"``: the record's ``answer_kind`` when it has one; else
+    ``"names"`` when it lists the name reader's candidate names, ``"label"`` when it has a margin
+    (a scored label set), ``"generated"`` otherwise."""
+    kind = rec.get("answer_kind")
+    if kind in KINDS:
+        return str(kind)
+    if rec.get("names"):
+        return "names"
+    return "label" if rec.get("margin") is not None else "generated"
+
+
+def correct_of(rec: dict[str, Any]) -> bool:
+    """The record's verdict: ``correct`` (``toporag eval``), else ``hit`` (knowledge-graph answer records)."""
+    return bool(rec["correct"] if "correct" in rec else rec.get("hit"))
+
+
+def fit_threshold(p_right: Iterable[float], rate: float = MAX_RIGHT_FLAGGED) -> float | None:
+    """The largest ``t`` with at most ``rate`` of ``p_right`` below it (``p_(k+1)``, ``k = floor(rate m)``);
+    ``None`` without right answers."""
+    p = np.sort(np.asarray(list(p_right), dtype=np.float64))
+    if not len(p):
+        return None
+    k = int(np.floor(rate * len(p) + 1e-9))
+    return float(p[min(k, len(p) - 1)])
+
+
+def flag_rates(p: Iterable[float], correct: Iterable[bool], t: float | None) -> dict[str, Any]:
+    """What threshold ``t`` does to answers with probabilities ``p`` and verdicts ``correct``:
+    ``{"n", "n_right", "n_wrong", "accuracy", "wrong_flagged", "right_flagged", "flagged",
+    "kept_accuracy"}`` (shares; ``kept_accuracy``: accuracy of the answers not flagged; a share is
+    ``None`` when it has no answers to count)."""
+    p = np.asarray(list(p), dtype=np.float64)
+    ok = np.asarray(list(correct), dtype=bool)
+    flag = p < t if t is not None else np.zeros(len(p), bool)
+
+    def share(x: np.ndarray) -> float | None:
+        return float(x.mean()) if len(x) else None
+
+    return {"n": int(len(p)), "n_right": int(ok.sum()), "n_wrong": int((~ok).sum()), "accuracy": share(ok),
+            "wrong_flagged": share(flag[~ok]), "right_flagged": share(flag[ok]), "flagged": share(flag),
+            "kept_accuracy": share(ok[~flag])}
+
+
+def by_kind(records: Iterable[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
+    """``{kind: (probabilities, verdicts, gold answers)}`` of the records that have a probability."""
+    out: dict[str, tuple[list, list, list]] = {}
+    for r in records:
+        if r.get("probability") is None:
+            continue
+        p, ok, gold = out.setdefault(answer_kind(r), ([], [], []))
+        p.append(float(r["probability"]))
+        ok.append(correct_of(r))
+        gold.append(r.get("gold", r.get("answers")))
+    return {k: (np.asarray(p, np.float64), np.asarray(ok, bool), g) for k, (p, ok, g) in out.items()}
+
+
+def majority_accuracy(gold: list[Any]) -> float | None:
+    """The accuracy of always answering the most common gold answer (a list of golds counts by its
+    first), the baseline beside a label set's accuracy."""
+    keys = [json.dumps(g[0] if isinstance(g, list) and g else g, sort_keys=True) for g in gold]
+    return Counter(keys).most_common(1)[0][1] / len(keys) if keys else None
+
+
+def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED) -> dict[str, dict[str, Any]]:
+    """Per answer kind: the fitted threshold (:func:`fit_threshold` on the right answers) and what it
+    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``)."""
+    out = {}
+    for kind, (p, ok, gold) in by_kind(records).items():
+        t = fit_threshold(p[ok], rate)
+        out[kind] = {"threshold": t, **flag_rates(p, ok, t), "majority_accuracy": majority_accuracy(gold)}
+    return out
+
+
+def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+    """Per answer kind, what the given thresholds (fitted elsewhere: on validation) flag on these records."""
+    return {kind: {"threshold": thresholds.get(kind), **flag_rates(p, ok, thresholds.get(kind)),
+                   "majority_accuracy": majority_accuracy(gold)}
+            for kind, (p, ok, gold) in by_kind(records).items()}
+
+
+def write_confidence(folder: str | os.PathLike, thresholds: dict[str, float | None], fitted_on: str,
+                     n: dict[str, int]) -> Path:
+    """Store ``{"threshold": {kind: t}, "fitted_on", "n"}`` as ``"confidence"`` in ``folder/config.json``
+    (every other key kept), written next to it and moved into place."""
+    path = Path(folder) / "config.json"
+    text = path.read_text()
+    meta = json.loads(text)
+    meta["confidence"] = {"threshold": {k: t for k, t in thresholds.items() if t is not None},
+                          "fitted_on": fitted_on, "n": n}
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        tmp.write_text(json.dumps(meta, indent=2) + ("\n" if text.endswith("\n") else ""))
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path

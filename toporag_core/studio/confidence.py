@@ -1,0 +1,92 @@
+"""What an answer's confidence tells the user: the notice of ``toporag ask`` and the Ask page.
+
+An answer is *low confidence* when its probability is below the threshold calibrated for its answer
+kind on the checkpoint's validation split (:meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_of`,
+fitted by ``benchmarks/bench_confidence.py``: at most 25% of right validation answers fall below it).
+Then the user sees the runner-up answers with their probabilities (the other labels of a closed set,
+the next names of the name reader; a generated answer has none). Without a calibrated threshold the
+probability is shown as it is, and the notice says it is not calibrated.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's names",
+              "generated": "generated answers"}
+
+
+@dataclass(frozen=True)
+class ConfidenceNote:
+    """One answer's confidence as the user reads it."""
+
+    confidence: float | None  # the answer's probability (None: the model gave none)
+    low: bool | None  # below the calibrated threshold (None: no threshold for this kind of answer)
+    threshold: float | None = None
+    kind: str | None = None  # "label" | "names" | "generated"
+    runner_ups: list[tuple[str, float]] = field(default_factory=list)  # the next answers, best first
+
+    def headline(self) -> str:
+        """``"Low confidence: p = 0.03, below ..."`` / ``"Confidence: p = 0.91 ..."`` (plain text)."""
+        if self.confidence is None:
+            return "Confidence: not available (the model gave this answer no probability)"
+        p = f"p = {self.confidence:.3g}"
+        kind = KIND_WORDS.get(self.kind or "", "answers")
+        if self.low is None:
+            return f"Confidence: {p} (not calibrated: this checkpoint has no threshold for {kind})"
+        where = f"the threshold {self.threshold:.3g} calibrated on validation for {kind}" \
+            if self.threshold is not None else f"the threshold calibrated on validation for {kind}"
+        if self.low:
+            return f"Low confidence: {p} is below {where}; the answer may well be wrong"
+        return f"Confidence: {p} (at or above {where})"
+
+    def runner_up_text(self) -> str | None:
+        """``"Rijksmuseum (p = 0.02), Mauritshuis (p = 0.01)"``, or ``None`` without runner-ups."""
+        if not self.runner_ups:
+            return None
+        return ", ".join(f"{name} (p = {p:.3g})" for name, p in self.runner_ups)
+
+    def lines(self) -> list[str]:
+        """The CLI's lines: the headline, and the runner-ups when the answer is low confidence."""
+        out = [self.headline()]
+        if self.low and self.runner_ups:
+            out.append("runner-up answers: " + str(self.runner_up_text()))
+        elif self.low:
+            out.append("runner-up answers: none (a generated answer has no scored alternatives)")
+        return out
+
+    def markdown(self) -> str:
+        """The page's notice: the headline (``Low confidence`` in bold when low) and, when low, the
+        runner-up answers on a line of their own, their names escaped."""
+        from .errors.display import escape_markdown
+
+        head = self.headline()
+        if self.low:
+            head = "**Low confidence**" + head[len("Low confidence"):]
+            rest = self.runner_up_text()
+            rest = ", ".join(f"{escape_markdown(n)} (p = {p:.3g})" for n, p in self.runner_ups) if rest else \
+                "none (a generated answer has no scored alternatives)"
+            return f"{head}.  \nRunner-up answers: {rest}"
+        return head
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"confidence": self.confidence, "low_confidence": self.low, "threshold": self.threshold,
+                "answer_kind": self.kind, "runner_ups": [{"name": n, "probability": p} for n, p in self.runner_ups]}
+
+
+def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 3) -> list[tuple[str, float]]:
+    """The best ``top`` candidates that are not part of ``answer`` (a list answer ``"A, B"`` holds both
+    names), best first."""
+    chosen = {x.strip().lower() for x in str(answer).split(",")} | {str(answer).strip().lower()}
+    rest = [(str(c["name"]), float(c["probability"])) for c in candidates or ()
+            if str(c["name"]).strip().lower() not in chosen]
+    return sorted(rest, key=lambda x: -x[1])[:top]
+
+
+def confidence_note(answer: str, probability: float | None, low: bool | None, candidates=None,
+                    threshold: float | None = None, kind: str | None = None, top: int = 3) -> ConfidenceNote:
+    """The :class:`ConfidenceNote` of one answer (the pipeline's ``probability``/``confidence``,
+    ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
+    :meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_threshold`)."""
+    return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,
+                          runner_ups(answer, candidates, top))
