@@ -83,7 +83,7 @@ def upload(pg, uploader, path: Path, shown: str | None = None) -> None:
 
 def ask(pg, question: str | None = None):
     """On the Ask page: type ``question`` (default: keep the graph's own), press Ask once the page has settled
-    and return the TopoRAG answer's locator once it is shown."""
+    and return the (first) answer's locator once it is shown."""
     box = pg.locator("textarea[aria-label='Question']")
     box.wait_for()
     if question is not None:
@@ -91,7 +91,7 @@ def ask(pg, question: str | None = None):
         box.press("Control+Enter")
     settle(pg)  # the rerun an edit or a page switch triggers must finish before the click
     pg.get_by_role("button", name="Ask", exact=True).click()
-    answer = pg.locator(".st-key-ask_answer_toporag code")
+    answer = pg.locator("[class*='st-key-ask_answer_'] code").first  # the checkpoint's method: toporag or seeded
     answer.wait_for()
     return answer
 
