@@ -2,7 +2,8 @@
 measure it on validation and test.
 
 Per answer kind (``label``: a closed label set, ``names``: the name reader, ``generated``: greedy
-generation, whose probability is the per-token geometric mean of the phrase), the threshold is the
+generation, whose probability is the per-token geometric mean of the phrase; a names answer is judged
+by the chosen name's own likelihood, the ``confidence`` the pipeline reports), the threshold is the
 largest ``t`` with at most 25% of the right validation answers below it
 (:func:`toporag_core.predictions.calibrate.fit_threshold`); an answer is flagged when its probability
 is below it. Reported per split: n, accuracy, majority-answer accuracy, the share of wrong answers
@@ -13,6 +14,8 @@ flagged. ``--write`` stores the thresholds in the checkpoint's ``config.json`` (
 Inputs: predictions files of ``toporag eval`` (``--val`` / ``--test``, records with ``probability``,
 ``correct``, ``answer_kind``), or the answer records of ``bench_kg_answers.py --records`` (``--records``
 / ``--test-records``, with ``arm``, ``hit``, ``probability``, ``candidates``; only ``--arm``'s answers).
+A test question that is also among the validation answers (the 12 shared WebQSP questions are in both
+of the knowledge-graph runs) is left out of the test rows, so test measures held-out questions only.
 
     OMP_NUM_THREADS=1 toporag eval --dataset expla_graphs --checkpoint assets/checkpoints/expla_graphs \\
         --split val --limit 150 --threads 1 --out val.jsonl        # and --split test --out test.jsonl
@@ -36,7 +39,12 @@ def read_jsonl(paths: list[str], arm: str | None = None) -> list[dict]:
     for p in paths:
         recs += [json.loads(x) for x in Path(p).read_text().splitlines() if x.strip()]
     if arm is not None:
-        recs = [r for r in recs if r.get("arm") == arm or str(r.get("arm", "")).split("/")[-1] == arm]
+        exact = [r for r in recs if r.get("arm") == arm]
+        loose = [r for r in recs if str(r.get("arm", "")).split("/")[-1] == arm]
+        if not exact and len({r["arm"] for r in loose}) > 1:
+            raise SystemExit(f"--arm {arm} names several arms of {paths}: "
+                             f"{sorted({r['arm'] for r in loose})}; give ALIAS/{arm}")
+        recs = exact or loose
     return recs
 
 
@@ -68,6 +76,7 @@ def main() -> None:
     ap.add_argument("--records", action="append", default=[], help="bench_kg_answers.py records, validation split")
     ap.add_argument("--test-records", action="append", default=[], help="bench_kg_answers.py records, test split")
     ap.add_argument("--arm", default="seeded+names", help="the records' arm that ships (default seeded+names)")
+    ap.add_argument("--test-arm", default=None, help="the arm of --test-records (default --arm)")
     ap.add_argument("--rate", type=float, default=MAX_RIGHT_FLAGGED,
                     help="at most this share of right validation answers is flagged (default 0.25)")
     ap.add_argument("--fitted-on", default=None, help="how config.json describes the validation answers")
@@ -75,16 +84,22 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write the measurements here")
     args = ap.parse_args()
     val = read_jsonl(args.val) + read_jsonl(args.records, args.arm)
-    test = read_jsonl(args.test) + read_jsonl(args.test_records, args.arm)
+    test = read_jsonl(args.test) + read_jsonl(args.test_records, args.test_arm or args.arm)
     if not val:
         ap.error("no validation answers: give --val or --records (with answers of --arm)")
-    fit = calibrate(val, args.rate)
+    asked = {(r.get("kind") or r.get("dataset"), r.get("question")) for r in val}
+    shared = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) in asked]
+    test = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) not in asked]
+    meta = json.loads((Path(args.checkpoint) / "config.json").read_text())
+    weight = float((meta.get("reader") or {}).get("path_weight", 0.0))  # how the name reader picks its name
+    fit = calibrate(val, args.rate, weight)
     thresholds = {k: r["threshold"] for k, r in fit.items()}
-    res = {"val": fit, **({"test": measure(test, thresholds)} if test else {})}
+    res = {"val": fit, **({"test": measure(test, thresholds, weight)} if test else {})}
     name = Path(args.checkpoint).name
     print(f"checkpoint {name}: thresholds fitted on {sum(r['n'] for r in fit.values())} validation answers "
           f"(at most {args.rate:.0%} of right answers flagged); no probability: "
-          f"{sum(r.get('probability') is None for r in val)} val, {sum(r.get('probability') is None for r in test)} test")
+          f"{sum(r.get('probability') is None for r in val)} val, {sum(r.get('probability') is None for r in test)} test; "
+          f"{len(shared)} test answers left out (their questions are in the validation answers too)")
     print("| checkpoint | kind | split | n | accuracy | majority | threshold | wrong flagged (n wrong) | "
           "right flagged (n right) | accuracy not flagged |")
     print("|---|---|---|---|---|---|---|---|---|---|")

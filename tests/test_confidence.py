@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from toporag_core.model import QABatch, short_answer
-from toporag_core.model.answering import answer_probability
+from toporag_core.model.answering import answer_prefix, answer_probability
 from toporag_core.model.styles import get_style
 from toporag_core.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record
-from toporag_core.predictions.calibrate import (answer_kind, calibrate, fit_threshold, flag_rates, measure,
-                                                write_confidence)
+from toporag_core.predictions.calibrate import (answer_kind, calibrate, confidence_of, fit_threshold, flag_rates,
+                                                measure, write_confidence)
 from toporag_core.studio.confidence import confidence_note, runner_ups
 from toporag_core.testing import build_tiny_checkpoint, tiny_model
 
@@ -59,14 +59,18 @@ def test_calibration_is_per_answer_kind_and_reads_both_record_formats():
                                 probability=float(np.clip(rng.normal(0.9 if ok else 0.6, 0.05), 0, 1)), correct=ok,
                                 clean=True, seconds=0.0, raw="", cells={}, context="", method="toporag",
                                 dataset="expla_graphs", margin=0.5, answer_kind="label"))
+        own = float(rng.uniform(-1.0, -0.1) if ok else rng.uniform(-4.0, -2.0))  # the chosen name's log-likelihood
         recs.append({"arm": "shipped/seeded+names", "kind": "webqsp", "hit": ok, "names": ["a", "b"],
-                     "probability": float(rng.uniform(0.3, 0.6) if ok else rng.uniform(0.0, 0.2)), "margin": 0.1})
+                     "name_scores": [own, own - 3.0], "name_priors": [0.0, 2.0], "probability": 0.6, "margin": 0.1})
         recs.append({"id": i, "correct": ok, "probability": float(0.3 if ok else 0.05), "margin": None})
     recs.append({"id": "x", "correct": True, "probability": None})  # no probability: not calibrated on
     assert [answer_kind(r) for r in recs[:3]] == ["label", "names", "generated"]
     fit = calibrate(recs)
     assert set(fit) == {"label", "names", "generated"}
-    assert fit["label"]["threshold"] > 0.8 and fit["names"]["threshold"] >= 0.3
+    # names: judged by the chosen name's own likelihood (the softmax probability is the same 0.6 for all)
+    assert confidence_of(recs[1]) == pytest.approx(math.exp(recs[1]["name_scores"][0]))
+    assert confidence_of(recs[1], path_weight=2.0) == pytest.approx(math.exp(recs[1]["name_scores"][1]))
+    assert fit["label"]["threshold"] > 0.8 and math.exp(-1.0) <= fit["names"]["threshold"] <= math.exp(-0.1)
     assert fit["generated"]["threshold"] == 0.3 and fit["generated"]["right_flagged"] == 0.0
     for r in fit.values():
         assert r["right_flagged"] <= 0.25 and r["wrong_flagged"] > 0.9
@@ -103,6 +107,7 @@ def test_generated_answers_get_a_per_token_probability_and_stay_the_generated_on
     style = get_style(m.config.answer_style)
     assert [r["answer"] for r in rows] == [short_answer(style.read_open(g)[1]) for g in m.generate(batch)]
     eos = len(m.prompter.pieces["eos"])
+    checked: list[bool] = []
     for i, r in enumerate(rows):
         assert r["kind"] == "generated"
         if not r["answer"].strip():
@@ -110,10 +115,55 @@ def test_generated_answers_get_a_per_token_probability_and_stay_the_generated_on
             continue
         assert 0 < r["probability"] <= 1
         one = batch.select([i])
+        if answer_prefix(r["raw"], r["raw"], r["answer"]):  # text before the answer: scored after it
+            checked.append(False)
+            continue
         ll = float(m.score_choices(one, [[r["answer"]]], truncate=False)[0, 0])
         assert r["probability"] == pytest.approx(math.exp(ll / (len(m.prompter.ids(r["answer"])) + eos)), rel=1e-4)
+        checked.append(True)
         assert m.answer(one, choices=[None])[0]["probability"] == pytest.approx(r["probability"], rel=1e-4)
+    assert any(checked)  # at least one answer is the whole generation, scored alone
     assert answer_probability(m, batch, ["", " ", "x"], None)[:2] == [None, None]  # empty answers: no probability
+
+
+def test_a_cited_answer_is_scored_after_the_evidence_the_model_wrote():
+    from toporag_core.model.decode import score_token_lists
+
+    m = tiny_model(in_dim=16, use_graph=False, max_new_tokens=12, answer_style="cited").eval()
+    batch = QABatch(None, ["what is red?"], ["cup [0]: red"])
+    eos, ids = list(m.prompter.pieces["eos"]), m.prompter.ids
+    text = "cup [0]. Answer: red"  # with the end token appended, token-list scoring is score_choices
+    assert float(score_token_lists(m, batch, [[ids(text) + eos]])[0, 0]) == \
+        pytest.approx(float(m.score_choices(batch, [[text]], truncate=False)[0, 0]), abs=1e-4)
+    pre, ans = "cup [0]. Answer: ", "red"
+    full, head = ids(pre + ans), ids(pre)
+    k = next(i for i, (x, y) in enumerate(zip(full, head + [-1])) if x != y)
+    ll_all = float(m.score_choices(batch, [[pre + ans]], truncate=False)[0, 0])  # prefix + answer + end
+    ll_pre = float(score_token_lists(m, batch, [[full[:k]]])[0, 0])
+    p = answer_probability(m, batch, [ans], None, [pre])[0]
+    assert p == pytest.approx(math.exp((ll_all - ll_pre) / (len(full) - k + len(eos))), rel=1e-4) and 0 < p <= 1
+    assert p != pytest.approx(answer_probability(m, batch, [ans], None)[0], rel=1e-3)  # the evidence counts
+    assert answer_prefix("dog [5]: brown, sitting. Answer: brown", "brown", "brown") == \
+        "dog [5]: brown, sitting. Answer: "
+    assert answer_prefix("brown dog", "brown dog", "brown") == "" and answer_prefix("x", "x", "y") == ""
+    row = m.answer(batch, choices=[None])[0]  # the open row scores its answer after its own generated prefix
+    prefix = answer_prefix(row["raw"], get_style("cited").read_open(row["raw"])[1], row["answer"])
+    if row["answer"].strip():
+        assert row["probability"] == pytest.approx(answer_probability(m, batch, [row["answer"]], None, [prefix])[0])
+
+
+def test_a_names_answer_carries_the_chosen_names_own_likelihood():
+    from toporag_core.model.decode import score_names
+
+    m = tiny_model(in_dim=16, use_graph=False).eval()
+    batch = QABatch(None, ["who is red?", "who is blue?"], ["anna red; bob blue", "bob blue"])
+    names = [("anna", "bob", "carl"), ("bob", "dora")]
+    rows = m.answer(batch, choices=[None, None], names=names)
+    for r, sc, ns in zip(rows, score_names(m, batch, [list(x) for x in names]), names):
+        best = int(np.argmax(sc))
+        assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
+        assert r["likelihood"] == pytest.approx(math.exp(sc[best]), rel=1e-6) and 0 < r["likelihood"] <= 1
+        assert r["likelihood"] != pytest.approx(r["probability"])  # not the softmax over the names
 
 
 # ====================================================================== where users see it

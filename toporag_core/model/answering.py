@@ -4,7 +4,8 @@ Rows are grouped by their closed answer set (``None``: open). A **closed set** i
 (:func:`~toporag_core.model.decode.score_choices`): the label is the arg max, its probability
 ``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
 (:func:`~toporag_core.model.answers.short_answer`), with the per-token geometric-mean probability of that
-phrase under the same prompt, ``exp(ll / n_tokens)`` (:func:`answer_probability`), as its ``probability``;
+phrase under the same prompt and what was generated before it (a cited answer's evidence),
+``exp(ll / n_tokens)`` (:func:`answer_probability`), as its ``probability``;
 :func:`~toporag_core.model.answers.is_clean` flags an
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
@@ -47,30 +48,64 @@ def _scored(cands: tuple[str, ...], sc: Tensor, r: int, raw: str | None = None) 
             "clean": True, "kind": "label"}
 
 
-def answer_probability(model, sub: QABatch, answers: list[str], soft) -> list[float | None]:
-    """Per row, the per-token geometric-mean probability of answering exactly ``answers[r]`` and
-    stopping, under the row's own prompt: ``exp(ll / n)`` with ``ll`` the
-    :func:`~.decode.score_choices` log-likelihood of the answer's ``n`` tokens plus the end token
-    (``n`` counts both, not cut at ``max_new_tokens``), so it lies in ``(0, 1]`` and does not shrink
-    with the answer's length. One batched scoring pass over the rows with a non-empty answer; an
-    answer that tokenises to nothing gets ``None``. It reads the model, never changes the answer."""
-    eos = model.prompter.pieces["eos"]
-    lens = [len(model.prompter.ids(a)) if a.strip() else 0 for a in answers]
-    idx = [i for i, n in enumerate(lens) if n]
+def answer_probability(model, sub: QABatch, answers: list[str], soft,
+                       prefixes: list[str] | None = None) -> list[float | None]:
+    """Per row, the per-token geometric-mean probability of answering ``answers[r]`` and stopping, under
+    the row's own prompt followed by ``prefixes[r]`` (what the model generated before the answer: a cited
+    answer's evidence and ``Answer:``; default none):
+
+        p = exp((ll(prefix + answer + <eos>) - ll(prefix)) / n)
+
+    with ``ll`` the log-likelihood of a continuation of the prompt (:func:`~.decode.score_token_lists`)
+    and ``n`` the tokens of the answer plus the end token (the answer's tokens are those of
+    ``prefix + answer`` after the tokens it shares with ``prefix``; nothing is cut at ``max_new_tokens``).
+    So ``p`` lies in ``(0, 1]``, does not shrink with the answer's length, and for a cited answer
+    measures the answer given the evidence the model wrote (scored without it, a right answer reads as
+    unlikely: the model expects evidence first). One batched scoring pass over the rows with a
+    non-empty answer; an answer that adds no token gets ``None``. It reads the model, never changes the
+    answer."""
+    from .decode import score_token_lists
+
+    ids, eos = model.prompter.ids, list(model.prompter.pieces["eos"])
     out: list[float | None] = [None] * len(answers)
+    idx, cands, n, cuts = [], [], [], []
+    for i, a in enumerate(answers):
+        pre = (prefixes[i] if prefixes else "") or ""
+        pre = pre if pre.strip() else ""  # white space before the answer: scored as the answer alone
+        if not a.strip():
+            continue
+        full = ids(pre + a)
+        head = ids(pre)
+        cut = 0
+        while cut < min(len(head), len(full)) and head[cut] == full[cut]:
+            cut += 1
+        if cut == len(full):
+            continue
+        idx.append(i)
+        cands.append([full + eos, full[:cut] if cut else full + eos])
+        n.append(len(full) - cut + len(eos))
+        cuts.append(cut)
     if not idx:
         return out
-    ll = model.score_choices(sub.select(idx), [[answers[i]] for i in idx],
-                             soft=soft[idx] if soft is not None else None, truncate=False)[:, 0]
-    n = torch.tensor([lens[i] + len(eos) for i in idx], dtype=torch.float64)
-    for i, p in zip(idx, torch.exp(ll.double() / n).clamp(max=1.0).tolist()):
+    sc = score_token_lists(model, sub.select(idx), cands, soft[idx] if soft is not None else None).double()
+    ll = sc[:, 0] - torch.where(torch.tensor(cuts) > 0, sc[:, 1], torch.zeros_like(sc[:, 1]))  # minus ll(prefix)
+    for i, p in zip(idx, torch.exp(ll / torch.tensor(n, dtype=torch.float64)).clamp(max=1.0).tolist()):
         out[i] = float(p)
     return out
 
 
+def answer_prefix(raw: str, text: str, answer: str) -> str:
+    """What was generated before ``answer`` in ``raw`` (``text``: the part the answer was cut from, e.g.
+    the words after a cited answer's last ``Answer:``); ``""`` when the answer is not found as written."""
+    start = raw.rfind(text) if text else -1
+    pos = raw.find(answer, max(start, 0)) if answer else -1
+    return raw[:pos] if pos > 0 else ""
+
+
 def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
     """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_probability`
-    of that phrase (scored after generation, so the answer is the generated one)."""
+    of that phrase after what was generated before it (scored after generation, so the answer is the
+    generated one)."""
     style = get_style(model.config.answer_style)
     out = []
     for question, context, raw in zip(sub.questions, sub.contexts,
@@ -80,7 +115,9 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
         out.append({"answer": ans, "probability": None, "scores": None, "raw": raw,
                     "clean": is_clean(ans, question, context), "kind": "generated",
                     **({"evidence": evidence} if style.open_citations else {})})
-    for row, p in zip(out, answer_probability(model, sub, [r["answer"] for r in out], soft)):
+    texts = [style.read_open(r["raw"])[1] for r in out]
+    prefixes = [answer_prefix(r["raw"], t, r["answer"]) for r, t in zip(out, texts)]
+    for row, p in zip(out, answer_probability(model, sub, [r["answer"] for r in out], soft, prefixes)):
         row["probability"] = p
     return out
 
@@ -95,7 +132,10 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     the answer is the best name, then every name whose probability (softmax over the row's names) is at
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
-    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit."""
+    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``likelihood`` the
+    best name's own probability ``exp(ll)`` of being (or starting) the answer, not relative to the other
+    names: its confidence (the softmax over the names tells right from wrong answers no better than
+    chance on the general validation split; docs/results/confidence.md)."""
     from .decode import score_names
 
     out = []
@@ -110,6 +150,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
+                    "likelihood": float(torch.exp(torch.tensor(float(sc[order[0]])).clamp(max=0.0))),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})

@@ -341,6 +341,20 @@ def _score_after_prompt(model, cands: list[list[list[int]]], prompt: tuple) -> T
 
 
 @torch.no_grad()
+def score_token_lists(model, batch: QABatch, cands: list[list[list[int]]], soft: Tensor | None = None) -> Tensor:
+    """``(B, C)`` log-likelihood ``sum_t log p(c_t | prompt, c_<t)`` of each row's ``C`` token lists as
+    continuations of its prompt, exactly as given (no end token added, nothing cut): the machinery of
+    :func:`score_choices` (one fused pass), for continuations that are not whole answers, such as a
+    generated answer's evidence prefix."""
+    if not cands or len(cands) != len(batch) or len({len(r) for r in cands}) != 1 or \
+            any(not c for r in cands for c in r):
+        raise ValueError(f"score_token_lists: needs {len(batch)} rows of one number of non-empty token lists")
+    if not model.prompter.pieces["eos"]:
+        return _score_after_prompt(model, cands, model.prompt_pass(batch, soft))
+    return _score_fused(model, batch, cands, soft)
+
+
+@torch.no_grad()
 def score_choices(model, batch: QABatch, choices, soft: Tensor | None = None, prompt: tuple | None = None,
                   truncate: bool = True) -> Tensor:
     """``(B, C)`` log-likelihood of answering exactly each candidate and stopping:

@@ -1,10 +1,11 @@
 """Confidence calibration: the probability below which an answer is flagged "low confidence".
 
 An answer's probability (``probability`` of a predictions record) means different things per
-*answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), a softmax
-over the retrieved entities' names (``"names"``: the name reader) or the per-token geometric mean of
-a generated phrase (``"generated"``). So each kind gets its own threshold, fitted on the validation
-split of the checkpoint:
+*answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), the
+chosen name's own likelihood (``"names"``: the name reader; its softmax over the names does not
+separate right from wrong answers) or the per-token geometric mean of a generated phrase
+(``"generated"``). So each kind gets its own threshold, fitted on the validation split of the
+checkpoint:
 
     t* = max { t : |{right answers with p < t}| <= rate * n_right }   (rate = 0.25)
 
@@ -47,6 +48,21 @@ def answer_kind(rec: dict[str, Any]) -> str:
     return "label" if rec.get("margin") is not None else "generated"
 
 
+def confidence_of(rec: dict[str, Any], path_weight: float = 0.0) -> float | None:
+    """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
+    record with per-name scores, the chosen name's own likelihood ``exp(ll)`` (the name with the best
+    ``ll + path_weight x prior``, as the reader picks it); else its ``probability``."""
+    if rec.get("confidence") is not None:
+        return float(rec["confidence"])
+    ll = rec.get("name_scores")
+    if answer_kind(rec) == "names" and ll:
+        z = np.asarray(ll, np.float64)
+        if rec.get("name_priors") is not None and path_weight:
+            z = z + path_weight * np.asarray(rec["name_priors"], np.float64)
+        return float(np.exp(min(float(ll[int(np.argmax(z))]), 0.0)))
+    return None if rec.get("probability") is None else float(rec["probability"])
+
+
 def correct_of(rec: dict[str, Any]) -> bool:
     """The record's verdict: ``correct`` (``toporag eval``), else ``hit`` (knowledge-graph answer records)."""
     return bool(rec["correct"] if "correct" in rec else rec.get("hit"))
@@ -79,14 +95,16 @@ def flag_rates(p: Iterable[float], correct: Iterable[bool], t: float | None) -> 
             "kept_accuracy": share(ok[~flag])}
 
 
-def by_kind(records: Iterable[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
-    """``{kind: (probabilities, verdicts, gold answers)}`` of the records that have a probability."""
+def by_kind(records: Iterable[dict[str, Any]], path_weight: float = 0.0
+            ) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
+    """``{kind: (confidences, verdicts, gold answers)}`` of the records that have one (:func:`confidence_of`)."""
     out: dict[str, tuple[list, list, list]] = {}
     for r in records:
-        if r.get("probability") is None:
+        c = confidence_of(r, path_weight)
+        if c is None:
             continue
         p, ok, gold = out.setdefault(answer_kind(r), ([], [], []))
-        p.append(float(r["probability"]))
+        p.append(c)
         ok.append(correct_of(r))
         gold.append(r.get("gold", r.get("answers")))
     return {k: (np.asarray(p, np.float64), np.asarray(ok, bool), g) for k, (p, ok, g) in out.items()}
@@ -99,21 +117,24 @@ def majority_accuracy(gold: list[Any]) -> float | None:
     return Counter(keys).most_common(1)[0][1] / len(keys) if keys else None
 
 
-def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED) -> dict[str, dict[str, Any]]:
+def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED,
+              path_weight: float = 0.0) -> dict[str, dict[str, Any]]:
     """Per answer kind: the fitted threshold (:func:`fit_threshold` on the right answers) and what it
-    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``)."""
+    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``); ``path_weight``: the name
+    reader's (the checkpoint's ``reader.path_weight``), for records without a ``confidence``."""
     out = {}
-    for kind, (p, ok, gold) in by_kind(records).items():
+    for kind, (p, ok, gold) in by_kind(records, path_weight).items():
         t = fit_threshold(p[ok], rate)
         out[kind] = {"threshold": t, **flag_rates(p, ok, t), "majority_accuracy": majority_accuracy(gold)}
     return out
 
 
-def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None]) -> dict[str, dict[str, Any]]:
+def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None],
+            path_weight: float = 0.0) -> dict[str, dict[str, Any]]:
     """Per answer kind, what the given thresholds (fitted elsewhere: on validation) flag on these records."""
     return {kind: {"threshold": thresholds.get(kind), **flag_rates(p, ok, thresholds.get(kind)),
                    "majority_accuracy": majority_accuracy(gold)}
-            for kind, (p, ok, gold) in by_kind(records).items()}
+            for kind, (p, ok, gold) in by_kind(records, path_weight).items()}
 
 
 def write_confidence(folder: str | os.PathLike, thresholds: dict[str, float | None], fitted_on: str,
