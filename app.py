@@ -8,9 +8,10 @@ from pathlib import Path
 import streamlit as st
 
 from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
-from toporag_core.lift import LIFTING_SPECS, lifting_names
+from toporag_core.cells.lift import LIFTING_SPECS, lifting_names
 from toporag_core.studio import resources
-from toporag_core.studio import kg_source, samples, state, uploads
+from toporag_core.io import samples
+from toporag_core.studio import kg_source, state, uploads
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
 

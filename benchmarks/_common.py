@@ -57,7 +57,7 @@ def checkpoint_split(folder: str | Path, split: str, dataset: str | None = None)
 
 def load_checkpoint_model(folder: str | Path, meta: dict, dtype: str = "auto"):
     """The checkpoint's :class:`~toporag_core.model.TopoRAGModel` on the CPU in eval mode (LLM in ``dtype``)."""
-    from toporag_core.llm import load_llm
+    from toporag_core.model.llm import load_llm
     from toporag_core.model import TopoRAGModel
 
     llm, tok = load_llm(meta["config"]["llm"], device="cpu", dtype=dtype)

@@ -40,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toporag_core.studio import ask, samples
-    from toporag_core.studio.route import CHECKPOINT_ROOT
+    from toporag_core.io import samples
+    from toporag_core.studio import ask
+    from toporag_core.answering.route import CHECKPOINT_ROOT
 
     if args.threads:
         torch.set_num_threads(args.threads)

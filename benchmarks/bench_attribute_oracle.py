@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toporag_core.arms import derangement, readback_rows, token_lines
-    from toporag_core.batches import make_batch
+    from toporag_core.evaluation.arms import derangement, readback_rows, token_lines
+    from toporag_core.training.batching import make_batch
     from toporag_core.metrics import mcnemar_exact
 
     model, examples = eval_model_and_split(args)

@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.studio.route import CHECKPOINT_ROOT
+    from toporag_core.answering.pipeline import TopoRAGPipeline
+    from toporag_core.answering.route import CHECKPOINT_ROOT
 
     torch.set_num_threads(args.threads)
     if not methods or any(m not in METHODS for m in methods):
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
 def report(args, methods: list[str], flat: list[dict], argv) -> int:
     """Print (and with ``--out`` / ``--json`` write) the table and the verdict lines of the records ``flat``."""
     from toporag_core.studio.attribution import compare_to_random, weights_sha
-    from toporag_core.studio.route import CHECKPOINT_ROOT
+    from toporag_core.answering.route import CHECKPOINT_ROOT
 
     rows: list[tuple[str, str, list[dict]]] = []
     for rec in flat:

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def answer_all(model, examples, batch_size: int, constrain: bool) -> tuple[list[dict], float]:
     """``model.answer`` over ``examples`` in batches, with or without citation constraints."""
-    from toporag_core.batches import make_batch
+    from toporag_core.training.batching import make_batch
 
     model.constrain_citations = constrain
     out, t0 = [], time.perf_counter()

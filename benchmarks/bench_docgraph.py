@@ -53,7 +53,7 @@ def main() -> None:
     if tok is None:
         from transformers import AutoTokenizer
 
-        from toporag_core.llm import ensure_default_llm
+        from toporag_core.model.llm import ensure_default_llm
         tok = AutoTokenizer.from_pretrained(str(ensure_default_llm()))
     t0 = time.perf_counter()
     for r in recs:  # embed every text once (cache), so timings below are with cached embeddings

@@ -29,7 +29,7 @@ import time
 from _common import require_shared
 from toporag_core.embed import CachedEncoder, get_encoder
 from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, method_names, retrieve
 from toporag_core.retrieval.report import format_table
 from toporag_core.studio.resources import embed_with_progress

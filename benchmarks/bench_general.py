@@ -12,7 +12,7 @@ retrieved context (exact McNemar), no label-set answer to an open question, and 
   answer occurs in the normalised answer (the WebQSP metric). Paired: exact McNemar on the
   discordant questions (only general right / only zero-shot right).
 * **No label-set answer to an open question**: for every question above, the model Ask's routing picks
-  (:func:`toporag_core.studio.route.route` over the committed checkpoints) is not a label-set checkpoint,
+  (:func:`toporag_core.answering.route.route` over the committed checkpoints) is not a label-set checkpoint,
   and no answer is a label of one (support / counter); also for an open question on the ExplaGraphs sample.
 * **General test split** (``--test N``: the first N questions of each kind of the recipe's generated set,
   graphs never trained on): the same pairing, per kind.
@@ -37,7 +37,7 @@ GENERAL = ROOT / "assets" / "checkpoints" / "general"
 def answer_pair(gen, zero, graph, question: str, gold: list[str]) -> dict:
     """The general checkpoint's answer and the zero-shot LLM's on the same retrieved context."""
     from toporag_core.metrics import webqsp_hit
-    from toporag_core.pipeline import DecodeJob
+    from toporag_core.answering.pipeline import DecodeJob
 
     t = time.perf_counter()
     ecx = gen.prepare(graph)
@@ -75,9 +75,9 @@ def main() -> int:
 
     from benchmarks._common import require_shared
     from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.studio import samples
-    from toporag_core.studio.route import ZERO_SHOT, committed_checkpoints, route
+    from toporag_core.answering.pipeline import TopoRAGPipeline
+    from toporag_core.io import samples
+    from toporag_core.answering.route import ZERO_SHOT, committed_checkpoints, route
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()

@@ -2,7 +2,7 @@
 
 For each checkpoint: ``toporag eval --graph-tokens ARM`` for every arm (normal, permute, zero, only,
 only_permute; ``arms.py`` says what each feeds the LLM), then the paired table (exact McNemar against
-``normal``, :func:`toporag_core.evaluate.paired_table`) with the majority answer beside it, and the goals
+``normal``, :func:`toporag_core.evaluation.evaluate.paired_table`) with the majority answer beside it, and the goals
 of the graph-token work checked on it:
 
 * ``permute`` (another question's graph tokens) at least ``--min-drop`` points below ``normal``, p < 0.01;
@@ -60,15 +60,15 @@ def readback_line(checkpoint: Path, dataset: str, split: str, n: int, threads: i
 
 
 def table(files: dict[str, Path]) -> list[dict]:
-    from toporag_core.evaluate import paired_table
+    from toporag_core.evaluation.evaluate import paired_table
 
     return paired_table({k: str(v) for k, v in files.items()}, "normal")
 
 
 def own_tokens_line(only: Path, only_permute: Path) -> str:
     """What a question's own graph tokens add without text: ``only`` against ``only_permute`` (another
-    question's tokens, same question), paired (:func:`toporag_core.evaluate.paired_table`, exact McNemar)."""
-    from toporag_core.evaluate import paired_table
+    question's tokens, same question), paired (:func:`toporag_core.evaluation.evaluate.paired_table`, exact McNemar)."""
+    from toporag_core.evaluation.evaluate import paired_table
 
     rows = {r["run"]: r for r in paired_table({"only": str(only), "only_permute": str(only_permute)}, "only")}
     own, other = rows["only"], rows["only_permute"]
@@ -121,7 +121,7 @@ def main() -> int:
     args = ap.parse_args()
     import json
 
-    from toporag_core.evaluate import paired_markdown
+    from toporag_core.evaluation.evaluate import paired_markdown
     from toporag_core.model.checkpoint import read_config
 
     for ckpt in map(Path, args.checkpoint or [ROOT / "assets/checkpoints/expla_graphs"]):

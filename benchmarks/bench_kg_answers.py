@@ -119,7 +119,7 @@ def main() -> None:
         return
     import torch
 
-    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.answering.pipeline import TopoRAGPipeline
     from toporag_core.retrieval import RetrievalSetting
 
     torch.set_num_threads(args.threads)

@@ -75,7 +75,7 @@ def main() -> None:
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
-    from toporag_core.llm import ensure_default_llm
+    from toporag_core.model.llm import ensure_default_llm
 
     tok = AutoTokenizer.from_pretrained(str(ensure_default_llm()))
 

@@ -1,4 +1,4 @@
-"""Lifting the 12 WebQSP graphs: ``toporag_core.lift`` vs ``networkx.cycle_basis`` + B1/B2.
+"""Lifting the 12 WebQSP graphs: ``toporag_core.cells.lift`` vs ``networkx.cycle_basis`` + B1/B2.
 
 Reference: networkx's cycle basis (one cycle per non-tree edge, like ours) on the simple
 undirected skeleton, then the same signed B1 (nodes x edges) and B2 (edges x cycles).
@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from _common import require_shared, timeit
 from toporag_core.io.webqsp import read_webqsp, webqsp_record_to_graph
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.retrieval.report import format_table
 
 

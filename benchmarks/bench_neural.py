@@ -87,11 +87,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from toporag_core.llm import DEFAULT_LLM, load_llm
+    from toporag_core.model.llm import DEFAULT_LLM, load_llm
     from toporag_core.model import QABatch, TopoRAGConfig, TopoRAGModel
     from toporag_core.nn import CWNConfig
-    from toporag_core.pipeline import DEFAULT_CHECKPOINT, TopoRAGPipeline
-    from toporag_core.batches import make_batch
+    from toporag_core.answering.pipeline import DEFAULT_CHECKPOINT, TopoRAGPipeline
+    from toporag_core.training.batching import make_batch
 
     bs = 8
     exs, raws, source = load_examples(max(args.steps * bs, args.answers))
@@ -111,7 +111,7 @@ def main() -> None:
     plain = TopoRAGModel(TopoRAGConfig(use_graph=False, llm=llm_name or DEFAULT_LLM), llm, tok)
 
     # -- training throughput ------------------------------------------------------------
-    from toporag_core.train import KVStore
+    from toporag_core.training import KVStore
 
     n_train = args.steps * bs
     chunks = [exs[i * bs:(i + 1) * bs] for i in range(args.steps)]

@@ -1,6 +1,6 @@
 """Which tokens of a readback does a question's own graph-token set make likelier than another question's?
 
-Readback (:func:`toporag_core.arms.readback`) pairs each row's per-token loss given its own graph tokens with
+Readback (:func:`toporag_core.evaluation.arms.readback`) pairs each row's per-token loss given its own graph tokens with
 the loss given another row's, averaged over the row. This splits the same pairing by what each target token
 is in a node line ``name [i]: attribute, attribute``: the name, the index, the separator, an attribute, a
 comma, a line break, the end of the answer. A graph path that carries names but not attributes shows its
@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toporag_core.arms import derangement, readback_rows, token_lines
-    from toporag_core.batches import make_batch
+    from toporag_core.evaluation.arms import derangement, readback_rows, token_lines
+    from toporag_core.training.batching import make_batch
 
     model, examples = eval_model_and_split(args)
     rows = readback_rows(examples, args.target, token_lines(model))

@@ -60,7 +60,7 @@ def child_size(n: int, exact: bool) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     sys.path.insert(0, str(ROOT))
     from toporag_core.embed import HashingEncoder, embed_complex
-    from toporag_core.lift import lift
+    from toporag_core.cells.lift import lift
     from toporag_core.retrieval import EmbeddedComplex, retrieve
     from toporag_core.retrieval.scale import cell_index
 

@@ -66,7 +66,7 @@ def main() -> None:
     if args.sweep:
         from transformers import AutoTokenizer
 
-        from toporag_core.llm import ensure_default_llm
+        from toporag_core.model.llm import ensure_default_llm
 
         tok = AutoTokenizer.from_pretrained(ensure_default_llm())
         count, columns = (lambda text: len(tok(text)["input_ids"])), COLUMNS + ["tokens"]

@@ -237,7 +237,7 @@ def big_graph(nodes: int, edges: int) -> dict:
 
 def retrieve_during_upload(url: str, n_idle: int, nodes: int, edges: int) -> dict:
     from toporag_core.serve.client import CoreClient
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
 
     small = samples.load_sample("kg")
     with CoreClient(url, token=TOKEN, timeout=300) as c:
@@ -347,7 +347,7 @@ def workload(distinct: int = 0):
     (``"cup (r17)"``): every request a new graph and so a new context ("distinct", nothing to reuse;
     each variant is embedded when first sent, inline)."""
     from toporag_core.graph import TextualGraph
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
 
     graphs = {k: samples.load_sample(k) for k in QUESTIONS}
     base = [(graphs[k], q) for k in QUESTIONS for q in QUESTIONS[k]]
@@ -374,7 +374,7 @@ def decode_profile(checkpoint: str, jobs, sizes=(1, 16)) -> list[dict]:
     from toporag_core.model import FrozenKVStore, QABatch
     from toporag_core.model.kv import context_kv
     from toporag_core.nn import collate, subcomplex_tensors
-    from toporag_core.pipeline import DecodeJob, TopoRAGPipeline
+    from toporag_core.answering.pipeline import DecodeJob, TopoRAGPipeline
     from toporag_core.retrieval import EmbeddedComplex, retrieve
 
     torch.set_num_threads(1)
@@ -512,7 +512,7 @@ def main() -> None:
     ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the decode profile")
     args = ap.parse_args()
 
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     tiny = str(build_tiny_checkpoint(tmp / "tiny"))

@@ -50,7 +50,7 @@ def checkpoint_setting(ckpt: Path) -> PrepConfig:
 
 
 def evaluate_run(run: Path, ids: list[str], data_dir, batch_size: int) -> Path:
-    from toporag_core.evaluate import evaluate
+    from toporag_core.evaluation.evaluate import evaluate
     from toporag_core.model import TopoRAGModel
 
     ckpt = run / "best"

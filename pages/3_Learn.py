@@ -2,7 +2,8 @@
 import streamlit as st
 
 from toporag_core.studio import resources
-from toporag_core.studio import learn, learn_hodge, learn_messages, samples, state
+from toporag_core.io import samples
+from toporag_core.studio import learn, learn_hodge, learn_messages, state
 from toporag_core.studio.figures import incidence_heatmap, laplacian_heatmap, spectrum_chart
 from toporag_core.studio.graph_view import legend_html, render_view
 from toporag_core.studio.resources import get_complex, get_embedded, show_view

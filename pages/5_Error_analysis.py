@@ -7,7 +7,7 @@ from toporag_core.retrieval import method_label, method_names
 from toporag_core.tasks import SPLITS, TASKS
 from toporag_core.tasks.prep import PrepConfig
 from toporag_core.embed import default_cache_dir
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.studio import ask, errors
 from toporag_core.studio.graph_view import render_view
 from toporag_core.studio.resources import encoder_choice, show_view

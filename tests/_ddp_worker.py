@@ -1,6 +1,6 @@
 """One rank of the DDP test job (``torchrun --nproc_per_node=2 tests/_ddp_worker.py OUT MODE``), or the
 one-process reference (``python tests/_ddp_worker.py OUT MODE [full]``). MODE: ``ddp`` (train with the torchrun
-env) or ``train`` (toporag_core.train.train, one process); ``full``: the :data:`FULL` settings.
+env) or ``train`` (toporag_core.training.train, one process); ``full``: the :data:`FULL` settings.
 Writes ``OUT/losses-rank<r>.json``."""
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 
 import torch
 
-from toporag_core.distributed import DistEnv, init_distributed, shutdown
+from toporag_core.training.distributed import DistEnv, init_distributed, shutdown
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_model
-from toporag_core.train import TrainConfig, train
+from toporag_core.model.tiny import tiny_model
+from toporag_core.training import TrainConfig, train
 
 GRAPHS = [
     [("cats", "are", "pets"), ("pets", "need", "care"), ("care", "helps", "cats")],

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 import torch
 
-from toporag_core.align import contrastive_readback_loss, graph_parameters
-from toporag_core.arms import readback_rows
+from toporag_core.training.align import contrastive_readback_loss, graph_parameters
+from toporag_core.evaluation.arms import readback_rows
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGModel
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_model
-from toporag_core.batches import make_batch
-from toporag_core.train import TrainConfig, train
+from toporag_core.model.tiny import tiny_model
+from toporag_core.training.batching import make_batch
+from toporag_core.training import TrainConfig, train
 
 DIM = 16
 GRAPHS = [
@@ -68,7 +68,7 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
     flags = {n: p.requires_grad for n, p in model.named_parameters()}
     cfg = TrainConfig(align_steps=40, align_lr=1e-2, encoder_lr=1e-3, batch_size=4, eval_every=10, seed=0,
                       show_progress=False)
-    from toporag_core.align import align
+    from toporag_core.training.align import align
 
     res = align(model, examples, examples, cfg, tmp_path)
     assert {n: p.requires_grad for n, p in model.named_parameters()} == flags
@@ -86,7 +86,7 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
     best = res["align_readback"]
     assert gaps[res["align_best_step"]] > gaps[0] + 0.05 and best["own_lower"] == best["n"] == len(examples)
     # the model is left holding the kept state: reading back again gives the kept check's numbers
-    from toporag_core.arms import readback
+    from toporag_core.evaluation.arms import readback
 
     again = readback(model.eval(), examples)
     assert again["nll_own"] == pytest.approx(best["nll_own"], abs=1e-4)
@@ -99,7 +99,7 @@ def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_pa
 def test_alignment_steps_weigh_the_hinge_by_align_weight(tmp_path, examples):
     """The logged step loss is ``mean L_own + align_weight * mean hinge``: weight 0 leaves the plain readback
     loss, weight 3 adds three hinges (margin 0.5 keeps the hinge positive at the first step)."""
-    from toporag_core.align import align
+    from toporag_core.training.align import align
 
     first = {}
     for w in (0.0, 3.0):
@@ -139,7 +139,7 @@ def test_word_targets_are_the_llm_embeddings_of_each_node_slots_words(scene_exam
     """``word_loss`` compares token ``(1 + s) k + j`` with the embedding of word ``j`` of node line ``s`` (name, then
     attributes), only for the nodes that have a slot: zero when those tokens are the targets, and the other
     positions do not enter."""
-    from toporag_core.align import check_word_targets, word_loss
+    from toporag_core.training.align import check_word_targets, word_loss
 
     model = word_model(k=2, tokens=3).eval()  # 2 node slots of 2 tokens each
     rows = readback_rows(scene_examples[:2])
@@ -167,7 +167,7 @@ def test_word_targets_are_the_llm_embeddings_of_each_node_slots_words(scene_exam
 
 
 def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path, scene_examples):
-    from toporag_core.align import align
+    from toporag_core.training.align import align
 
     model = word_model(k=2, tokens=4)
     cfg = TrainConfig(align_steps=30, align_lr=1e-2, encoder_lr=1e-3, align_words=5.0, batch_size=4, eval_every=30,
@@ -183,7 +183,7 @@ def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path
 def test_word_steps_run_the_word_targets_alone_before_the_alignment_steps(tmp_path, scene_examples):
     """``word_steps`` train the graph path on ``L_words`` only: as many LLM forwards as without them (the readback
     checks and the alignment step), every 50th step logged, and one more readback check before the alignment."""
-    from toporag_core.align import align
+    from toporag_core.training.align import align
 
     forwards = {}
     for n in (0, 100):
@@ -205,7 +205,7 @@ def test_word_steps_run_the_word_targets_alone_before_the_alignment_steps(tmp_pa
 
 
 def test_the_joint_readback_term_adds_the_word_targets(scene_examples):
-    from toporag_core.align import JointReadback, word_loss
+    from toporag_core.training.align import JointReadback, word_loss
 
     model = word_model(k=2, tokens=3).eval()
     cfg = TrainConfig(joint_align_weight=0.5, align_words=2.0, batch_size=3, seed=1)
@@ -221,7 +221,7 @@ def test_the_joint_readback_term_adds_the_word_targets(scene_examples):
 
 
 def test_the_joint_readback_term_is_lambda_times_the_loss_of_rows_drawn_by_the_step(examples):
-    from toporag_core.align import JointReadback
+    from toporag_core.training.align import JointReadback
 
     model = lora_model().eval()
     term = JointReadback(examples, examples, TrainConfig(joint_align_weight=2.5, align_weight=3.0, align_margin=0.4,
@@ -250,7 +250,7 @@ def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
 def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tmp_path, examples):
     """Same data, seed and answer batches: with ``joint_align_weight`` the steps log the term and the
     validations the readback, and the tokens read back better than after answer training alone."""
-    from toporag_core.arms import readback
+    from toporag_core.evaluation.arms import readback
 
     plain, plain_log = joint_run(tmp_path / "plain", examples, 0.0)
     joint, log = joint_run(tmp_path / "joint", examples, 1.0)
@@ -268,7 +268,7 @@ def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tm
 
 
 def test_the_joint_readback_term_is_refused_without_graph_tokens_or_under_several_processes(tmp_path, examples):
-    from toporag_core.train import ProcessEnv, check_training_inputs
+    from toporag_core.training import ProcessEnv, check_training_inputs
 
     class TwoRanks(ProcessEnv):
         world = 2
@@ -295,7 +295,7 @@ def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(
     and train() asked for no steps."""
     from toporag_core.cli import main
     from toporag_core.tasks.scenes import write_dataset
-    from toporag_core.testing import save_tiny_llm
+    from toporag_core.model.tiny import save_tiny_llm
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     scenes = tmp_path / "scenes"

@@ -22,10 +22,11 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from ._apptest import iframes  # noqa: E402
 
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.lift import lift  # noqa: E402
+from toporag_core.cells.lift import lift  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, cycle_text, retrieve, textualize  # noqa: E402
 from toporag_core.embed import HashingEncoder  # noqa: E402
-from toporag_core.studio import graph_view, learn, samples, state, sweep  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import graph_view, learn, state, sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "assets" / "samples"

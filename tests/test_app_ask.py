@@ -1,6 +1,6 @@
 """The Ask page (AppTest) and its support library, on a tiny trained-format checkpoint.
 
-The checkpoint comes from :func:`toporag_core.testing.build_tiny_checkpoint` (a random 2-layer
+The checkpoint comes from :func:`toporag_core.model.tiny.build_tiny_checkpoint` (a random 2-layer
 Llama + a cell-complex encoder for the 256-d hashing encoder): its answers are gibberish but
 deterministic (greedy decoding), so every check compares the page with the pipeline run
 in-process on the same input.
@@ -19,11 +19,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from toporag_core.embed import CachedEncoder, HashingEncoder  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.pipeline import TopoRAGPipeline  # noqa: E402
+from toporag_core.answering.pipeline import TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex  # noqa: E402
-from toporag_core.studio import ask, samples, state  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import ask, state  # noqa: E402
 from toporag_core.retrieval import RetrievalSetting  # noqa: E402
-from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+from toporag_core.model.tiny import build_tiny_checkpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "What is on the table next to the cup?"
@@ -518,7 +519,7 @@ def test_ask_reports_a_cut_context_and_the_dropped_cells(checkpoint):
 def test_a_compact_checkpoint_reads_compact_contexts(pipe):
     """A checkpoint trained with ``--text compact`` (its saved retrieval setting says so) answers from
     the compact text, fitted by prize like the CSV one; a checkpoint without the key reads CSV."""
-    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.answering.pipeline import TopoRAGPipeline
     from toporag_core.retrieval import textualize
 
     meta = {**pipe.meta, "retrieval": {**pipe.meta.get("retrieval", {}), "text": "compact"}}
@@ -537,9 +538,9 @@ def test_a_checkpoint_with_an_unknown_text_format_is_refused_before_the_llm_load
     one message naming the file, the field and the registered formats, and no LLM is loaded first."""
     import json
 
-    import toporag_core.llm as llm_mod
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.testing import build_tiny_checkpoint
+    import toporag_core.model.llm as llm_mod
+    from toporag_core.answering.pipeline import TopoRAGPipeline
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     folder = build_tiny_checkpoint(tmp_path / "ckpt")
     cfg = json.loads((folder / "config.json").read_text())
@@ -607,7 +608,7 @@ def label_checkpoint(folder: Path, dataset: str = "expla_graphs") -> Path:
 
 
 def test_route_picks_the_model_per_graph_and_question(tmp_path):
-    from toporag_core.studio import route
+    from toporag_core.answering import route
 
     expla, scene = shipped("expla_graphs"), shipped("scene_graphs")
     options = {expla: "ExplaGraphs (committed)", scene: "SceneGraphs (committed)", ask.NO_CHECKPOINT: "none"}
@@ -665,7 +666,7 @@ def test_ask_page_routes_the_curie_question_to_the_zero_shot_llm(tmp_path, monke
     """A label-set checkpoint selected, the Curie KG loaded: the page says before and after asking that
     the zero-shot LLM answers and why, shows its answer (no label probabilities), and does not call the
     Home example's own question "not the example's own question"."""
-    from toporag_core.studio import route
+    from toporag_core.answering import route
 
     expla = label_checkpoint(tmp_path / "expla")
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(expla))

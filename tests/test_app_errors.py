@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from toporag_core.tasks import TASKS, RawExample, register_task  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.lift import lift  # noqa: E402
+from toporag_core.cells.lift import lift  # noqa: E402
 from toporag_core.studio import errors  # noqa: E402
-from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+from toporag_core.model.tiny import build_tiny_checkpoint  # noqa: E402
 from toporag_core.predictions import field_names  # noqa: E402
 
 MISSING_LABEL = field_names('label')  # how a missing field is named: with the names read for it
@@ -294,7 +294,7 @@ def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):
     from toporag_core.retrieval import RetrievalSetting
     from toporag_core.tasks.prep import PrepConfig, prepare_example
     from toporag_core.embed import HashingEncoder
-    from toporag_core.testing import tiny_model
+    from toporag_core.model.tiny import tiny_model
 
     model = tiny_model(in_dim=16)
     raw = tiny_dataset(None)["test"]

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from toporag_core import lift
-from toporag_core.studio import samples
+from toporag_core.io import samples
 
 from .conftest import ROOT
 

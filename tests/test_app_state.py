@@ -13,7 +13,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.studio import graph_store, samples, state  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import graph_store, state  # noqa: E402
 
 from ._apptest import iframes  # noqa: E402
 
@@ -23,7 +24,7 @@ PEOPLE = b"name,age,city\nAda,36,London\nAlan,41,Wilmslow\n"  # a CSV that is no
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ckpt") / "ckpt")
 

@@ -19,9 +19,10 @@ from ._apptest import iframes  # noqa: E402
 
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.lift import lift  # noqa: E402
+from toporag_core.cells.lift import lift  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, retrieve, textualize  # noqa: E402
-from toporag_core.studio import graph_view, samples, state, topo_view  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import graph_view, state, topo_view  # noqa: E402
 from toporag_core.topo import (TopoNodeIndex, build_topo_prompt, retrieve_nodes,  # noqa: E402
                                text_similarity_by_distance, topology_text_correlation)
 

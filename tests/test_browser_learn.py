@@ -102,7 +102,7 @@ def test_learn_hodge_and_messages_tabs_in_the_browser(server, page, tmp_path):
     from toporag_core.io import load_graph
     from toporag_core.model.checkpoint import read_config
     from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
     from toporag_core.studio.ask import CHECKPOINT_ROOT
 
     cx = lift(load_graph(SAMPLE))

@@ -111,7 +111,7 @@ def _set_slider(pg, label: str, value: int) -> None:
 
 # ---------------------------------------------------------------------------------------------- item 3
 def test_webqsp_labels_at_k8_side_by_side_in_the_browser(server, page):
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
 
     if not any(r.get("id") == WEBQSP_ID for r in samples.webqsp_records()):
         pytest.skip("no ../shared/data/webqsp_sample.json with WebQTest-20 on this machine")
@@ -260,7 +260,7 @@ def test_first_embedding_shows_progress_and_kaping_then_reuses_it_in_the_browser
     """The real encoder on a fresh cache and a WebQSP graph of ~1,900 nodes: the lab's first embedding
     shows a progress bar counting texts, and Top-k triples (KAPING) afterwards runs on those cell
     embeddings (no second bar, no new embedding)."""
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
 
     if not any(r.get("id") == WEBQSP_ID for r in samples.webqsp_records()):
         pytest.skip("no ../shared/data/webqsp_sample.json with WebQTest-20 on this machine")

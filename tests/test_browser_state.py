@@ -24,7 +24,7 @@ QUESTION = "Which museum exhibits The Night Watch?"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     ckpt = build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "ckpt")
     log = tmp_path_factory.mktemp("server") / "streamlit.log"

@@ -69,7 +69,7 @@ def test_yes_no_answers_are_recognised_by_their_label_set():
 @pytest.fixture
 def ask_env(monkeypatch, tmp_path_factory):
     pytest.importorskip("streamlit")
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     ckpt = build_tiny_checkpoint(tmp_path_factory.mktemp("claim_ckpt") / "ckpt")
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
@@ -84,7 +84,7 @@ def _ask_yes_no(monkeypatch, question: str, sentence: str, answer: str = "no"):
     model wrote ``sentence`` before."""
     from streamlit.testing.v1 import AppTest
 
-    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.answering.pipeline import TopoRAGPipeline
     from toporag_core.studio import state
 
     real = TopoRAGPipeline.answer
@@ -113,7 +113,7 @@ def test_ask_page_shows_the_claims_retrieved_facts_not_the_models_false_sentence
     assert not any("purple" in c for c in codes)  # the unbacked sentence is never shown
     assert "not shown as evidence" in text
     # the facts shown are those of the retrieval the page ran (the library's, recomputed here)
-    from toporag_core.studio import samples
+    from toporag_core.io import samples
 
     ecx = EmbeddedComplex.from_graph(samples.load_sample("scene"), HashingEncoder())
     want = claim.claim_evidence("Is the cup blue?", retrieve(ecx, "Is the cup blue?",

@@ -91,7 +91,7 @@ def test_console_script_entry_point(scene):
 
 
 def test_ask_headerless_warns_on_stderr_and_still_answers(tmp_path, capsys, monkeypatch):
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
@@ -161,7 +161,7 @@ def test_train_option_defaults_are_the_config_dataclass_defaults(capsys):
     from toporag_core.commands.train import DataOptions, RunOptions
     from toporag_core.model import TopoRAGConfig
     from toporag_core.nn import CWNConfig
-    from toporag_core.train import TrainConfig
+    from toporag_core.training import TrainConfig
 
     args = build_parser_args()
     checked = 0

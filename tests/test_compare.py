@@ -7,7 +7,7 @@ from math import comb
 import pytest
 
 from toporag_core.cli import main
-from toporag_core.evaluate import paired_table
+from toporag_core.evaluation.evaluate import paired_table
 from toporag_core.predictions import read_predictions
 from toporag_core.metrics import mcnemar_exact
 
@@ -65,7 +65,7 @@ def test_bad_prediction_files_name_file_line_and_field(tmp_path, capsys):
 def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, capsys):
     """``--by qtype`` / ``--by template``: the all-examples rows, then the same rows within each group
     (counts recomputed on that group only); the grouping reads the reference's records."""
-    from toporag_core.evaluate import prediction_group
+    from toporag_core.evaluation.evaluate import prediction_group
 
     qs = [("0-cell", "What colour is the cup?", "red"), ("0-cell", "Is the cup red?", "yes"),
           ("1-cell", "What is on the table?", "cup"), ("1-cell", "Is the cup on the table?", "no"),
@@ -107,7 +107,7 @@ def test_paired_table_by_group_tests_within_each_type_and_template(tmp_path, cap
 def test_pooled_samples_pair_each_sample_with_itself(tmp_path, capsys):
     """``NAME=F1,F2``: two samples whose ids repeat are pooled, sample k paired with sample k only;
     the counts are the sums of the per-sample discordant pairs and the test reads them together."""
-    from toporag_core.evaluate import read_pooled
+    from toporag_core.evaluation.evaluate import read_pooled
 
     # sample 1: ids 0-3; sample 2: the same ids, other outcomes
     a1 = _write(tmp_path / "a1.jsonl", [{"id": i, "correct": c} for i, c in enumerate([True, True, False, True])])

@@ -13,12 +13,12 @@ import pytest
 from toporag_core.model import QABatch, short_answer
 from toporag_core.model.answering import answer_prefix, answer_probability
 from toporag_core.model.styles import get_style
-from toporag_core.pipeline import TopoRAGPipeline
+from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record
 from toporag_core.predictions.calibrate import (answer_kind, calibrate, confidence_of, fit_threshold, flag_rates,
                                                 measure, write_confidence)
 from toporag_core.studio.confidence import confidence_note, runner_ups
-from toporag_core.testing import build_tiny_checkpoint, tiny_model
+from toporag_core.model.tiny import build_tiny_checkpoint, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 POLAR = "Is the cup on the table?"

@@ -21,8 +21,8 @@ from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_model
-from toporag_core.batches import make_batch
+from toporag_core.model.tiny import tiny_model
+from toporag_core.training.batching import make_batch
 
 DEVICE = os.environ.get("TOPORAG_TEST_DEVICE", "cuda")  # "cpu": a dry run of these tests without a GPU
 pytestmark = pytest.mark.skipif(DEVICE.startswith("cuda") and not torch.cuda.is_available(),
@@ -56,7 +56,7 @@ def test_cells_path_tokens_and_loss_match_the_cpu():
 def test_scene_recipe_trains_and_evaluates_every_arm_on_cuda(tmp_path, monkeypatch, capsys):
     from toporag_core.cli import main
     from toporag_core.tasks.scenes import write_dataset
-    from toporag_core.testing import save_tiny_llm
+    from toporag_core.model.tiny import save_tiny_llm
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))

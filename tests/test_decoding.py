@@ -14,9 +14,9 @@ from torch import nn
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model import QABatch, TopoRAGModel, is_clean, short_answer
-from toporag_core.testing import tiny_model
-from toporag_core.batches import make_batch
-from toporag_core.train import KVStore, TrainConfig, train
+from toporag_core.model.tiny import tiny_model
+from toporag_core.training.batching import make_batch
+from toporag_core.training import KVStore, TrainConfig, train
 
 from .test_train_eval import DIM, ENC, raw_examples
 
@@ -188,7 +188,7 @@ def test_before_question_caches_only_the_context_and_reads_the_question_after_th
 
 
 def test_kv_store_key_changes_with_the_frozen_part():
-    from toporag_core.train import kv_store_key
+    from toporag_core.training import kv_store_key
 
     keys = {qf: kv_store_key(tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, question_first=qf),
                              "data") for qf in (False, True)}
@@ -223,7 +223,7 @@ def test_cached_training_with_kv_store_learns_through_the_graph(examples, tmp_pa
 def test_evaluate_writes_task_answers_and_counts_unclean(tmp_path, examples):
     import json
 
-    from toporag_core.evaluate import evaluate
+    from toporag_core.evaluation.evaluate import evaluate
 
     closed = tiny_model(in_dim=DIM, tokens=2, answer_set=("support", "counter")).eval()
     res = evaluate(closed, examples, "expla_graphs", out=tmp_path / "c.jsonl", batch_size=4, show_progress=False)
@@ -254,7 +254,7 @@ def test_eval_scores_yes_no_for_polar_questions_like_the_pipeline(examples, tmp_
     """An open-answer model (no answer_set, as the scene checkpoint): ``toporag eval`` scores yes/no
     on polar questions (an answer with a probability, never free text) and generates for the rest -
     the rule the pipeline and the app use (``choices_for``)."""
-    from toporag_core.evaluate import evaluate
+    from toporag_core.evaluation.evaluate import evaluate
     from toporag_core.model import choices_for
 
     polar = "Question: Is the cup red?\nAnswer:"
@@ -290,7 +290,7 @@ def test_encoder_lr_moves_the_graph_encoder_at_its_own_rate(examples, tmp_path):
     """``encoder_lr`` puts the encoder in its own AdamW group on the same schedule:
     one step at encoder_lr 1e-9 leaves the encoder where it was while the projector and adapters move
     at lr (AdamW's first step is ~lr per parameter whatever the gradient)."""
-    from toporag_core.train import param_groups
+    from toporag_core.training import param_groups
 
     m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, mode="lora",
                    answer_set=("support", "counter"))
@@ -317,7 +317,7 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
     cached context states now depend on the question (they do not without it); a saved config
     keeps the switch and the KV store key tells the two apart."""
     from toporag_core.model import TopoRAGConfig
-    from toporag_core.train import kv_store_key
+    from toporag_core.training import kv_store_key
 
     bq = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
     qf = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4, question_first=True)
@@ -350,7 +350,7 @@ def test_question_first_reads_the_context_knowing_the_question(examples):
 def test_kv_data_key_is_one_folder_name_per_data_folder(tmp_path):
     """``--data-dir`` gives one path component (no nested folders from an absolute path), the same key
     for the same folder however it is written, and different keys for two folders of one name."""
-    from toporag_core.train import kv_data_key
+    from toporag_core.training import kv_data_key
 
     assert kv_data_key("scene_graphs", "k", None) == "scene_graphs-k-shared"
     a, b = tmp_path / "x" / "scenes", tmp_path / "y" / "scenes"

@@ -2,7 +2,7 @@
 
 Tolerance: the 2-process loss curve equals the 1-process one with the same global batch to
 ``rtol = 1e-5`` (float32 sums in a different order: gloo's all-reduce and per-rank token means);
-the final trainable weights of the 2-process run equal ``toporag_core.train.train``'s to
+the final trainable weights of the 2-process run equal ``toporag_core.training.train``'s to
 ``atol = 1e-5``. With accumulation and uneven shares (the ``FULL`` settings) the float32 sums
 differ more (per-rank token means re-weighted, two micro-batches summed before the reduction) and
 AdamW's ``m / sqrt(v)`` enlarges that on elements with a tiny gradient: weights to a relative
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from toporag_core.distributed import parse_shard, shard, shard_path
+from toporag_core.training.distributed import parse_shard, shard, shard_path
 from toporag_core.predictions import merge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,7 +172,7 @@ def test_torchrun_runs_toporag_train_with_two_processes_and_eval_shards_merge(tm
     import subprocess
     import sys
 
-    from toporag_core.testing import tiny_llm, tiny_tokenizer
+    from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
 
     tok = tiny_tokenizer()
     tiny_llm(len(tok)).save_pretrained(tmp_path / "llm")

@@ -85,7 +85,7 @@ def test_save_load_roundtrip(graph, tmp_path):
 
 
 def test_textual_graph_view_opens_in_toporag(graph):
-    from toporag_core.lift import lift
+    from toporag_core.cells.lift import lift
 
     tg = docgraph_to_textual_graph(graph)
     assert tg.num_nodes == graph.num_nodes and tg.num_edges == graph.num_edges
@@ -509,8 +509,8 @@ def test_query_update_and_mention_options_are_validated():
 
 def test_llm_answerer_is_the_answering_layers_text_only_pipeline():
     from toporag_core.docgraph.evaluate import LLMAnswerer
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.testing import tiny_llm, tiny_tokenizer
+    from toporag_core.answering.pipeline import TopoRAGPipeline
+    from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
 
     tok = tiny_tokenizer(chat=True)
     ans = LLMAnswerer(tiny_llm(len(tok)), tok, max_new_tokens=3)

@@ -7,8 +7,9 @@ import pytest
 pytest.importorskip("streamlit")
 
 from toporag_core.embed import CachedEncoder, HashingEncoder  # noqa: E402
-from toporag_core.lift import lift  # noqa: E402
-from toporag_core.studio import resources, samples, topo_view  # noqa: E402
+from toporag_core.cells.lift import lift  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import resources, topo_view  # noqa: E402
 
 
 class Counting:

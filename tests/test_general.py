@@ -175,7 +175,7 @@ def _config_only(folder: Path, dataset: str, labels: tuple[str, ...] = ()) -> st
 @pytest.fixture
 def committed(tmp_path, monkeypatch):
     """A checkpoint root like assets/checkpoints: ExplaGraphs (label set), SceneGraphs, general."""
-    from toporag_core.studio import route
+    from toporag_core.answering import route
 
     root = tmp_path / "checkpoints"
     paths = {"expla": _config_only(root / "expla_graphs", "expla_graphs", ("counter", "support")),
@@ -193,8 +193,8 @@ def webqsp_like() -> TextualGraph:
 
 
 def test_which_model_answers_on_each_kind_of_graph(committed):
-    from toporag_core.studio import samples
-    from toporag_core.studio.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
+    from toporag_core.io import samples
+    from toporag_core.answering.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
 
     options = {**committed_checkpoints(), ZERO_SHOT: "zero-shot"}
     assert list(options.values())[:3] == ["ExplaGraphs (committed)", "SceneGraphs (committed)", "General (committed)"]
@@ -228,8 +228,8 @@ def test_without_a_general_checkpoint_the_zero_shot_llm_answers_and_no_label_set
     question tried, a label-set checkpoint answers only questions that ask for its labels."""
     import shutil
 
-    from toporag_core.studio import samples
-    from toporag_core.studio.route import ZERO_SHOT, checkpoint_info, committed_checkpoints, label_question, route
+    from toporag_core.io import samples
+    from toporag_core.answering.route import ZERO_SHOT, checkpoint_info, committed_checkpoints, label_question, route
 
     shutil.rmtree(committed["general"])
     options = {**committed_checkpoints(), ZERO_SHOT: "zero-shot"}
@@ -248,8 +248,8 @@ def test_without_a_general_checkpoint_the_zero_shot_llm_answers_and_no_label_set
 
 
 def test_the_curie_samples_own_question_is_not_called_another_question():
-    from toporag_core.studio import samples
-    from toporag_core.studio.route import own_question
+    from toporag_core.io import samples
+    from toporag_core.answering.route import own_question
 
     pytest.importorskip("streamlit")
     from toporag_core.studio import ask
@@ -264,8 +264,8 @@ def test_cli_ask_routes_a_label_set_checkpoint_away_from_an_open_question(tmp_pa
     """``toporag ask`` on the Curie sample with a label-set checkpoint chosen: the general checkpoint of
     the checkpoint root answers (tiny models), the JSON and the text say which model and why."""
     from toporag_core.cli import main
-    from toporag_core.studio import route
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.answering import route
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     root = tmp_path / "checkpoints"

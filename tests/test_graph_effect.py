@@ -7,12 +7,12 @@ import torch
 
 from toporag_core.embed import HashingEncoder
 from toporag_core.nn import collate, subcomplex_tensors
-from toporag_core.pipeline import TopoRAGPipeline
+from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting
 from toporag_core.retrieval.textualize import drop_cell_lines, text_lines
 from toporag_core.studio import graph_effect as ge
-from toporag_core.studio import samples
-from toporag_core.testing import tiny_model
+from toporag_core.io import samples
+from toporag_core.model.tiny import tiny_model
 
 CLOSED = ("Is the cup on the table?", ("yes", "no"))
 OPEN = "What is on the table next to the cup?"
@@ -311,7 +311,7 @@ def test_the_page_reads_the_measured_verdicts_of_the_shipped_checkpoints():
     from pathlib import Path
 
     from toporag_core.studio import attribution as at
-    from toporag_core.studio.route import CHECKPOINT_ROOT
+    from toporag_core.answering.route import CHECKPOINT_ROOT
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "results" / "attribution.md").read_text()
     written = dict(re.findall(r'^ {4}"(\w+)": (Verdict\(.*\)),$', doc, re.M))

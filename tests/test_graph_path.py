@@ -16,9 +16,9 @@ from toporag_core.nn import CWNConfig, collate
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.batches import make_batch
-from toporag_core.train import GRAPH_ONLY_SUFFIX, TrainConfig, token_spread, train, with_graph_only_rows
+from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
+from toporag_core.training.batching import make_batch
+from toporag_core.training import GRAPH_ONLY_SUFFIX, TrainConfig, token_spread, train, with_graph_only_rows
 
 DIM = 16
 ENC = HashingEncoder(dim=DIM)

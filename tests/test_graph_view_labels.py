@@ -16,9 +16,10 @@ import pytest
 pytest.importorskip("pyvis")
 
 from toporag_core.embed import HashingEncoder, embed_complex  # noqa: E402
-from toporag_core.lift import lift  # noqa: E402
+from toporag_core.cells.lift import lift  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve  # noqa: E402
-from toporag_core.studio import graph_view, samples  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.studio import graph_view  # noqa: E402
 
 
 def _boxes(b: np.ndarray) -> np.ndarray:

@@ -381,7 +381,7 @@ def test_reranker_reorders_the_fused_list(small):
 
 def test_answer_from_context_with_the_tiny_llm():
     from toporag_core.hybrid.answer import answer_from_context, frozen_reader
-    from toporag_core.testing import tiny_llm, tiny_tokenizer
+    from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
 
     tok = tiny_tokenizer(chat=True)
     reader = frozen_reader(model=tiny_llm(len(tok)), tokenizer=tok)

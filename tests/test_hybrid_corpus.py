@@ -318,7 +318,7 @@ def test_real_tatqa_test_file(shared_data):
 
 def test_numpy_minilm_equals_the_sentence_transformer():
     from toporag_core.embed import SentenceTransformerEncoder, get_encoder
-    from toporag_core.minilm_numpy import NumpyMiniLM
+    from toporag_core.embed.minilm_numpy import NumpyMiniLM
 
     texts = ["What was the revenue from cloud subscriptions in 2019?", "[COL: 2019] [VAL: $1,200]", "x",
              "Receivables are stated net of doubtful accounts. " * 40]  # the last one is cut at 256 tokens

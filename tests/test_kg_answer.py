@@ -17,7 +17,7 @@ from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.candidates import answer_candidates
 from toporag_core.retrieval.seeded import path_scores, readable, seed_nodes
 from toporag_core.retrieval.seeds import link_nodes, pick_mentions
-from toporag_core.testing import build_tiny_checkpoint
+from toporag_core.model.tiny import build_tiny_checkpoint
 
 ACTOR = "Tom Hanks"
 FILMS = [f"Film Number {i}" for i in range(6)]
@@ -110,7 +110,7 @@ def test_score_names_adds_the_list_continuation_and_pads_rows():
 
     from toporag_core.model import QABatch
     from toporag_core.model.decode import score_names
-    from toporag_core.testing import tiny_model
+    from toporag_core.model.tiny import tiny_model
 
     model = tiny_model(use_graph=False)
     batch = QABatch(cells=None, questions=["q one?", "q two?"], contexts=["a b c", "d e"])
@@ -232,7 +232,7 @@ def test_path_priors_rank_the_names_the_questions_relations_lead_to(movie_ecx):
     from toporag_core.model import QABatch
     from toporag_core.model.answering import _named_rows
     from toporag_core.retrieval.candidates import candidate_priors
-    from toporag_core.testing import tiny_model
+    from toporag_core.model.tiny import tiny_model
 
     q = "what release year do the films starred by Tom Hanks have"
     sub = retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag-seeded"))

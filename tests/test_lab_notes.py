@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from toporag_core.embed import HashingEncoder
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.toporag import cell_prizes
-from toporag_core.studio import lab, samples
+from toporag_core.io import samples
+from toporag_core.studio import lab
 
 from ._apptest import iframes
 from .conftest import ROOT

@@ -222,12 +222,12 @@ def test_rings_on_known_graphs_and_refusals(monkeypatch):
         lift(k4, tree="ring")
     import importlib
 
-    monkeypatch.setattr(importlib.import_module("toporag_core.lift"), "MAX_RING_WEDGES", 5)  # K4 has 12 wedges
+    monkeypatch.setattr(importlib.import_module("toporag_core.cells.lift"), "MAX_RING_WEDGES", 5)  # K4 has 12 wedges
     with pytest.raises(ValueError, match="too dense for rings; lift it with a spanning tree"):
         lift(k4, tree="rings")
     # K12: 660 wedges pass a limit of 1,000, its 1,485 4-cycles do not (they grow as deg^4); triangles still lift
     k12 = TextualGraph.from_networkx(nx.complete_graph(12))
-    monkeypatch.setattr(importlib.import_module("toporag_core.lift"), "MAX_RING_WEDGES", 1000)
+    monkeypatch.setattr(importlib.import_module("toporag_core.cells.lift"), "MAX_RING_WEDGES", 1000)
     with pytest.raises(ValueError, match="1,485 4-cycles, more than 1,000"):
         lift(k12, tree="rings")
     assert lift(k12, tree="rings", max_cycle_len=3).num_cells2 == 220  # C(12, 3) triangles
@@ -237,7 +237,7 @@ def test_rings_make_every_scene_loop_question_a_2cell(tmp_path):
     """Why rings exist: a generated closed-loop question's loop is always one of the ring 2-cells,
     and with a BFS tree only for some questions. The CLI accepts the lifting wherever it takes --tree."""
     from toporag_core.cli import build_parser
-    from toporag_core.lift import LIFTINGS
+    from toporag_core.cells.lift import LIFTINGS
     from toporag_core.tasks import load_raw
     from toporag_core.tasks.prep import PrepConfig
     from toporag_core.tasks.scenes import write_dataset
@@ -267,7 +267,7 @@ def test_liftings_registry_is_the_one_list_and_its_module_loads_no_scipy():
     import importlib
     import inspect
 
-    lift_mod = importlib.import_module("toporag_core.lift")
+    lift_mod = importlib.import_module("toporag_core.cells.lift")
     from toporag_core.cli import build_parser
 
     assert lift_mod.lifting_names() == list(lift_mod.LIFTINGS) == ["bfs", "dfs", "random", "rings"]

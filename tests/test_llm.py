@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.llm import cpu_native_bf16, default_llm_cache, load_llm, resolve_device
+from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
+from toporag_core.model.llm import cpu_native_bf16, default_llm_cache, load_llm, resolve_device
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_packaged_llms_registry_names_and_errors(tmp_path, monkeypatch):
     """Packaged models are looked up by name; an unknown name or a missing package says what to do."""
     import importlib.util
 
-    from toporag_core import llm as llm_mod
+    from toporag_core.model import llm as llm_mod
 
     assert {"smollm2-135m-instruct", "gemma3-270m"} <= set(llm_mod.PACKAGED_LLMS)
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path))
@@ -120,9 +120,9 @@ def test_checkpoint_loads_in_its_training_precision(tmp_path, monkeypatch, recor
     import json
 
     from toporag_core.embed import HashingEncoder
-    from toporag_core.llm import checkpoint_llm_dtype
-    from toporag_core.pipeline import TopoRAGPipeline
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.llm import checkpoint_llm_dtype
+    from toporag_core.answering.pipeline import TopoRAGPipeline
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     folder = build_tiny_checkpoint(tmp_path / "ck")
     meta = json.loads((folder / "config.json").read_text())

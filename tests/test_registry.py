@@ -108,7 +108,7 @@ def test_lab_and_ask_pages_offer_the_method_and_its_slider(toy_method, monkeypat
     st = pytest.importorskip("streamlit")  # noqa: F841
     from streamlit.testing.v1 import AppTest
 
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
@@ -225,9 +225,9 @@ def test_a_task_checkpoint_reads_a_users_question_in_its_training_prompt_form(tm
     from toporag_core.embed import HashingEncoder
     from toporag_core.graph import TextualGraph
     from toporag_core.model import QUESTION_FORMS, TopoRAGConfig
-    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.answering.pipeline import TopoRAGPipeline
     from toporag_core.tasks import get_task, register_task, unregister_task
-    from toporag_core.testing import build_tiny_checkpoint
+    from toporag_core.model.tiny import build_tiny_checkpoint
 
     q, form = "What is on the table?", "Question: What is on the table?\nAnswer:"
     assert get_task("scene_graphs").prompt == get_task("webqsp").prompt == "graphqa"

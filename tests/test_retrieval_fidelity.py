@@ -76,7 +76,7 @@ def test_whole_is_every_cell():
 
 
 def test_cycle_text_lists_every_relation_of_its_boundary():
-    from toporag_core.lift import lift
+    from toporag_core.cells.lift import lift
     from toporag_core.retrieval import cycle_text
 
     g = TextualGraph.from_triples([("a", "r1", "b"), ("b", "r2", "a"), ("b", "s", "c"), ("c", "t", "a")])

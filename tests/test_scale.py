@@ -8,7 +8,7 @@ import pytest
 
 from toporag_core.embed import HashingEncoder, embed_complex
 from toporag_core.graph import TextualGraph
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.retrieval import EmbeddedComplex, retrieve
 from toporag_core.retrieval.scale import cell_index, hop_neighbourhood
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from toporag_core.graph import GraphFormatError
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.metrics import scene_correct
 from toporag_core.tasks.scenes import (read_gqa, scene_to_graph, split_by_image, write_dataset)
 

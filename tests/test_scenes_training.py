@@ -15,7 +15,7 @@ from toporag_core.tasks import TASKS, load_raw, metric_of
 from toporag_core.tasks.prep import PrepConfig, prepare_dataset
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
-from toporag_core.lift import lift
+from toporag_core.cells.lift import lift
 from toporag_core.retrieval.result import make_subcomplex
 from toporag_core.tasks.scenes import QUESTION_TYPES, read_gqa, write_dataset
 from toporag_core.tasks.scenes import dataset as sd
@@ -180,7 +180,7 @@ def test_stratified_subset_keeps_order_and_quotas():
 
 def test_prepared_scene_examples_evaluate_with_qtype(mini, tmp_path):
     from tests.test_train_eval import tiny_model
-    from toporag_core.evaluate import evaluate
+    from toporag_core.evaluation.evaluate import evaluate
 
     setting = PrepConfig(RetrievalSetting.make("toporag", k0=3, k1=5, k2=1))
     data = prepare_dataset("scene_graphs", setting, splits=("test",), encoder=ENC, data_dir=mini,
@@ -223,7 +223,7 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     (probability) plus the evidence it wrote. ExplaGraphs has no full answers: refused in one line
     before anything is prepared."""
     from toporag_core.cli import main
-    from toporag_core.testing import save_tiny_llm
+    from toporag_core.model.tiny import save_tiny_llm
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     llm = save_tiny_llm(tmp_path / "llm")
@@ -242,7 +242,7 @@ def test_train_with_evidence_targets_then_eval_writes_the_evidence(mini, tmp_pat
     # no target loses its label to the answer cut: the limit grows to the longest target (the tiny
     # tokenizer is character-level, so evidence targets are longer than the default 32 here)
     from toporag_core.model import ANSWER_STYLES, evidence_target
-    from toporag_core.testing import tiny_tokenizer
+    from toporag_core.model.tiny import tiny_tokenizer
 
     raw_train = load_raw("scene_graphs", mini)["train"]
     longest = max(len(tiny_tokenizer()(evidence_target(sd.scene_evidence(e), e.answer),
@@ -354,7 +354,7 @@ def test_train_cited_then_eval_writes_evidence_for_open_answers(mini, tmp_path, 
     `toporag eval` writes an ``evidence`` for open rows as well. A dataset without citations is refused
     in one line."""
     from toporag_core.cli import main
-    from toporag_core.testing import save_tiny_llm
+    from toporag_core.model.tiny import save_tiny_llm
 
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     llm = save_tiny_llm(tmp_path / "llm")

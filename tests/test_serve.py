@@ -23,13 +23,13 @@ pytest.importorskip("uvicorn")
 
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
-from toporag_core.pipeline import TopoRAGPipeline  # noqa: E402
+from toporag_core.answering.pipeline import TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, method_names, retrieve, textualize  # noqa: E402
 from toporag_core.serve import BatchConfig, Limits, graph_id, graph_to_json  # noqa: E402
 from toporag_core.serve.client import CoreClient, CoreError, CoreUnavailable  # noqa: E402
 from toporag_core.serve.server import ServeConfig, load_engine, start_background  # noqa: E402
-from toporag_core.studio import samples  # noqa: E402
-from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.model.tiny import build_tiny_checkpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "s3cret-token-for-tests"

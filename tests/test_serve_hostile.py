@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from toporag_core.embed import CachedEncoder, HashingEncoder  # noqa: E402
-from toporag_core.pipeline import TopoRAGPipeline  # noqa: E402
+from toporag_core.answering.pipeline import TopoRAGPipeline  # noqa: E402
 from toporag_core.serve import BatchConfig, Limits, graph_to_json  # noqa: E402
 from toporag_core.serve.client import CoreClient  # noqa: E402
 from toporag_core.serve.server import ServeConfig, load_engine, start_background  # noqa: E402
-from toporag_core.studio import samples  # noqa: E402
-from toporag_core.testing import build_tiny_checkpoint  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.model.tiny import build_tiny_checkpoint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "s3cret-token-for-tests"
@@ -293,7 +293,7 @@ def test_two_uploads_of_one_graph_share_a_job(checkpoint, tmp_path):
 HOLDER = """
 import sys
 from pathlib import Path
-from toporag_core.llm import conversion_lock
+from toporag_core.model.llm import conversion_lock
 with conversion_lock(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.readline()
@@ -301,7 +301,7 @@ with conversion_lock(Path(sys.argv[1])):
 
 
 def test_a_second_process_waits_for_the_conversion_and_reuses_it(tmp_path, monkeypatch):
-    from toporag_core import llm
+    from toporag_core.model import llm
 
     target = tmp_path / "llm" / llm.DEFAULT_LLM
     target.parent.mkdir(parents=True)
@@ -330,8 +330,8 @@ def test_a_second_process_waits_for_the_conversion_and_reuses_it(tmp_path, monke
 
 
 def test_validation_liftings_are_the_lifts():
-    from toporag_core.lift import LIFTINGS as LIFT, lifting_names
-    from toporag_core.validate import LIFTINGS, check_lifting
+    from toporag_core.cells.lift import LIFTINGS as LIFT, lifting_names
+    from toporag_core.cells.checks import LIFTINGS, check_lifting
 
     assert LIFTINGS is LIFT and list(LIFTINGS) == lifting_names()
     assert all(check_lifting(name) == name for name in LIFTINGS)

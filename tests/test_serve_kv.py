@@ -17,13 +17,13 @@ pytest.importorskip("uvicorn")
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.model import FrozenKVStore, QABatch  # noqa: E402
 from toporag_core.model.kv import context_kv  # noqa: E402
-from toporag_core.pipeline import DecodeJob, TopoRAGPipeline  # noqa: E402
+from toporag_core.answering.pipeline import DecodeJob, TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve  # noqa: E402
 from toporag_core.serve import BatchConfig  # noqa: E402
 from toporag_core.serve.engine import CoreEngine  # noqa: E402
 from toporag_core.serve.server import ServeConfig  # noqa: E402
-from toporag_core.studio import samples  # noqa: E402
-from toporag_core.testing import build_tiny_checkpoint, tiny_model  # noqa: E402
+from toporag_core.io import samples  # noqa: E402
+from toporag_core.model.tiny import build_tiny_checkpoint, tiny_model  # noqa: E402
 
 from .test_serve import answers_equal_in_process, submit_concurrently, make_server  # noqa: E402
 

@@ -75,7 +75,7 @@ def test_shipped_checkpoint_matches_its_readme(folder):
         assert meta["train_examples"] <= args.max_train
     # the precision the LLM trained in (config llm_dtype, fp32 before it was recorded) is the command's --dtype
     # (or auto, which resolves to it on the machine the README names)
-    from toporag_core.llm import DTYPES, checkpoint_llm_dtype
+    from toporag_core.model.llm import DTYPES, checkpoint_llm_dtype
 
     assert checkpoint_llm_dtype(meta) in DTYPES
     assert args.dtype == "auto" or DTYPES[args.dtype] == DTYPES[checkpoint_llm_dtype(meta)]
@@ -126,7 +126,7 @@ def test_recipe_reproduces_its_checkpoint_config(folder):
     the retrieval setting with tree and text format, the dataset, the data amounts and the LLM precision."""
     from dataclasses import asdict
 
-    from toporag_core.llm import DTYPES, checkpoint_llm_dtype
+    from toporag_core.model.llm import DTYPES, checkpoint_llm_dtype
 
     meta = json.loads((folder / "config.json").read_text())
     saved = TopoRAGConfig.from_dict(meta["config"])

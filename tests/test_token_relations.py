@@ -10,9 +10,9 @@ import json
 import pytest
 import torch
 
-from toporag_core.align import check_word_targets, word_loss
-from toporag_core.arms import readback, readback_rows, readback_target, slot_words
-from toporag_core.batches import make_batch
+from toporag_core.training.align import check_word_targets, word_loss
+from toporag_core.evaluation.arms import readback, readback_rows, readback_target, slot_words
+from toporag_core.training.batching import make_batch
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGConfig, TopoRAGModel
@@ -20,8 +20,8 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.retrieval.textualize import relation_block, relation_groups, relation_words, relations_hidden
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_llm, tiny_model, tiny_tokenizer
-from toporag_core.train import TrainConfig
+from toporag_core.model.tiny import tiny_llm, tiny_model, tiny_tokenizer
+from toporag_core.training import TrainConfig
 
 DIM = 16
 CONTEXT = """node_id,node_attr
@@ -188,7 +188,7 @@ def test_relation_word_targets_aim_at_the_one_cell_slots(examples):
 
 
 def test_the_alignment_stage_of_a_relations_model_reads_the_relations_back(tmp_path, examples):
-    from toporag_core.align import align
+    from toporag_core.training.align import align
 
     model = relations_model(k=3)
     cfg = TrainConfig(align_steps=20, align_lr=1e-2, encoder_lr=1e-3, align_words=5.0, batch_size=3, eval_every=20,

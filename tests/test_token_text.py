@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from toporag_core.arms import node_words, readback_rows
-from toporag_core.batches import make_batch
+from toporag_core.evaluation.arms import node_words, readback_rows
+from toporag_core.training.batching import make_batch
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGConfig, TopoRAGModel
@@ -17,7 +17,7 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.retrieval.textualize import names_only
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
-from toporag_core.testing import tiny_llm, tiny_model, tiny_tokenizer
+from toporag_core.model.tiny import tiny_llm, tiny_model, tiny_tokenizer
 
 DIM = 16
 CONTEXT = """nodes

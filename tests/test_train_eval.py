@@ -13,13 +13,13 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample, register_task
 from toporag_core.tasks.prep import Example, PrepConfig, load_split, prepare_dataset, prepare_example, save_split
 from toporag_core.embed import HashingEncoder
-from toporag_core.evaluate import evaluate, score
+from toporag_core.evaluation.evaluate import evaluate, score
 from toporag_core.graph import TextualGraph
 from toporag_core.model import IGNORE_INDEX, TopoRAGConfig, TopoRAGModel
 from toporag_core.nn import CWNConfig
-from toporag_core.testing import tiny_llm, tiny_tokenizer
-from toporag_core.batches import make_batch
-from toporag_core.train import TrainConfig, train
+from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
+from toporag_core.training.batching import make_batch
+from toporag_core.training import TrainConfig, train
 
 DIM = 16
 ENC = HashingEncoder(dim=DIM)
@@ -235,7 +235,7 @@ def test_registered_dataset_is_prepared_once(tmp_path):
 
 
 def test_pipeline_answers_concurrently(examples):
-    from toporag_core.pipeline import TopoRAGPipeline
+    from toporag_core.answering.pipeline import TopoRAGPipeline
 
     pipe = TopoRAGPipeline(tiny_model(tokens=2), encoder=ENC)
     graphs = [TextualGraph.from_triples(t) for t in GRAPHS[:3]]

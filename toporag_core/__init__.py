@@ -1,7 +1,7 @@
 """TopoRAG Studio core library: textual graphs -> cell complexes -> retrieval -> soft-prompted LLM."""
-from .complex import CellComplex
+from .cells.complex import CellComplex
 from .graph import GraphFormatError, TextualGraph
-from .lift import lift
+from .cells.lift import lift
 
 __version__ = "0.1.0"
 __all__ = ["TextualGraph", "GraphFormatError", "CellComplex", "lift", "__version__"]

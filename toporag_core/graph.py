@@ -3,7 +3,7 @@
 A :class:`TextualGraph` is the input of everything else. It is deliberately close
 to the raw data: directed edges, possibly parallel (several relations between one
 pair, in either direction) and possibly self-loops, as WebQSP's Freebase subgraphs
-have. How those enter the cell complex is decided by :func:`toporag_core.lift.lift`:
+have. How those enter the cell complex is decided by :func:`toporag_core.cells.lift.lift`:
 
 * **Parallel edges** (same unordered pair, any direction) become *one* 1-cell of the
   simple undirected skeleton; the 1-cell keeps every original edge id, so all their

@@ -66,14 +66,14 @@ def encoder_option(text: str) -> str:
 
 def tree_help() -> str:
     """``--tree``'s help: every registered lifting with its label."""
-    from ..lift import LIFTING_SPECS
+    from ..cells.lift import LIFTING_SPECS
 
     return "the 2-cells: " + "; ".join(f"{n} = {s.label}" for n, s in LIFTING_SPECS.items())
 
 
 def add_graph_args(p: argparse.ArgumentParser) -> None:
     from ..io import FORMATS, format_names
-    from ..lift import lifting_names
+    from ..cells.lift import lifting_names
 
     names = format_names()
     p.add_argument("path", help="graph file or folder (" + "; ".join(f"{n}: {FORMATS[n].label}" for n in names) + ")")
@@ -88,7 +88,7 @@ def add_graph_args(p: argparse.ArgumentParser) -> None:
 
 def load_from_args(args: argparse.Namespace):
     """The graph of ``PATH``; a ``--record`` on a file without records, or out of range, is refused
-    (by the rule :func:`~toporag_core.validate.check_record` the service shares)."""
+    (by the rule :func:`~toporag_core.cells.checks.check_record` the service shares)."""
     from ..io import load_graph
 
     refuse_store(args.path, getattr(args, "question", None))
@@ -121,7 +121,7 @@ def check_record_arg(path: str, fmt: str, record: int | str) -> None:
     from pathlib import Path
 
     from ..io import list_records
-    from ..validate import check_record
+    from ..cells.checks import check_record
 
     p = Path(path)
     labels = list_records(p.read_bytes(), p.name, fmt)[1] if p.is_file() else []
@@ -130,7 +130,7 @@ def check_record_arg(path: str, fmt: str, record: int | str) -> None:
 
 def check_question_args(args: argparse.Namespace, *names: str) -> None:
     """``--question`` / ``--query`` when given: non-empty text (not only spaces), the service's rule."""
-    from ..validate import check_text
+    from ..cells.checks import check_text
 
     for name in names:
         value = getattr(args, name, None)

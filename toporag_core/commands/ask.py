@@ -1,8 +1,8 @@
 """``toporag ask PATH --question Q``: retrieve, encode, generate; print answer, cells and timings.
 
-Which model answers is :func:`~toporag_core.studio.route.route`'s decision, as on the Ask page: without
+Which model answers is :func:`~toporag_core.answering.route.route`'s decision, as on the Ask page: without
 ``--checkpoint``, the committed checkpoint of the graph's task, else the general checkpoint, else the
-zero-shot LLM (:func:`~toporag_core.studio.route.auto_checkpoint`); a chosen checkpoint that does not fit
+zero-shot LLM (:func:`~toporag_core.answering.route.auto_checkpoint`); a chosen checkpoint that does not fit
 (a label set asked an open question, another task's graph) gives way to one that does. The output says
 which model answered and why (``model:`` line; ``route`` in ``--json``). ``--json`` carries the answer's
 ``confidence`` (its probability), ``low_confidence`` (below the threshold calibrated on the checkpoint's
@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_question_args(args, "question", "query")
-    from ..pipeline import TopoRAGPipeline
+    from ..answering.pipeline import TopoRAGPipeline
     from ..tasks import get_task, task_of_graph
 
     graph = load_from_args(args)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     query = args.query
     if query is None and not args.question and graph.meta.get("arg1") and graph.meta.get("arg2"):
         query = f"{graph.meta['arg1']} {graph.meta['arg2']}"  # ExplaGraphs rows retrieve with both arguments
-    from ..studio.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
+    from ..answering.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
 
     options = {**committed_checkpoints(), ZERO_SHOT: "zero-shot"}
     selected = args.checkpoint if args.checkpoint is not None else auto_checkpoint(graph, options)

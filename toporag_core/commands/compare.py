@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..evaluate import paired_markdown, paired_table, prediction_group
+    from ..evaluation.evaluate import paired_markdown, paired_table, prediction_group
 
     runs = {}
     for item in args.runs:

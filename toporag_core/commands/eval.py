@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..arms import ARMS, READBACK_TARGETS
+from ..evaluation.arms import ARMS, READBACK_TARGETS
 from .train import add_data_args, prep_config_from_args
 
 
@@ -49,7 +49,7 @@ class EvalOptions:
     readback: bool = _opt(False, "instead of answering: can the LLM read each example's cells back from its graph "
                                  "tokens? Prints the per-token loss of the first context block (the node lines) "
                                  "given the example's own graph tokens and no text against another example's, "
-                                 "paired (toporag_core/arms.py)", advanced=True)
+                                 "paired (toporag_core/evaluation/arms.py)", advanced=True)
     readback_target: str = _opt("nodes", "what --readback reads back: nodes (the node lines) | attributes (one named "
                                          "node's attributes, the name in the question) | relations (the CSV "
                                          "relation block)", choices=READBACK_TARGETS, advanced=True)
@@ -96,7 +96,7 @@ def data_source(args) -> str | None:
 
 def load_model(args, meta: dict, method: str):
     """``(model, method label)``: the checkpoint's, or the frozen LLM alone for ``--zero-shot``."""
-    from ..llm import checkpoint_llm_dtype, load_llm
+    from ..model.llm import checkpoint_llm_dtype, load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
 
     if args.zero_shot:
@@ -124,12 +124,12 @@ def answer_choices(spec: str | None, model, dataset: str) -> tuple[str, ...] | N
 
 def score(args, model, examples: list, method: str, choices) -> dict:
     """Answer and score ``examples``: one shard of them (``--shard I/N``) or all."""
-    from ..evaluate import evaluate
+    from ..evaluation.evaluate import evaluate
 
     if not args.shard:
         return evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
                         resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
-    from ..distributed import evaluate_shard, parse_shard
+    from ..training.distributed import evaluate_shard, parse_shard
 
     if not args.out:
         raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
@@ -141,7 +141,7 @@ def score(args, model, examples: list, method: str, choices) -> dict:
 def run(args) -> int:
     import torch
 
-    from ..llm import dtype_name
+    from ..model.llm import dtype_name
     from ..tasks.prep import prepare_dataset
 
     if args.threads:
@@ -167,8 +167,9 @@ def run(args) -> int:
 
 
 def print_readback(model, examples: list, args) -> int:
-    """``--readback``: :func:`toporag_core.arms.readback` on ``examples``, as one JSON line and a sentence."""
-    from ..arms import readback
+    """``--readback``: :func:`toporag_core.evaluation.arms.readback` on ``examples``, as one JSON line
+    and a sentence."""
+    from ..evaluation.arms import readback
 
     if not model.config.use_graph:
         raise ValueError("--readback needs a checkpoint with graph tokens (this one has none)")

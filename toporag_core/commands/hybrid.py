@@ -148,7 +148,7 @@ def _open_index(path: str, encoder_spec: str | None):
     from ..hybrid import HybridIndex, load_folder
 
     if (Path(path) / "index.json").is_file():
-        from ..minilm_numpy import NumpyMiniLM
+        from ..embed.minilm_numpy import NumpyMiniLM
 
         idx = HybridIndex.load(path)
         if encoder_spec is None and idx.meta.get("encoder") == NumpyMiniLM.name:

@@ -181,7 +181,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
 
 
 def _pipeline(args: argparse.Namespace):
-    from ..pipeline import REPO_ROOT, TopoRAGPipeline
+    from ..answering.pipeline import REPO_ROOT, TopoRAGPipeline
 
     ckpt = args.checkpoint
     if ckpt is not None and ckpt.strip().lower() == "none":

@@ -14,7 +14,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..lift import lift
+    from ..cells.lift import lift
     from ..topo.hodge import hodge_numbers
 
     graph = load_from_args(args)

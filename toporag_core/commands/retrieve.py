@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     warn(graph.meta.get("warnings"))
     t0 = time.perf_counter()
     if nodes:  # node methods need no cell embeddings, and the encoder only to read a question
-        from ..lift import lift
+        from ..cells.lift import lift
 
         enc = get_encoder(args.encoder) if args.question or setting.method == "text" else None
         ecx = EmbeddedComplex.unembedded(lift(graph, tree=args.tree, seed=args.seed), enc)

@@ -3,7 +3,7 @@
 Every option is made from a config dataclass field (type, default and help in one place):
 :class:`DataOptions` (what data, shared with ``toporag eval``), the retrieval method registry,
 :class:`~toporag_core.model.TopoRAGConfig` (:data:`MODEL_OPTIONS`: which of its fields are options,
-with their help), :class:`~toporag_core.train.TrainConfig` and :class:`RunOptions` (this run's
+with their help), :class:`~toporag_core.training.TrainConfig` and :class:`RunOptions` (this run's
 budget and files). Defaults are the dataclasses' defaults; ``--recipe NAME`` (``recipes/NAME.toml``)
 sets a shipped checkpoint's whole setting, options after it override it. Options a user rarely
 needs are left out of ``--help`` and listed by ``--help-all``.
@@ -45,7 +45,7 @@ def _text_names() -> list[str]:
 
 
 def _lifting_names() -> list[str]:
-    from ..lift import lifting_names
+    from ..cells.lift import lifting_names
 
     return lifting_names()
 
@@ -132,7 +132,7 @@ def train_options() -> list:
     and retrieval options (:class:`~toporag_core.commands._common.ConfigOption`)."""
     from ..model import TopoRAGConfig
     from ..nn import CWNConfig
-    from ..train import TrainConfig
+    from ..training import TrainConfig
     from ._common import config_options
 
     return [*config_options(TopoRAGConfig, tuple(MODEL_OPTIONS), RECIPE_ONLY_FIELDS | DERIVED_MODEL_FIELDS,
@@ -206,7 +206,7 @@ def evidence_splits(dataset: str, data_dir, train_set: list, val_set: list,
     change)."""
     from ..model import get_style
     from ..tasks import load_raw
-    from ..train import with_evidence_targets
+    from ..training import with_evidence_targets
 
     task = evidence_task(dataset, style)
     cited = get_style(style).open_citations
@@ -289,7 +289,7 @@ def plan_from_args(args) -> TrainPlan:
     """Every config of the run, validated before the data are prepared and the LLM loaded (minutes)."""
     from ..model import TopoRAGConfig, get_style
     from ..model.config import TOKEN_TEXT_CELLS
-    from ..train import TrainConfig
+    from ..training import TrainConfig
     from ._common import config_values
 
     model = {k: v for k, v in config_values(args, TopoRAGConfig).items() if k not in DERIVED_MODEL_FIELDS}
@@ -352,7 +352,7 @@ def _kv_store(args, model, plan: TrainPlan, examples: list):
     if not model.cacheable or args.no_kv_cache:
         return None
     from ..embed import default_cache_dir
-    from ..train import kv_data_key, open_kv_store
+    from ..training import kv_data_key, open_kv_store
 
     return open_kv_store(model, kv_data_key(args.dataset, plan.prep.key(), args.data_dir),
                          default_cache_dir() / "kv", examples)
@@ -361,10 +361,10 @@ def _kv_store(args, model, plan: TrainPlan, examples: list):
 def run(args) -> int:
     import torch
 
-    from .. import distributed
-    from ..llm import dtype_name, load_llm
+    from ..training import distributed
+    from ..model.llm import dtype_name, load_llm
     from ..model import TopoRAGModel, get_style
-    from ..train import seed_everything, train
+    from ..training import seed_everything, train
 
     plan = plan_from_args(args)
     if args.threads:
@@ -398,7 +398,7 @@ def run(args) -> int:
             if env.world > 1:
                 raise ValueError("the alignment stage (--align-steps) runs in one process; align first, then train "
                                  "under torchrun with --init-from OUT/aligned")
-            from ..align import align_stage
+            from ..training.align import align_stage
 
             meta.update(align_stage(model, train_set, val_set, plan.train, out, meta))
         summary = {**meta, "steps": 0} if plan.train.max_steps == 0 else train(

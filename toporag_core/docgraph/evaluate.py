@@ -89,13 +89,13 @@ def dense_context(graph: DocGraph, qvec: np.ndarray, budget: int, tokenizer=None
 
 class LLMAnswerer:
     """Answers a question from a context text with the project's frozen LLM: the answering layer's
-    text-only pipeline (:meth:`toporag_core.pipeline.TopoRAGPipeline.text_only`: chat template,
+    text-only pipeline (:meth:`toporag_core.answering.pipeline.TopoRAGPipeline.text_only`: chat template,
     context truncated to ``max_input_tokens``, greedy decoding), the question followed by
     ``instruction``."""
 
     def __init__(self, llm=None, tokenizer=None, max_new_tokens: int = 16, max_input_tokens: int = 512,
                  instruction: str = "Answer with a short phrase only.") -> None:
-        from ..pipeline import TopoRAGPipeline
+        from ..answering.pipeline import TopoRAGPipeline
 
         self.instruction = instruction
         self.pipeline = TopoRAGPipeline.text_only(model=llm, tokenizer=tokenizer, max_new_tokens=max_new_tokens,

@@ -1,9 +1,9 @@
 """Answer a question from retrieved hybrid context with the project's frozen LLM.
 
 The answering layer's text-only path does the work: :meth:`TopoRAGPipeline.text_only
-<toporag_core.pipeline.TopoRAGPipeline.text_only>` (the frozen-LLM prompt layout
+<toporag_core.answering.pipeline.TopoRAGPipeline.text_only>` (the frozen-LLM prompt layout
 ``[chat prefix] context \\n question [chat suffix]``, context truncated to the token budget, the
-question never) and its greedy :meth:`~toporag_core.pipeline.TopoRAGPipeline.answer_texts`. This
+question never) and its greedy :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.answer_texts`. This
 module only keeps one such reader per process (per LLM and device) and returns the prompt layout
 beside the answer.
 """
@@ -17,9 +17,9 @@ _READERS: dict = {}
 
 
 def frozen_reader(llm: str | None = None, device: str = "auto", model=None, tokenizer=None):
-    """A text-only :class:`~toporag_core.pipeline.TopoRAGPipeline` around ``load_llm(llm)`` (or the
+    """A text-only :class:`~toporag_core.answering.pipeline.TopoRAGPipeline` around ``load_llm(llm)`` (or the
     given model + tokenizer), cached per process."""
-    from ..pipeline import TopoRAGPipeline
+    from ..answering.pipeline import TopoRAGPipeline
 
     key = (llm, device, id(model))
     with _LOCK:

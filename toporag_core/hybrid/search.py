@@ -192,7 +192,7 @@ class HybridIndex:
     @classmethod
     def load(cls, folder: str | os.PathLike, encoder=None) -> "HybridIndex":
         """Open an index folder; ``encoder=None`` attaches the numpy MiniLM on the first question
-        (:mod:`~toporag_core.minilm_numpy`: no torch import, the first query in well under 1 s)."""
+        (:mod:`~toporag_core.embed.minilm_numpy`: no torch import, the first query in well under 1 s)."""
         from safetensors import safe_open
         from safetensors.numpy import load_file
 
@@ -245,7 +245,7 @@ class HybridIndex:
         """The attached encoder, else the numpy MiniLM when the index was built with MiniLM."""
         if self.encoder is None:
             from ..embed import NUMPY_MINILM, get_encoder
-            from ..minilm_numpy import NumpyMiniLM
+            from ..embed.minilm_numpy import NumpyMiniLM
 
             if self.meta.get("encoder") != NumpyMiniLM.name:
                 raise ValueError(f"this index was built with encoder {self.meta.get('encoder')!r}; pass encoder= "
@@ -445,7 +445,7 @@ class HybridIndex:
 def open_index(folder: str | os.PathLike, encoder=None) -> HybridIndex:
     """Open an index folder for searching: a MiniLM index gets the numpy MiniLM (fast first query);
     another index gets ``encoder``, which must be the one it was built with (``ValueError`` otherwise)."""
-    from ..minilm_numpy import NumpyMiniLM
+    from ..embed.minilm_numpy import NumpyMiniLM
 
     idx = HybridIndex.load(folder)
     built = idx.meta.get("encoder")

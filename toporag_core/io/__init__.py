@@ -14,7 +14,7 @@ must be valid Unicode (no lone surrogate, no NUL). CSV/TSV is read strictly and 
 limits checked at every record (see :mod:`.text`); a headerless triples table loads with a warning
 in ``graph.meta["warnings"]``, a misspelt header is an error that names the near match.
 Parallel edges and self-loops are kept as given;
-:func:`toporag_core.lift.lift` decides how they enter the complex. Every failure is a
+:func:`toporag_core.cells.lift.lift` decides how they enter the complex. Every failure is a
 :class:`~toporag_core.graph.GraphFormatError` naming the file, the line (1-based, the header
 being line 1) or record (0-based list/row index), and the field.
 """

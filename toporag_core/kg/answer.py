@@ -10,7 +10,7 @@
    --out``);
 3. **retrieve** with the pipeline's setting; a seeded method (a ``seeds`` parameter) starts from the linked
    entities themselves rather than from a re-linking of the question inside the subgraph;
-4. **answer** with the pipeline (:meth:`~toporag_core.pipeline.TopoRAGPipeline.answer`: the name reader of
+4. **answer** with the pipeline (:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.answer`: the name reader of
    the general checkpoint scores the subcomplex's entity names).
 
 Question files (``toporag kg eval``) are read, answered and scored by :mod:`toporag_core.tasks.kg_questions`.

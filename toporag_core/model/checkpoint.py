@@ -105,7 +105,7 @@ def load(cls, folder: str | os.PathLike, llm: nn.Module | None = None, tokenizer
     folder = Path(folder)
     config, meta = read_config(folder)
     if llm is None:
-        from ..llm import checkpoint_llm_dtype, load_llm
+        from .llm import checkpoint_llm_dtype, load_llm
 
         llm, tokenizer = load_llm(None if config.llm == "smollm2-135m-instruct" else config.llm, device=device,
                                   trained_dtype=checkpoint_llm_dtype(meta))

@@ -130,7 +130,7 @@ class CellTokens(nn.Module):
         """``(owner, slot, rank, local)`` (``(K,)`` each) of every cell of ``cells`` that has a slot: the subcomplex,
         the slot (``1..T-1``), the cell's rank and its local index among that subcomplex's cells of its rank, as
         :meth:`forward` places them (``with_cells2=False``: an encoder without 2-cell states, whose 2-cells get no
-        slot). What the word targets of :mod:`~toporag_core.align` aim at."""
+        slot). What the word targets of :mod:`~toporag_core.training.align` aim at."""
         owners = [cells.batch0, cells.batch1] + ([cells.batch2] if with_cells2 else [])
         b = cells.num_graphs
         ranks = [torch.full_like(o, r) for r, o in enumerate(owners) if o.numel()]

@@ -18,7 +18,7 @@ for ``k = floor(rate * m)``: every ``t <= p_(k+1)`` flags at most ``k`` right an
   margin and candidate names, for older files).
 * :func:`fit_threshold`, :func:`flag_rates`, :func:`calibrate` - the fit and the measurements.
 * :func:`write_confidence` - the fitted thresholds into a checkpoint's ``config.json`` (key
-  ``"confidence"``, written atomically), which :meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_of`
+  ``"confidence"``, written atomically), which :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_of`
   reads.
 """
 from __future__ import annotations

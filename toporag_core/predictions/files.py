@@ -2,7 +2,7 @@
 
 A file is written next to its final name and moved into place (``os.replace``), so a reader never
 sees half a file and a failed write leaves the old one. (``toporag eval`` itself appends one line
-per answer and flushes, so a killed run keeps what it had; see :mod:`toporag_core.evaluate`.)
+per answer and flushes, so a killed run keeps what it had; see :mod:`toporag_core.evaluation.evaluate`.)
 """
 from __future__ import annotations
 

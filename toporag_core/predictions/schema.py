@@ -35,7 +35,7 @@ def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, p
                 answer_kind: str | None = None) -> dict[str, Any]:
     """One ``toporag eval`` record, keys in :data:`FIELDS` order (``prediction`` repeats ``answer``,
     ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``;
-    ``graph_tokens``: the ablation arm of :mod:`toporag_core.arms` the answer was given under; ``margin``:
+    ``graph_tokens``: the ablation arm of :mod:`toporag_core.evaluation.arms` the answer was given under; ``margin``:
     the answer's probability lead over the runner-up candidate, ``None`` for a generated answer;
     ``answer_kind``: ``"label"`` / ``"names"`` / ``"generated"``, what the confidence is calibrated per)."""
     return {"id": id, "qtype": qtype, "question": question, "gold": gold, "answer": answer,

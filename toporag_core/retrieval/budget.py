@@ -17,7 +17,7 @@ that does not fit is skipped (a later, smaller one may still fit). The kept line
 written in textualize's own order with textualize's own local ids and 2-cell labels, so the
 text is exactly a subset of the lines of :func:`textualize` (nothing is re-written).
 
-The answering path (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`) cuts every
+The answering path (:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.fit_context`) cuts every
 context this way before the model sees it; the model's own prefix cut
 (:meth:`~toporag_core.model.TopoRAGModel.context_ids`) is only a safety net that a fitted
 context never reaches. :meth:`ContextFit.to_dict` is what answers carry (JSON: the core

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 from ..embed import CellEmbeddings, TextEncoder
 
 TERMINAL, STEINER, CLOSURE = "terminal", "steiner", "closure"
@@ -33,7 +33,7 @@ class EmbeddedComplex:
     def from_graph(cls, graph, encoder: TextEncoder, tree: str = "bfs", seed: int = 0,
                    max_cycle_len: int | None = None, show_progress: bool = False) -> "EmbeddedComplex":
         from ..embed import embed_complex
-        from ..lift import lift
+        from ..cells.lift import lift
 
         cx = lift(graph, tree=tree, seed=seed, max_cycle_len=max_cycle_len)
         return cls(cx, embed_complex(cx, encoder, show_progress=show_progress), encoder)

@@ -22,7 +22,7 @@ POST     ``/v1/answer``              as retrieve, plus ``query``, ``max_new_toke
 
 Methods and parameters are exactly those of :data:`~toporag_core.retrieval.METHODS`, validated by
 :class:`~toporag_core.retrieval.RetrievalSetting`; every other value by the rules the CLI uses
-(:mod:`toporag_core.validate`: texts non-empty, whole numbers strictly ``int``, liftings
+(:mod:`toporag_core.cells.checks`: texts non-empty, whole numbers strictly ``int``, liftings
 ``bfs | dfs | random | rings``, seeds ``>= 0``). Every error is ``{"error": {"code", "message"}}``
 naming the field, with a 4xx status for the caller's mistakes (400 malformed JSON, 401 token, 404
 unknown graph or job, 408 body too slow, 413 too large, 422 invalid value) and 503 when the core
@@ -44,7 +44,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..validate import InputError, check_int, check_lifting, check_optional_int, check_seed, check_text
+from ..cells.checks import InputError, check_int, check_lifting, check_optional_int, check_seed, check_text
 from ..retrieval import RetrievalSetting, get_method
 from .batching import QueueFull
 from .engine import CoreEngine

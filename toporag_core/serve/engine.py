@@ -23,7 +23,7 @@
 * **Workers**: with ``workers > 1`` the batcher runs that many batches at once, each on its own
   :func:`replica` of the pipeline (new module objects over the *same* weight tensors: no extra
   memory for weights). A replica is needed, not just a second thread on one model: the pipeline
-  serialises :meth:`~toporag_core.pipeline.TopoRAGPipeline.decode` under its lock, and a LoRA
+  serialises :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.decode` under its lock, and a LoRA
   checkpoint with a cacheable layout switches its adapters off and on around the frozen part's
   pass, module state that a concurrent pass on the same modules would see.
 * **Frozen-part reuse** (``kv_cache_mb > 0``, checkpoints with a cacheable layout): the workers
@@ -47,9 +47,9 @@ from collections import OrderedDict
 from typing import Any
 
 
-from ..validate import LIFTINGS, check_lifting, check_seed
+from ..cells.checks import LIFTINGS, check_lifting, check_seed
 from ..model import FrozenKVStore
-from ..pipeline import DecodeJob, EncoderMismatch, TopoRAGPipeline
+from ..answering.pipeline import DecodeJob, EncoderMismatch, TopoRAGPipeline
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from .batching import BatchConfig, DynamicBatcher
 from .jobs import EmbedJob, EmbedJobs
@@ -190,7 +190,7 @@ class CoreEngine:
         :meth:`~toporag_core.embed.CachedEncoder.prefetch` (the encoder is free between chunks, so a
         question waits at most one chunk), and cache the result."""
         from ..embed import embed_complex
-        from ..lift import lift
+        from ..cells.lift import lift
 
         cx = lift(graph, tree=tree, seed=int(seed))
         enc = self.pipe.encoder

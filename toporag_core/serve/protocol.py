@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 from ..graph import TextualGraph
-from ..validate import InputError, check_int, check_text
+from ..cells.checks import InputError, check_int, check_text
 from ..retrieval import Subcomplex
 
 
@@ -76,8 +76,8 @@ def graph_id(graph: TextualGraph | dict[str, Any]) -> str:
 
 def graph_from_json(d: Any, limits: Limits) -> TextualGraph:
     """A :class:`TextualGraph` from its JSON form, within ``limits``, by the rules of
-    :mod:`toporag_core.validate` (texts non-empty valid Unicode, node indices whole numbers in
-    range); :class:`~toporag_core.validate.InputError` naming the field (``graph.nodes[3]``,
+    :mod:`toporag_core.cells.checks` (texts non-empty valid Unicode, node indices whole numbers in
+    range); :class:`~toporag_core.cells.checks.InputError` naming the field (``graph.nodes[3]``,
     ``graph.edges[7][1]``) otherwise."""
     if not isinstance(d, dict):
         raise InputError("graph", "must be an object {nodes, edges, name}")

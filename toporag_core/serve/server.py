@@ -3,7 +3,7 @@
 benchmark and notebooks; ``port=0`` picks a free port).
 
 The pipeline is loaded once: ``device="auto"`` puts it on CUDA when there is one, and
-``dtype="auto"`` gives bf16 there (fp32 on CPU), as :func:`~toporag_core.llm.load_llm` does.
+``dtype="auto"`` gives bf16 there (fp32 on CPU), as :func:`~toporag_core.model.llm.load_llm` does.
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def load_engine(cfg: ServeConfig, checkpoint: str | None = None, llm: str | None
     from .engine import CoreEngine
 
     if pipe is None:
-        from ..pipeline import TopoRAGPipeline
+        from ..answering.pipeline import TopoRAGPipeline
 
         pipe = TopoRAGPipeline.load(checkpoint, llm=llm, device=device, encoder=encoder, dtype=dtype)
     device = pipe.describe()["device"]

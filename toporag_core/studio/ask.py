@@ -3,7 +3,7 @@
 * :func:`checkpoint_options` - the committed checkpoints (ExplaGraphs, SceneGraphs, General) that exist,
   plus "no checkpoint" (the frozen LLM alone); ``TOPORAG_CHECKPOINT`` picks the default
   (a folder, or ``none``), ``TOPORAG_LLM`` the default LLM (a folder or hub id).
-* :func:`get_pipeline` - one :class:`~toporag_core.pipeline.TopoRAGPipeline` per
+* :func:`get_pipeline` - one :class:`~toporag_core.answering.pipeline.TopoRAGPipeline` per
   ``(checkpoint, llm, encoder)`` per server process (``st.cache_resource``). The pipeline is
   thread-safe (its neural part runs under a lock), so every browser session shares it.
 * :func:`ask` - one question, one or more retrieval methods, on an already embedded graph.
@@ -15,14 +15,14 @@
   read from its ``config.json`` without loading it), :func:`task_warning`,
   :func:`default_checkpoint` (the option trained on the graph's task, else the general checkpoint);
   which model answers a
-  question is :func:`~toporag_core.studio.route.route`'s decision (re-exported here), and
+  question is :func:`~toporag_core.answering.route.route`'s decision (re-exported here), and
   :func:`check_question_kind` refuses a label-set checkpoint a question of another kind.
 * What the page says about an answer: :func:`answer_confidence` (its probability against the threshold
   calibrated on validation, "low confidence" with the runner-up answers, :mod:`.confidence`),
   :func:`gold_note` (no gold answer, and why),
   :func:`occurrence_note` (open answers only), :func:`evidence_heading` (evidence is not checked).
 * Context budget: the pipeline fits every context to the model's input limit by prize
-  (:meth:`~toporag_core.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
+  (:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.fit_context`: 2-cells and the highest-prize
   cells kept); :func:`context_cut`, :func:`cut_message` and :func:`dropped_frame` tell the user
   what a cut dropped (the same for a remote core, which sends the cut with its answer).
 * What the graph tokens did (:mod:`.graph_effect`): :func:`graph_effect` re-scores an answer (and its gold
@@ -43,14 +43,14 @@ from typing import Any, Sequence
 import pandas as pd
 import streamlit as st
 
-from ..pipeline import TopoRAGPipeline
-from ..llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
+from ..answering.pipeline import TopoRAGPipeline
+from ..model.llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 from .confidence import ConfidenceNote, confidence_note
 from .graph_effect import CellEffect, GraphTokenEffect, answer_effect, attribute, cells_table, graph_token_effect
-from .route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
+from ..answering.route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
                     checkpoint_info, committed_checkpoints, graph_task, label_question, own_question, route)
 
 NO_CHECKPOINT = ZERO_SHOT
@@ -77,7 +77,7 @@ def load_pipeline(checkpoint: str, llm: str, encoder=None, device: str = "auto")
     """Load a pipeline (uncached). ``checkpoint``: a folder or ``"none"``; ``llm``: the packaged
     name, a local folder or a hub id (for a checkpoint: ``""`` or the packaged name keeps the
     checkpoint's own LLM). Raises ``FileNotFoundError`` / ``ValueError`` with a clear message."""
-    from ..llm import load_llm
+    from ..model.llm import load_llm
     from ..model import TopoRAGConfig, TopoRAGModel
 
     llm = (llm or "").strip()
@@ -298,7 +298,7 @@ def attribution_note(checkpoint: str) -> tuple[bool, str]:
 def check_question_kind(pipe: TopoRAGPipeline, graph, question: str) -> None:
     """``ValueError`` when a label-set checkpoint (``answer_set``, e.g. support / counter) is asked a
     question of another kind: it would answer it with one of its labels whatever was asked
-    (:func:`~toporag_core.studio.route.route` picks another model for such a question)."""
+    (:func:`~toporag_core.answering.route.route` picks another model for such a question)."""
     labels = tuple(pipe.model.config.answer_set or ())
     if labels and not label_question(graph, question, labels):
         raise ValueError(f"this checkpoint answers only {' / '.join(labels)} and this question asks for neither: "

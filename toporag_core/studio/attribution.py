@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..metrics import normalize
-from .route import CHECKPOINT_ROOT
+from ..answering.route import CHECKPOINT_ROOT
 
 NEGATION = re.compile(r"\bnot\b|\bantonym", re.IGNORECASE)  # ExplaGraphs' stance cue (benchmarks/bench_expla_cue.py)
 TIE = 1e-9  # drops within this of the top drop tie for the top
@@ -49,7 +49,7 @@ TIE = 1e-9  # drops within this of the top drop tie for the top
 
 def answer_nodes(cx, answer: str | None = None, support: Iterable[int] = (), support_names: Iterable[str] = (),
                  negation_cue: bool = False) -> np.ndarray:
-    """Sorted node ids of ``cx`` (a :class:`~toporag_core.complex.CellComplex`) that bear the answer (module
+    """Sorted node ids of ``cx`` (a :class:`~toporag_core.cells.complex.CellComplex`) that bear the answer (module
     docstring): ``support`` ids, nodes whose normalised text equals one of ``support_names``, nodes whose text
     contains the open ``answer`` as whole words, and with ``negation_cue`` the endpoints of negating relations."""
     texts = [f" {normalize(t)} " for t in cx.graph.node_text]

@@ -1,7 +1,7 @@
 """What an answer's confidence tells the user: the notice of ``toporag ask`` and the Ask page.
 
 An answer is *low confidence* when its probability is below the threshold calibrated for its answer
-kind on the checkpoint's validation split (:meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_of`,
+kind on the checkpoint's validation split (:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_of`,
 fitted by ``benchmarks/bench_confidence.py``: at most 25% of right validation answers fall below it).
 Then the user sees the runner-up answers with their probabilities (the other labels of a closed set,
 the next names of the name reader; a generated answer has none). Without a calibrated threshold the
@@ -87,6 +87,6 @@ def confidence_note(answer: str, probability: float | None, low: bool | None, ca
                     threshold: float | None = None, kind: str | None = None, top: int = 3) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer (the pipeline's ``probability``/``confidence``,
     ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
-    :meth:`~toporag_core.pipeline.TopoRAGPipeline.confidence_threshold`)."""
+    :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`)."""
     return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,
                           runner_ups(answer, candidates, top))

@@ -7,7 +7,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 
 RANK_COLOURS = {"0-cells": "#4e79a7", "1-cells": "#f28e2b", "2-cells": "#59a14f"}
 

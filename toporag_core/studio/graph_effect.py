@@ -3,7 +3,7 @@
 The model reads ``[graph tokens G ; textualized subcomplex ; question]`` with
 ``G = proj(CWN(cells)) (1, T, d)``. For one answered question this module re-scores the answer
 with three soft prompts (the same text, the same question), like ``toporag eval --graph-tokens``
-does over a whole run (:mod:`toporag_core.arms`), but for one question at a time:
+does over a whole run (:mod:`toporag_core.evaluation.arms`), but for one question at a time:
 
 ==========  ========================================================================================
 arm         the soft prompt
@@ -11,7 +11,7 @@ arm         the soft prompt
 own         ``G = proj(CWN(cells))``, what the answer was given with
 zeroed      ``0`` (the text alone, the graph slots present)
 permuted    ``proj(CWN(cells_sigma))``: the same cells and boundaries, each rank's features moved
-            by a seeded derangement ``sigma`` (:func:`~toporag_core.arms.derangement`; no cell keeps
+            by a seeded derangement ``sigma`` (:func:`~toporag_core.evaluation.arms.derangement`; no cell keeps
             its own features, a rank with one cell keeps it): the subcomplex's words are all
             there, no longer where they were. Self-contained (no other graph needed) and
             deterministic; an encoder that reads which text sits on which cell moves here, a
@@ -64,7 +64,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..arms import derangement
+from ..evaluation.arms import derangement
 from ..metrics import normalize
 from ..model import QABatch, evidence_target
 from ..nn import SubcomplexTensors, collate, subcomplex_tensors
@@ -373,7 +373,7 @@ def graph_token_effect(pipe, ecx, sub, question: str, context: str, answer: str,
     """The three arms for one answer (no attribution: :func:`attribute` adds it).
 
     Args:
-        pipe: the :class:`~toporag_core.pipeline.TopoRAGPipeline` that answered.
+        pipe: the :class:`~toporag_core.answering.pipeline.TopoRAGPipeline` that answered.
         ecx, sub: the embedded graph and the retrieved :class:`~toporag_core.retrieval.Subcomplex`.
         question: the question as asked (put in the checkpoint's prompt form here, as answering does).
         context: the textualized subcomplex the LLM read (the answer's ``context``).

@@ -50,7 +50,7 @@ from typing import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 
 ROLE_COLOURS = {"terminal": "#e15759", "steiner": "#f28e2b", "closure": "#4e79a7"}
 NODE_DEFAULT, NODE_MUTED, NODE_FOCUS = "#9ecae9", "#d9d9d9", "#59a14f"

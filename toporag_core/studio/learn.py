@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 from ..retrieval import EmbeddedComplex, RetrievalSetting, cycle_text, retrieve_subcomplex
 from ..retrieval.toporag import CellPrizes, cell_prizes, rank_order
 

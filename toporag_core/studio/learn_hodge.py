@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 from ..topo.hodge import (DENSE_MAX, cavity_basis, glue_steps, harmonic_basis, hodge_decomposition, hodge_numbers,
                           laplacians)
 

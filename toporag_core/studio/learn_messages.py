@@ -2,7 +2,7 @@
 retrieved subcomplex, with every number read from that run.
 
 :func:`trace_encoder` builds the batch exactly as answering does (``collate([subcomplex_tensors(sub, emb)])``,
-:meth:`~toporag_core.pipeline.TopoRAGPipeline.decode`), runs ``model.graph_tokens`` on it under the
+:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.decode`), runs ``model.graph_tokens`` on it under the
 pipeline's lock, and records with forward hooks (removed afterwards) what each
 :class:`~toporag_core.nn.cwn.RankUpdate` of each :class:`~toporag_core.nn.cwn.CellularLayer` received: the
 cell states ``h`` and the summed messages of each kind, and what it returned. Which kinds a rank hears in a

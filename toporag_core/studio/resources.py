@@ -24,11 +24,11 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 from ..embed import CachedEncoder, CellEmbeddings, ProgressCallback, embed_complex, encoder_spec
 from ..embed import get_encoder as make_encoder
 from ..graph import TextualGraph
-from ..lift import lift
+from ..cells.lift import lift
 from ..retrieval import EmbeddedComplex
 from .state import progress_callback
 
@@ -118,7 +118,8 @@ def current_graph(ss, announce: bool = True) -> TextualGraph:
     kept uploads (:mod:`.graph_store`) and named ``upload:<fingerprint>``, so a reload of any page
     finds it. ``announce``: on the run that started the session, say which graph it restored, or
     that the uploaded graph was lost and which graph is shown instead (Home shows the note itself)."""
-    from . import graph_store, samples, state
+    from . import graph_store, state
+    from ..io import samples
 
     fresh = ss.get(state.GRAPH) is None
     graph = state.current_graph(ss, st.query_params.get("graph"))

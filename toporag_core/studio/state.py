@@ -140,7 +140,7 @@ def restore_graph(source: str) -> TextualGraph:
     :func:`.samples.graph_from_source`. ``LookupError`` when a kept upload is gone, ``ValueError`` /
     ``OSError`` when another source cannot be found."""
     from . import graph_store
-    from .samples import graph_from_source
+    from ..io.samples import graph_from_source
 
     kind, _, ident = str(source).partition(":")
     if kind != graph_store.KIND:
@@ -161,7 +161,7 @@ def current_graph(state: MutableMapping, source: str | None = None) -> TextualGr
     ``state["reset_note"]`` why, so the page can say so; ``state["graph_lost"]`` is true when the
     address named an upload that is no longer kept (the page says so as a warning)."""
     if state.get(GRAPH) is None:
-        from .samples import load_sample
+        from ..io.samples import load_sample
 
         lost = False
         note = ("New session: started on the scene sample. Built-in, benchmark and uploaded graphs survive a "

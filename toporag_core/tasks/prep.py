@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..lift import LIFTINGS
+from ..cells.lift import LIFTINGS
 from ..nn import SubcomplexTensors, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..graph import TextualGraph
+from ..io.samples import shared_data_dir
 from ..model import QUESTION_FORMS
 
 SPLITS = ("train", "val", "test")
@@ -122,15 +123,6 @@ def metric_of(dataset: str) -> str:
 def load_raw(dataset: str, data_dir: str | os.PathLike | None = None) -> dict[str, list[RawExample]]:
     """Raw splits of a registered dataset; ``data_dir``: a folder, or a data file the task's loader accepts."""
     return get_task(dataset).loader(Path(data_dir) if data_dir is not None else None)
-
-
-def shared_data_dir() -> Path | None:
-    """``$TOPORAG_SHARED_DATA`` if set, else ``<repo root>/../shared/data`` if it exists, else ``None``."""
-    env = os.environ.get("TOPORAG_SHARED_DATA")
-    if env:
-        return Path(env)
-    d = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return d if d.is_dir() else None
 
 
 def data_dir_or_shared(data_dir: str | os.PathLike | None) -> Path:

@@ -1,6 +1,6 @@
 """Hodge Laplacians of a lifted cell complex: harmonic numbers, spectra, harmonic cycles, edge-flow splits.
 
-From the signed incidences of :class:`~toporag_core.complex.CellComplex` (``N`` 0-cells, ``M``
+From the signed incidences of :class:`~toporag_core.cells.complex.CellComplex` (``N`` 0-cells, ``M``
 1-cells, ``F`` 2-cells), ``B1 = cx.incidence_matrix(1)`` ``(N, M)`` and ``B2 = cx.incidence_matrix(2)``
 ``(M, F)`` with ``B1 @ B2 = 0``, the Hodge Laplacians are::
 
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..complex import CellComplex
+from ..cells.complex import CellComplex
 
 DENSE_MAX = 400        # every Lk at most this square: dense spectra and the harmonic basis
 EIG_TOL = 1e-8         # an eigenvalue of a Laplacian below this (times max(1, largest)) counts as 0

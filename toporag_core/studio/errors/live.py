@@ -37,7 +37,7 @@ def run_evaluation(model, examples: list, dataset: str, out: str | os.PathLike, 
 
     Returns ``{"done", "total", "stopped", "path"}``.
     """
-    from ...evaluate import evaluate
+    from ...evaluation.evaluate import evaluate
 
     done, stopped = 0, False
     for i in range(0, len(examples), max(1, batch_size)):

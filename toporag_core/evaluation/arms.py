@@ -19,7 +19,7 @@ only_permute  ``G_sigma(i)`` and the question, no textualized context: what the 
               add (an ExplaGraphs question holds both arguments, so ``only`` is not the graph's share)
 ============  ========================================================================================
 
-``sigma`` is drawn over the examples handed to :func:`~toporag_core.evaluate.evaluate` (a resumed run
+``sigma`` is drawn over the examples handed to :func:`~toporag_core.evaluation.evaluate.evaluate` (a resumed run
 keeps it; a sharded run deranges within each shard). If ``normal`` and ``permute`` give the same
 answers, the graph tokens act as a learned bias and the answers come from the text.
 
@@ -47,7 +47,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .retrieval.textualize import NODE_LINE, relation_block, relation_words
+from ..retrieval.textualize import NODE_LINE, relation_block, relation_words
 
 ARMS = ("normal", "zero", "permute", "mean", "only", "only_permute")
 NO_TEXT_ARMS = ("only", "only_permute")  # arms that remove the textualized context
@@ -133,8 +133,8 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0,
     asks about the nodes among the first ``num_graph_tokens - 1`` node lines."""
     import torch
 
-    from .metrics import mcnemar_exact
-    from .batches import make_batch
+    from ..metrics import mcnemar_exact
+    from ..training.batching import make_batch
 
     rows = readback_rows(examples, target, token_lines(model))
     if len(rows) < 2:
@@ -232,7 +232,7 @@ class GraphTokenArm:
         return model.graph_tokens(self._cells(model, [self.partner(e) for e in chunk]))
 
     def _cells(self, model, examples: Sequence[Any]):
-        from .batches import make_batch
+        from ..training.batching import make_batch
 
         return make_batch(list(examples), with_answers=False, use_graph=True).to(model.device).cells
 

@@ -20,7 +20,7 @@
   per optimiser step (``loss``, ``lr``) and one per evaluation (``val_loss``, ``val_accuracy``);
   ``summary.json`` at the end.
 * Readback term: with ``joint_align_weight > 0`` every step adds the alignment stage's contrastive readback
-  loss on a batch of readback rows (:class:`~toporag_core.align.JointReadback`; one process only), its
+  loss on a batch of readback rows (:class:`~toporag_core.training.align.JointReadback`; one process only), its
   parts go into the step's log line (``readback_loss``, ``readback_own``, ``readback_other``) and every
   evaluation reads validation back (``readback_own_lower`` ...), so a run shows when the reading fades.
 * Targets: an example's ``answer``; :func:`with_evidence_targets` turns yes/no answers into
@@ -30,10 +30,10 @@
   default: once per epoch) so a short CPU run still selects on validation.
 * Processes: this is the only training loop. ``env`` (:class:`ProcessEnv`: ``rank``, ``world``,
   ``all_sum``, ``broadcast``, ``wrap``, ...) is the one process by default and
-  :class:`toporag_core.distributed.DistEnv` under ``torchrun``: each rank takes its share
+  :class:`toporag_core.training.distributed.DistEnv` under ``torchrun``: each rank takes its share
   ``batch[rank::world]`` of the same global batches, the loss of each share is weighted by its
   answer tokens so that DDP's gradient mean is exactly the one-process gradient (the equations
-  are in :mod:`toporag_core.distributed`), and rank 0 validates, writes and broadcasts the
+  are in :mod:`toporag_core.training.distributed`), and rank 0 validates, writes and broadcasts the
   numbers every rank decides on.
 """
 from __future__ import annotations
@@ -51,11 +51,11 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .tasks.prep import Example
+from ..tasks.prep import Example
 from .align import JointReadback, check_word_targets
-from .arms import readback_target
-from .batches import make_batch
-from .model import TopoRAGModel, evidence_target
+from ..evaluation.arms import readback_target
+from .batching import make_batch
+from ..model import TopoRAGModel, evidence_target
 
 
 LR_SCHEDULES = ("constant", "cosine")
@@ -112,10 +112,10 @@ class TrainConfig:
                                   "graph tokens")
     # Why an alignment stage: trained with the text in view, the LLM never learns to read a cell from its graph
     # token (toporag eval --readback: a question's own tokens read back no better than another question's),
-    # and readback rows with the plain loss only teach the format (toporag_core/align.py).
+    # and readback rows with the plain loss only teach the format (toporag_core/training/align.py).
     align_steps: int = _opt(0, "before the joint stage, this many alignment steps: the encoder and projector learn "
                                "(LLM and LoRA frozen) to make each example's node lines likelier from its own graph "
-                               "tokens than from another example's, no text (toporag_core/align.py)", advanced=True)
+                               "tokens than from another example's, no text (training/align.py)", advanced=True)
     align_lr: float = _opt(1e-3, "the alignment stage's projector lr (its encoder lr: --encoder-lr)", advanced=True)
     align_margin: float = _opt(0.5, "the alignment stage's margin, in nats per token, by which a row's own graph "
                                     "tokens should beat another row's", advanced=True)
@@ -126,7 +126,7 @@ class TrainConfig:
     align_words: float = _opt(0.0, "in the alignment stage, add this weight times the cosine distance between each "
                                    "node slot's j-th token and the LLM's embedding of the j-th word of its node line "
                                    "(name, then attributes; tokens_per_cell tokens per node, nodes first) "
-                                   "(toporag_core/align.py)", advanced=True)
+                                   "(toporag_core/training/align.py)", advanced=True)
     word_steps: int = _opt(0, "at the start of the alignment stage, this many steps of the word targets alone "
                               "(encoder and projector, no LLM forward; needs align_words)", advanced=True)
     # Why a readback term in the joint stage: trained on answers alone, the joint stage erases what the alignment
@@ -135,7 +135,7 @@ class TrainConfig:
     joint_align_weight: float = _opt(0.0, "in the joint stage, add this weight times the alignment stage's "
                                           "contrastive readback loss on a batch of readback rows to every step's "
                                           "loss, and read back validation at every evaluation "
-                                          "(toporag_core/align.py)", advanced=True)
+                                          "(toporag_core/training/align.py)", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -211,7 +211,7 @@ GRAPH_ONLY_SUFFIX = "#graph-only"
 def with_graph_only_rows(examples: Sequence[Example], fraction: float, seed: int = 0) -> list[Example]:
     """``examples`` plus a seeded ``fraction`` of them again with an empty context and the id suffix
     :data:`GRAPH_ONLY_SUFFIX` (their own frozen-part cache): graph tokens + question, as the ``only`` arm
-    of :mod:`~toporag_core.arms` reads them."""
+    of :mod:`~toporag_core.evaluation.arms` reads them."""
     k = int(round(fraction * len(examples)))
     if k <= 0:
         return list(examples)
@@ -395,7 +395,7 @@ def epoch_batches(n: int, lengths: list[int], cfg: TrainConfig, epoch: int, rank
 
 class ProcessEnv:
     """Where this process stands in a training job: here the one process (rank 0 of 1), whose
-    collectives are the identity. :class:`toporag_core.distributed.DistEnv` is the ``torchrun``
+    collectives are the identity. :class:`toporag_core.training.distributed.DistEnv` is the ``torchrun``
     one (same methods over ``torch.distributed``); :func:`train` talks to the job only through these."""
 
     rank: int = 0
@@ -500,7 +500,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     one process only).
     ``env``: the job this process belongs to (default: the one process); under ``torchrun`` every
     rank calls ``train`` with the same data, an identically built model and
-    :func:`toporag_core.distributed.init_distributed`'s env; ``cfg.batch_size`` is then the global
+    :func:`toporag_core.training.distributed.init_distributed`'s env; ``cfg.batch_size`` is then the global
     batch. ``cfg.select="auto"`` selects on accuracy when the model has a closed answer set. Returns
     the summary dict (steps, best validation loss / accuracy, seconds, examples/s ...; every rank)
     plus ``"losses"``: the global-batch loss of every step of this run.
@@ -508,7 +508,7 @@ def train(model: TopoRAGModel, train_set: list[Example], val_set: list[Example],
     env = env or ProcessEnv()
     cfg = cfg.resolved(model.config.answer_set)
     if cfg.max_steps == 0:
-        raise ValueError("TrainConfig.max_steps = 0 is the alignment stage alone (toporag_core.align.align_stage)")
+        raise ValueError("TrainConfig.max_steps = 0 is the alignment stage alone (training.align.align_stage)")
     if cfg.graph_only and model.config.use_graph:
         train_set = with_graph_only_rows(train_set, cfg.graph_only, cfg.seed)
     check_training_inputs(model, train_set, val_set, cfg, env, kv)

@@ -13,13 +13,13 @@ CLI took a whitespace-only question). Here each rule is written once and says wh
 
 Every failure is an :class:`InputError`: a ``ValueError`` with the ``field`` it names and a
 ``status`` (422 invalid, 413 too large) the service answers with; the CLI prints its message.
-The lifting names are the liftings registry's (:data:`toporag_core.lift.LIFTINGS`), never a copy.
+The lifting names are the liftings registry's (:data:`toporag_core.cells.lift.LIFTINGS`), never a copy.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .graph import check_text as _cell_text_problem
+from ..graph import check_text as _cell_text_problem
 from .lift import LIFTINGS
 MAX_SEED = 2 ** 32 - 1
 

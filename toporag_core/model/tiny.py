@@ -74,8 +74,8 @@ def tiny_model(in_dim: int = 256, mode: str = "soft_prompt", chat: bool = True, 
     ``in_dim`` must equal the sentence encoder's dimension (256 = the default
     :class:`~toporag_core.embed.HashingEncoder`, what the app uses with ``TOPORAG_ENCODER=hashing``).
     """
-    from .model import TopoRAGConfig, TopoRAGModel
-    from .nn import CWNConfig
+    from . import TopoRAGConfig, TopoRAGModel
+    from ..nn import CWNConfig
 
     tok = tiny_tokenizer(chat)
     llm = tiny_llm(len(tok), seed)

@@ -5,14 +5,14 @@ the graph-token arms and the alignment stage).
 :class:`~toporag_core.model.QABatch`: the ``B`` subcomplexes collated into one
 :class:`~toporag_core.nn.CellBatch` (cells of every example concatenated, with per-cell example indices),
 the questions, contexts and (for training and scoring) answers as lists, and optionally the cached
-frozen-part key/values of every example (``kv.get(ids)``, a :class:`~toporag_core.train.KVStore`).
+frozen-part key/values of every example (``kv.get(ids)``, a :class:`~toporag_core.training.KVStore`).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from .model import QABatch
-from .nn import collate
+from ..model import QABatch
+from ..nn import collate
 
 
 def make_batch(examples: list[Any], with_answers: bool = True, use_graph: bool = True, kv: Any = None) -> QABatch:

@@ -29,14 +29,14 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
-from .nn import collate, subcomplex_tensors
-from .retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
-from .retrieval.budget import ContextFit, fit_context
-from .retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
-from .retrieval.textualize import DEFAULT_TEXT, check_text_format
+from ..model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
+from ..nn import collate, subcomplex_tensors
+from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
+from ..retrieval.budget import ContextFit, fit_context
+from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
+from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
 
 
@@ -90,7 +90,7 @@ class TopoRAGPipeline:
         LLM alone (no soft prompt). ``llm``: override the checkpoint's LLM (folder or hub id)."""
         import json
 
-        from .llm import checkpoint_llm_dtype, load_llm
+        from ..model.llm import checkpoint_llm_dtype, load_llm
 
         folder = Path(checkpoint_dir) if checkpoint_dir is not None else (
             DEFAULT_CHECKPOINT if (DEFAULT_CHECKPOINT / "config.json").is_file() else None)
@@ -116,13 +116,13 @@ class TopoRAGPipeline:
         :meth:`answer_texts`.
 
         Args:
-            llm: name or folder for :func:`~toporag_core.llm.load_llm` (default: the packaged LLM);
+            llm: name or folder for :func:`~toporag_core.model.llm.load_llm` (default: the packaged LLM);
                 ignored when ``model`` (a causal LM) and its ``tokenizer`` are given.
             config: :class:`~toporag_core.model.TopoRAGConfig` fields (``max_new_tokens``,
                 ``max_input_tokens``, ...); ``use_graph`` is always ``False``.
         """
         if model is None:
-            from .llm import load_llm
+            from ..model.llm import load_llm
 
             model, tokenizer = load_llm(llm, device=device, dtype=dtype)
         config.pop("use_graph", None)
@@ -159,7 +159,7 @@ class TopoRAGPipeline:
         ``$TOPORAG_ENCODER``, else the packaged MiniLM, behind the embedding cache)."""
         with self._enc_lock:
             if self._encoder is None:
-                from .embed import get_encoder
+                from ..embed import get_encoder
 
                 self._encoder = get_encoder()
             return self._encoder

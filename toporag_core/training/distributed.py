@@ -1,15 +1,15 @@
 """Training and evaluation past one process: the ``torchrun`` job environment, and evaluation shards.
 
-**Training** has one loop, :func:`toporag_core.train.train`. Under ``torchrun --nproc_per_node=W``
+**Training** has one loop, :func:`toporag_core.training.train`. Under ``torchrun --nproc_per_node=W``
 every process calls it with the same data, an identically built model and the :class:`DistEnv`
 that :func:`init_distributed` returns (gloo on CPU, NCCL on GPUs); ``DistEnv`` is the loop's view
 of the job (``rank``, ``world``, ``main``, ``all_sum``, ``broadcast``, ``wrap``, ``no_sync``,
-``barrier``), and :class:`~toporag_core.train.ProcessEnv` is the one-process one. So everything
+``barrier``), and :class:`~toporag_core.training.ProcessEnv` is the one-process one. So everything
 ``train`` does (selection on loss or accuracy, ``max_steps`` / ``stop_after_steps`` / time
 budgets, the cosine schedule ``lr_at``, gradient accumulation, length buckets, resume, the log)
 holds for any ``W``:
 
-* **data**: :func:`~toporag_core.train.epoch_batches` gives every rank the same global batches
+* **data**: :func:`~toporag_core.training.epoch_batches` gives every rank the same global batches
   (``randperm(seed + e)``, buckets included); rank ``r`` takes positions ``r, r + W, ...`` of
   each (``cfg.batch_size = B`` is the *global* batch and must be divisible by ``W``; a short last
   batch can leave a rank an empty share: it runs a forward with weight 0, so DDP's gradient
@@ -28,7 +28,7 @@ holds for any ``W``:
   ``trainer.json``), ``log.jsonl`` (one line per step with the global-batch loss and lr, one per
   evaluation) and ``summary.json``;
 * **resume**: every rank reads ``last/`` (a shared folder) and skips the batches already done;
-* **not supported with W > 1**: the :class:`~toporag_core.train.KVStore` (every rank would build
+* **not supported with W > 1**: the :class:`~toporag_core.training.KVStore` (every rank would build
   the same shard files in one folder; ``train`` raises and names ``--no-kv-cache``).
 
 ``tests/test_distributed.py`` checks that 2 gloo processes give the one-process loss curve, with
@@ -51,16 +51,16 @@ from typing import Any, Sequence
 import torch
 import torch.distributed as dist
 
-from .model import TopoRAGModel
-from .tasks.prep import Example
-from .train import ProcessEnv
+from ..model import TopoRAGModel
+from ..tasks.prep import Example
+from . import ProcessEnv
 
 
 # ----------------------------------------------------------------------------- the process group
 @dataclass(frozen=True)
 class DistEnv(ProcessEnv):
     """This process's place in the job: ``rank`` of ``world``, ``local_rank`` on its machine, and
-    the collectives :func:`toporag_core.train.train` uses (identity when ``world == 1``)."""
+    the collectives :func:`toporag_core.training.train` uses (identity when ``world == 1``)."""
 
     rank: int = 0
     world: int = 1
@@ -161,7 +161,7 @@ def shard_path(out: str | os.PathLike, i: int, n: int) -> Path:
 
 def evaluate_shard(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike, i: int,
                    n: int, **kwargs: Any) -> dict[str, Any]:
-    """:func:`toporag_core.evaluate.evaluate` on shard ``i`` of ``n``, written to :func:`shard_path`."""
-    from .evaluate import evaluate
+    """:func:`toporag_core.evaluation.evaluate.evaluate` on shard ``i`` of ``n``, written to :func:`shard_path`."""
+    from ..evaluation.evaluate import evaluate
 
     return evaluate(model, shard(examples, i, n), dataset, out=shard_path(out, i, n), **kwargs)

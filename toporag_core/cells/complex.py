@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .graph import TextualGraph
+from ..graph import TextualGraph
 
 
 @dataclass

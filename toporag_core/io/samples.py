@@ -75,11 +75,11 @@ def load_sample(key: str) -> TextualGraph:
     s = sample(key)
     path = assets_dir() / "samples" / s.file
     if s.file.endswith(".tsv"):  # ExplaGraphs layout: one row with its arguments and label
-        from ..io.explagraphs import explagraphs_row_to_graph, read_explagraphs
+        from .explagraphs import explagraphs_row_to_graph, read_explagraphs
 
         g = explagraphs_row_to_graph(read_explagraphs(path)[0], file=str(path))
     else:
-        from ..io import load_graph
+        from . import load_graph
 
         g = load_graph(path)
     g.name = s.title
@@ -94,14 +94,11 @@ def load_sample(key: str) -> TextualGraph:
 
 # ------------------------------------------------------------------ shared benchmark data
 def shared_data_dir() -> Path | None:
-    """Folder of the shared benchmark data, or ``None`` when this machine has none."""
-    try:
-        from ..tasks import shared_data_dir as find
-        d = find()
-    except ImportError:  # datasets module absent: same rule as toporag_core.datasets
-        env = os.environ.get("TOPORAG_SHARED_DATA")
-        d = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return d if d is not None and Path(d).is_dir() else None
+    """``$TOPORAG_SHARED_DATA`` if set, else ``<repo root>/../shared/data`` if it exists, else ``None``
+    (the one rule; the task registry reads it from here)."""
+    env = os.environ.get("TOPORAG_SHARED_DATA")
+    d = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return d if d.is_dir() else None
 
 
 def explagraphs_path() -> Path | None:
@@ -121,14 +118,14 @@ def explagraphs_rows() -> list[dict[str, Any]]:
     p = explagraphs_path()
     if p is None:
         return []
-    from ..io.explagraphs import read_explagraphs
+    from .explagraphs import read_explagraphs
 
     return read_explagraphs(p)
 
 
 def explagraphs_graph(row: dict[str, Any]) -> TextualGraph:
     """One ExplaGraphs row -> graph with the benchmark prompt as its question."""
-    from ..io.explagraphs import explagraphs_row_to_graph
+    from .explagraphs import explagraphs_row_to_graph
 
     g = explagraphs_row_to_graph(row, file=str(explagraphs_path()))
     g.meta["source"] = f"explagraphs:{row.get('id')}"
@@ -140,14 +137,14 @@ def webqsp_records() -> list[dict[str, Any]]:
     p = webqsp_path()
     if p is None:
         return []
-    from ..io.webqsp import read_webqsp
+    from .webqsp import read_webqsp
 
     return read_webqsp(p)
 
 
 def webqsp_graph(rec: dict[str, Any], index: int) -> TextualGraph:
     """One WebQSP record -> graph; its question and answers land in ``meta``."""
-    from ..io.webqsp import webqsp_record_to_graph
+    from .webqsp import webqsp_record_to_graph
 
     g = webqsp_record_to_graph(rec, file=str(webqsp_path()), record=index)
     g.meta.setdefault("question", rec.get("question", ""))

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Mapping
 
 from ..metrics import normalize
-from ..pipeline import REPO_ROOT
+from .pipeline import REPO_ROOT
 from ..tasks import TASKS, task_of_graph
-from .samples import sample_task
+from ..io.samples import sample_task
 
 CHECKPOINT_ROOT = REPO_ROOT / "assets" / "checkpoints"
 ZERO_SHOT = "none"  # the menu value of the frozen LLM alone (no checkpoint)

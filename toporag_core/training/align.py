@@ -1,12 +1,13 @@
 """Alignment stage: teach the LLM to read a subcomplex's cells from its graph tokens, before the joint stage.
 
 Why: trained jointly with the text in view, the graph tokens settle into whatever helps every question
-alike (the format), and the LLM never learns to read a cell from its token (:func:`~toporag_core.arms.readback`
-measures that: with the shipped checkpoints, and after training on readback rows with the plain loss, a
+alike (the format), and the LLM never learns to read a cell from its token
+(:func:`~toporag_core.evaluation.arms.readback` measures that: with the shipped checkpoints, and after training
+on readback rows with the plain loss, a
 question's own tokens make its node lines no likelier than another question's). LLaVA's first stage
 teaches the reading with the LLM frozen; here the target is the textualized subcomplex itself.
 
-Rows (:func:`~toporag_core.arms.readback_rows`): no context, the question "List the nodes of the graph.",
+Rows (:func:`~toporag_core.evaluation.arms.readback_rows`): no context, the question "List the nodes of the graph.",
 as target ``y_i`` the first block of example ``i``'s textualized subcomplex (its node lines, cut at
 ``max_new_tokens``). For a batch of ``B`` rows with graph tokens ``G (B, T, H)`` and ``G'`` the same
 tokens rolled by one row (``G'_i = G_{i-1}``: another subcomplex's)::
@@ -20,7 +21,7 @@ question's own cells do not share with another's, so its gradient goes only into
 
 Only the graph encoder and the projector train (the LLM and its LoRA adapters stay frozen, so the joint
 stage starts from the LLM it was trained with). Every ``eval_every`` steps the first 64 validation
-examples are read back (own against another example's tokens, :func:`~toporag_core.arms.readback`) and the
+examples are read back (own against another example's tokens, :func:`~toporag_core.evaluation.arms.readback`) and the
 state with the widest gap ``nll_other - nll_own`` is kept.
 
 The joint stage forgets the reading when it trains on answers alone (measured on the first 64 SceneGraphs test
@@ -68,8 +69,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .arms import readback, readback_rows, readback_target, slot_words
-from .batches import make_batch
+from ..evaluation.arms import readback, readback_rows, readback_target, slot_words
+from .batching import make_batch
 
 VAL_EXAMPLES = 64  # validation examples read back at each alignment check
 
@@ -100,7 +101,7 @@ def check_word_targets(model) -> None:
 
 def word_loss(model, rows: Sequence[Any], soft: Tensor, cells) -> Tensor:
     """``L_words`` (module docstring) of readback rows ``rows`` (their answer is the block that
-    :func:`~toporag_core.arms.slot_words` reads) with graph tokens ``soft (B, T k, H)`` of ``cells`` (their
+    :func:`~toporag_core.evaluation.arms.slot_words` reads) with graph tokens ``soft (B, T k, H)`` of ``cells`` (their
     batch): the ``j``-th token of the slot of the ``c``-th cell of rank ``TopoRAGConfig.token_rank`` targets the
     ``j``-th word of the ``c``-th line (slots as :meth:`~toporag_core.model.graph_tokens.CellTokens.slots` places
     them; a line without a cell there gets no target). Zero (with a gradient path) when no row has a target."""
@@ -149,8 +150,8 @@ def validation_examples(val_set: Sequence[Any]) -> list[Any]:
 
 
 def read_back(model, val: Sequence[Any], batch_size: int) -> dict[str, Any]:
-    """:func:`~toporag_core.arms.readback` of ``val`` (of the model's :func:`~toporag_core.arms.readback_target`)
-    in eval mode; the model's mode is restored afterwards."""
+    """:func:`~toporag_core.evaluation.arms.readback` of ``val`` (of the model's
+    :func:`~toporag_core.evaluation.arms.readback_target`) in eval mode; the model's mode is restored afterwards."""
     was = model.training
     model.eval()
     try:
@@ -164,8 +165,8 @@ class JointReadback:
     is ``lambda * loss`` (plus ``beta * L_words`` with ``align_words``) of ``batch_size`` readback rows of the
     training examples, drawn without replacement from a generator seeded by ``(seed, step)`` (a resumed run
     draws the same rows); ``check(model)`` reads back the first :data:`VAL_EXAMPLES` validation examples with
-    a context. ``target``: the rows' :data:`~toporag_core.arms.READBACK_TARGETS` name (the model's
-    :func:`~toporag_core.arms.readback_target`)."""
+    a context. ``target``: the rows' :data:`~toporag_core.evaluation.arms.READBACK_TARGETS` name (the model's
+    :func:`~toporag_core.evaluation.arms.readback_target`)."""
 
     def __init__(self, train_set: Sequence[Any], val_set: Sequence[Any], cfg, target: str = "nodes") -> None:
         self.rows = readback_rows(train_set, target)
@@ -202,7 +203,7 @@ def graph_parameters(model) -> dict[str, list[nn.Parameter]]:
 
 
 def align(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, out: str | Path) -> dict[str, Any]:
-    """Run ``cfg.align_steps`` alignment steps on ``model`` in place (a :class:`~toporag_core.train.TrainConfig`:
+    """Run ``cfg.align_steps`` alignment steps on ``model`` in place (a :class:`~toporag_core.training.TrainConfig`:
     ``align_steps``, ``align_lr`` for the projector, ``encoder_lr`` (default ``align_lr``) for the encoder,
     ``align_margin``, ``align_weight``, ``batch_size``, ``grad_clip``, ``eval_every`` (default 100), ``seed``);
     log lines go to ``out/align_log.jsonl``. The LLM's and LoRA's ``requires_grad`` flags are restored afterwards.
@@ -285,7 +286,7 @@ def align_stage(model, train_set: Sequence[Any], val_set: Sequence[Any], cfg, ou
     """:func:`align`, then the aligned model saved to ``out/aligned`` (with ``meta``, the config and the
     alignment summary: ``toporag eval --readback`` and the graph-token arms read it as any checkpoint).
     Returns the summary, which the joint stage's checkpoints record too (``toporag train`` runs this
-    before :func:`~toporag_core.train.train` when ``align_steps > 0``)."""
+    before :func:`~toporag_core.training.train` when ``align_steps > 0``)."""
     from dataclasses import asdict
 
     summary = align(model, train_set, val_set, cfg, out)

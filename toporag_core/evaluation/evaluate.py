@@ -15,7 +15,7 @@ The summary counts unclean answers (context dumps,
 repeated questions, see :func:`~toporag_core.model.is_clean`) and reports the spread of the graph
 tokens across examples (``graph_token_rel_std``: norm of the per-coordinate standard deviation over
 the norm of the mean token; near 0 means the soft prompt is the same for every example).
-``graph_tokens`` picks an ablation arm of :mod:`toporag_core.arms` (``zero``, ``permute``, ``mean``,
+``graph_tokens`` picks an ablation arm of :mod:`toporag_core.evaluation.arms` (``zero``, ``permute``, ``mean``,
 ``only``); every line records it, so ``toporag compare`` pairs the arms question by question.
 """
 from __future__ import annotations
@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .tasks import metric_of
-from .tasks.prep import Example
-from .metrics import is_correct
-from .model import TopoRAGModel
-from .batches import make_batch
+from ..tasks import metric_of
+from ..tasks.prep import Example
+from ..metrics import is_correct
+from ..model import TopoRAGModel
+from ..training.batching import make_batch
 from .arms import GraphTokenArm, check_arm
-from .predictions import eval_record, read_predictions, read_records, record_line, write_predictions
+from ..predictions import eval_record, read_predictions, read_records, record_line, write_predictions
 
 
 def score(dataset: str, prediction: str, label: Any) -> bool:
@@ -75,7 +75,7 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     when resuming). ``by_coverage``: where the data names each question's answer-bearing objects
     (SceneGraphs), ``{"answer objects retrieved" | "answer objects missed": {"n", "accuracy"}}``, which
     separates retrieval misses from reading mistakes; empty otherwise. ``graph_tokens``/``arm_seed``:
-    the ablation arm (:class:`~toporag_core.arms.GraphTokenArm`) and its derangement seed.
+    the ablation arm (:class:`~toporag_core.evaluation.arms.GraphTokenArm`) and its derangement seed.
     """
     import torch
     from tqdm.auto import tqdm
@@ -181,7 +181,7 @@ def prediction_group(by: str) -> Callable[[dict[str, Any]], str | None]:
         return lambda r: (COVERAGE_GROUPS[r["support_covered"]] if isinstance(r.get("support_covered"), bool)
                           else None)  # absent or malformed: outside every group
     if by == "template":
-        from .tasks.scenes.dataset import record_template
+        from ..tasks.scenes.dataset import record_template
 
         return record_template
     raise ValueError(f"unknown grouping {by!r}; choose qtype, template or coverage")
@@ -211,7 +211,7 @@ def paired_table(runs: dict[str, str | os.PathLike | Sequence[str | os.PathLike]
     """
     from collections import Counter
 
-    from .metrics import mcnemar_exact
+    from ..metrics import mcnemar_exact
 
     if reference not in runs:
         raise ValueError(f"reference {reference!r} is not one of the runs {sorted(runs)}")
