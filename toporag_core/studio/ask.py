@@ -31,7 +31,7 @@
   whether that attribution beat a random cell for the checkpoint (:mod:`.attribution`);
   :func:`token_text_note` says what the model's text leaves to its graph tokens. The page computes these
   only when asked (they cost more than the answer).
-* Tables for the page: retrieved cells, timings, the prompt layout.
+* Tables for the page: retrieved cells, timings; the prompt layout is :mod:`.prompt_layout`'s (re-exported).
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_la
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
 from .confidence import ConfidenceNote, confidence_note
 from .graph_effect import CellEffect, GraphTokenEffect, answer_effect, attribute, cells_table, graph_token_effect
+from .prompt_layout import context_part, prompt_layout_frame, prompt_text  # noqa: F401  (re-exported for the page)
 from ..answering.route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
                     checkpoint_info, committed_checkpoints, graph_task, label_question, own_question, route)
 
@@ -476,49 +477,6 @@ def timings_frame(answers: dict[str, Answer]) -> pd.DataFrame:
     return pd.DataFrame([{"method": method_label(m),
                           **{s: round(a.timings.get(s, 0.0) * 1000, 1) for s in TIMING_STAGES}}
                          for m, a in answers.items()])
-
-
-# where the soft prompt sits, per ``TopoRAGConfig.graph_position`` (index into the text parts below)
-_SOFT_AT = {"prefix": 1, "before_question": 2}
-
-
-def _prompt_parts(layout: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(part name, content, text as the LLM reads it)`` in reading order: chat prefix, (the
-    question once more when ``question_first``), context, question, chat suffix, with the soft
-    prompt where the model's ``graph_position`` puts it (the paper's prefix: right after the chat prefix)."""
-    soft, soft_text = [], ""
-    if layout.get("graph_tokens"):
-        soft.append(f"{layout['graph_tokens']} graph token(s) from the cell-complex encoder")
-        soft_text += f"<graph token x {layout['graph_tokens']}>"
-    question = layout.get("question", "")
-    parts = [("chat prefix", layout.get("prefix", ""), layout.get("prefix", "")),
-             (context_part(layout), layout.get("context", ""), layout.get("context", "") + "\n"),
-             ("question", question, question), ("chat suffix", layout.get("suffix", ""), layout.get("suffix", ""))]
-    parts.insert(_SOFT_AT.get(layout.get("graph_position", "prefix"), 1),
-                 ("soft prompt", " + ".join(soft) if soft else "(none: frozen LLM alone)", soft_text))
-    if layout.get("question_first"):  # read before the context too, so the context is read knowing it
-        at = next(i for i, p in enumerate(parts) if p[0].startswith("context"))
-        parts.insert(at, ("question (read first)", question, question + "\n"))
-    return parts
-
-
-def prompt_layout_frame(layout: dict[str, Any]) -> pd.DataFrame:
-    """The LLM input in reading order (:func:`_prompt_parts`), one row per part."""
-    return pd.DataFrame([p[:2] for p in _prompt_parts(layout)], columns=["part", "content"])
-
-
-def context_part(layout: dict[str, Any]) -> str:
-    """The prompt layout's context row name: says whether and how the context was cut."""
-    cut = layout.get("context_cut")
-    if isinstance(cut, dict) and cut.get("truncated"):
-        return f"context (cut by prize to {cut['budget']} tokens: {cut['summary']})"
-    return "context (cut by prefix to the token budget)" if layout.get("context_truncated") else "context"
-
-
-def prompt_text(layout: dict[str, Any]) -> str:
-    """The whole input as one string in reading order, soft tokens shown as ``<graph token x T>``
-    placeholders where the layout puts them."""
-    return "".join(p[2] for p in _prompt_parts(layout))
 
 
 def model_summary(pipe: TopoRAGPipeline) -> dict[str, str]:
