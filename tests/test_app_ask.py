@@ -313,7 +313,7 @@ def test_ask_shows_label_probabilities_when_the_pipeline_returns_them(monkeypatc
 
     def with_probs(self, *a, **kw):
         out = real(self, *a, **kw)
-        out["label_probs"] = {"counter": 0.25, "support": 0.75}
+        out.label_probs = {"counter": 0.25, "support": 0.75}
         return out
 
     monkeypatch.setattr(TopoRAGPipeline, "answer", with_probs)
@@ -337,7 +337,7 @@ def test_ask_shows_the_evidence_an_evidence_first_checkpoint_wrote(monkeypatch):
 
     def with_evidence(self, *a, **kw):
         out = real(self, *a, **kw)
-        out["evidence"] = "The <b>metal</b> cup is orange"
+        out.evidence = "The <b>metal</b> cup is orange"
         return out
 
     monkeypatch.setattr(TopoRAGPipeline, "answer", with_evidence)
@@ -570,7 +570,7 @@ def test_ask_highlights_the_nodes_a_cited_answer_names(monkeypatch):
 
     def cited(self, *a, **kw):
         out = real(self, *a, **kw)
-        out["evidence"] = "table [0]: made up; table [0] next to thing [1]; ghost [999]: nowhere"
+        out.evidence = "table [0]: made up; table [0] next to thing [1]; ghost [999]: nowhere"
         seen["out"] = out
         return out
 

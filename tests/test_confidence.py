@@ -17,7 +17,7 @@ from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record
 from toporag_core.predictions.calibrate import (answer_kind, calibrate, confidence_of, fit_threshold, flag_rates,
                                                 measure, write_confidence)
-from toporag_core.studio.confidence import confidence_note, runner_ups
+from toporag_core.answering.confidence import confidence_note, runner_ups
 from toporag_core.model.tiny import build_tiny_checkpoint, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]

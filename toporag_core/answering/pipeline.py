@@ -35,6 +35,7 @@ from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from ..retrieval.budget import ContextFit, fit_context
 from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
+from .answer import Answer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHECKPOINT = REPO_ROOT / "assets" / "checkpoints" / "expla_graphs"
@@ -371,24 +372,25 @@ class TopoRAGPipeline:
         return DecodeJob(sub, ecx, prompt, fit.text, cands, names, candidate_priors(sub, names or ()), fit=fit,
                          setting=setting, query=query, retrieve_s=time.perf_counter() - t0)
 
-    def finish(self, job: DecodeJob, res: dict[str, Any], times: dict[str, float]) -> dict[str, Any]:
-        """The answer dict of a planned and decoded job (see :meth:`answer` for its keys)."""
+    def finish(self, job: DecodeJob, res: dict[str, Any], times: dict[str, float]) -> Answer:
+        """The :class:`~.answer.Answer` of a planned and decoded job (see :meth:`answer`)."""
         sub = job.sub
-        return {"answer": res["answer"], "label_probs": res["label_probs"], "probability": res["probability"],
-                "margin": res["margin"], "candidates": res["candidates"], "confidence": res["confidence"],
-                "low_confidence": res["low_confidence"], "answer_kind": res.get("answer_kind"),
-                "topic": topic_names(sub, job.query or job.question),
-                "names": list(job.names) if job.names else None, "name_scores": res.get("name_scores"),
-                "name_priors": res.get("name_priors"),
-                "raw": res.get("raw"), "clean": res.get("clean"), "evidence": res.get("evidence"),
-                "subcomplex": sub, "context": job.context,
-                "context_fit": job.fit, "prompt": self.prompt_layout(job.fit, job.question),
-                "cells": sub.cell_texts(self.use_cells2), "method": job.setting.method, "setting": job.setting,
-                "params": sub.params,
-                "timings": {"retrieve": job.retrieve_s, "encode": times["encode"], "generate": times["generate"]}}
+        kind = res.get("answer_kind")
+        return Answer(
+            method=job.setting.method, answer=res["answer"], subcomplex=sub, context=job.context,
+            prompt=self.prompt_layout(job.fit, job.question),
+            timings={"retrieve": job.retrieve_s, "encode": times["encode"], "generate": times["generate"]},
+            label_probs=res["label_probs"], evidence=res.get("evidence"),
+            choices=tuple(job.choices) if job.choices else None, candidates=res["candidates"],
+            probability=res["probability"], low_confidence=res["low_confidence"], answer_kind=kind,
+            confidence_threshold=self.confidence_threshold(kind), confidence=res["confidence"],
+            margin=res["margin"], setting=job.setting, context_fit=job.fit, cells=sub.cell_texts(self.use_cells2),
+            params=sub.params, topic=topic_names(sub, job.query or job.question),
+            names=list(job.names) if job.names else None, name_scores=res.get("name_scores"),
+            name_priors=res.get("name_priors"), raw=res.get("raw"), clean=res.get("clean"))
 
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
-               max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> dict[str, Any]:
+               max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> Answer:
         """Retrieve a subcomplex for ``question`` and answer it for its task: :meth:`plan`, :meth:`decode`,
         :meth:`finish` (the core service runs the same three steps, batching the middle one).
 
@@ -423,5 +425,5 @@ class TopoRAGPipeline:
         job = self.plan(ecx, question, setting, query=query, choices=choices)
         (res,), times = self.decode([job], max_new_tokens=max_new_tokens)
         out = self.finish(job, res, times)
-        out["timings"] = {"prepare": t1 - t0, **out["timings"], "total": time.perf_counter() - t0}
+        out.timings = {"prepare": t1 - t0, **out.timings, "total": time.perf_counter() - t0}
         return out

@@ -37,19 +37,17 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_question_args(args, "question", "query")
+    from ..answering.choices import answer_choices, retrieval_query
     from ..answering.pipeline import TopoRAGPipeline
-    from ..tasks import get_task, task_of_graph
+    from ..answering.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
+    from ..answering.confidence import confidence_note
 
     graph = load_from_args(args)
     warn(graph.meta.get("warnings"))  # e.g. a table read without a header
     question = args.question or graph.meta.get("question")
     if not question:
         raise ValueError("--question is required (this graph carries no question of its own)")
-    query = args.query
-    if query is None and not args.question and graph.meta.get("arg1") and graph.meta.get("arg2"):
-        query = f"{graph.meta['arg1']} {graph.meta['arg2']}"  # ExplaGraphs rows retrieve with both arguments
-    from ..answering.route import ZERO_SHOT, auto_checkpoint, committed_checkpoints, route
-
+    query = args.query if args.query is not None else retrieval_query(graph, question)  # ExplaGraphs: both arguments
     options = {**committed_checkpoints(), ZERO_SHOT: "zero-shot"}
     selected = args.checkpoint if args.checkpoint is not None else auto_checkpoint(graph, options)
     if selected != ZERO_SHOT and selected.strip().lower() == ZERO_SHOT:
@@ -63,40 +61,29 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ecx = pipe.prepare(graph, tree=args.tree)  # lift + embed, reported as "prepare"
     prepare_s = time.perf_counter() - t0
-    choices = pipe.choices_for(question)
-    task = get_task(task_of_graph(graph)) if task_of_graph(graph) else None
-    if choices is None and task is not None and task.answer_set:
-        choices = task.answer_set  # e.g. an ExplaGraphs row: exactly one of support / counter
+    choices = answer_choices(pipe, graph, question)
     out = pipe.answer(ecx, question, setting, query=query, max_new_tokens=args.max_new_tokens, choices=choices)
-    out["timings"]["prepare"] = prepare_s
-    out["timings"]["total"] += prepare_s
-    from ..studio.confidence import confidence_note
-
-    note = confidence_note(out["answer"], out["confidence"], out["low_confidence"], out.get("candidates"),
-                           pipe.confidence_threshold(out.get("answer_kind")), out.get("answer_kind"))
-    result = {"answer": out["answer"], "probability": out["probability"], "label_probs": out["label_probs"],
-              "confidence": out["confidence"], "low_confidence": out["low_confidence"],
-              "confidence_threshold": note.threshold, "answer_kind": out.get("answer_kind"),
-              "margin": out.get("margin"), "candidates": out.get("candidates"),
-              "runner_ups": note.to_dict()["runner_ups"],
-              "evidence": out.get("evidence"), "question": question, "method": out["method"],
-              "params": dict(out["setting"].params), "cells": out["cells"], "context": out["context"],
-              "prompt": out["prompt"], "timings": out["timings"], "model": pipe.describe(),
+    out.timings["prepare"] = prepare_s
+    out.timings["total"] += prepare_s
+    note = confidence_note(out.answer, out.confidence, out.low_confidence, out.candidates,
+                           out.confidence_threshold, out.answer_kind)
+    result = {**out.to_json(), "runner_ups": note.to_dict()["runner_ups"], "question": question,
+              "params": dict(out.setting.params), "model": pipe.describe(),
               "route": {"checkpoint": decision.checkpoint, "model": decision.model, "reason": decision.reason,
                         "rerouted": decision.rerouted}}
     if "label" in graph.meta:
         result["gold"] = graph.meta["label"]
-    t = out["timings"]
+    fit = out.context_fit
     human = "\n".join([
         "model: " + decision.line().split(": ", 1)[1].replace("**", ""),
-        f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out["probability"] is not None else ""),
+        f"answer: {out.answer}" + (f" (p = {out.probability:.2f})" if out.probability is not None else ""),
         *(note.lines() if note.low else []),
-        *([f"evidence: {out['evidence']}"] if out.get("evidence") is not None else []),
-        f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, {len(out['cells']['edges'])} edges, "
-        f"{len(out['cells']['cells2'])} 2-cells",
-        "timings: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in t.items()),
-        *([f"context cut by prize to the model's input limit ({out['context_fit'].budget} tokens): "
-           f"{out['context_fit'].summary()}"] if out["context_fit"].truncated else []),
-        "", out["context"]])
+        *([f"evidence: {out.evidence}"] if out.evidence is not None else []),
+        f"retrieved ({out.method}): {len(out.cells['nodes'])} nodes, {len(out.cells['edges'])} edges, "
+        f"{len(out.cells['cells2'])} 2-cells",
+        "timings: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in out.timings.items()),
+        *([f"context cut by prize to the model's input limit ({fit.budget} tokens): {fit.summary()}"]
+          if fit.truncated else []),
+        "", out.context])
     emit(result, args.json, human)
     return 0

@@ -210,7 +210,7 @@ def _open_store(path: str):
     return KGStore(path)
 
 
-def _answer_lines(out: dict) -> list[str]:
+def _answer_lines(out) -> list[str]:
     lines = [f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out.get("probability") is not None
                                           else "")]
     if out.get("low_confidence"):
@@ -229,23 +229,23 @@ def run_ask(args: argparse.Namespace) -> int:
         setting = _kg_setting(args, pipe)
         out = ask_store(store, pipe, args.question, setting, entities=args.entity, link=args.link, hops=args.kg_hops,
                         max_nodes=args.max_nodes, max_new_tokens=args.max_new_tokens)
-    nb, sub = out["neighbourhood"], out["subcomplex"]
-    if out["hint"]:
-        warn([out["hint"]])
-    warn(sub.warnings)
-    result = {"answer": out["answer"], "probability": out["probability"], "margin": out["margin"],
-              "confidence": out["confidence"], "low_confidence": out["low_confidence"],
-              "candidates": out["candidates"], "topic": out["topic"], "question": args.question,
-              "links": _links_json(out["links"]), "hint": out["hint"],
+    nb, a = out.neighbourhood, out.reply
+    if out.hint:
+        warn([out.hint])
+    warn(a.subcomplex.warnings)
+    result = {"answer": a.answer, "probability": a.probability, "margin": a.margin,
+              "confidence": a.confidence, "low_confidence": a.low_confidence,
+              "candidates": a.candidates, "topic": a.topic, "question": args.question,
+              "links": _links_json(out.links), "hint": out.hint,
               "subgraph": {"nodes": nb.graph.num_nodes, "triples": nb.graph.num_edges, "hops_done": nb.hops_done,
                            "truncated": nb.truncated},
-              "method": out["method"], "params": dict(out["setting"].params), "cells": out["cells"],
-              "context": out["context"], "timings": {**out["timings"], **out["kg_timings"]}, "model": pipe.describe()}
-    human = "\n".join([links_line(out["links"]) + f"; {nb.hops_done}-hop subgraph: {nb.graph.num_nodes} nodes, "
-                       f"{nb.graph.num_edges} triples", *_answer_lines(out),
-                       f"retrieved ({out['method']}): {len(out['cells']['nodes'])} nodes, "
-                       f"{len(out['cells']['edges'])} edges, {len(out['cells']['cells2'])} 2-cells", "",
-                       out["context"]])
+              "method": a.method, "params": dict(a.setting.params), "cells": a.cells,
+              "context": a.context, "timings": {**a.timings, **out.kg_timings}, "model": pipe.describe()}
+    human = "\n".join([links_line(out.links) + f"; {nb.hops_done}-hop subgraph: {nb.graph.num_nodes} nodes, "
+                       f"{nb.graph.num_edges} triples", *_answer_lines(a),
+                       f"retrieved ({a.method}): {len(a.cells['nodes'])} nodes, "
+                       f"{len(a.cells['edges'])} edges, {len(a.cells['cells2'])} 2-cells", "",
+                       a.context])
     emit(result, args.json, human)
     return 0
 

@@ -18,6 +18,7 @@ Question files (``toporag kg eval``) are read, answered and scored by :mod:`topo
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import question_subgraph
@@ -25,21 +26,34 @@ from .link import Link, link_quality, with_seeds
 from .store import KGStore
 
 
+@dataclass
+class StoreAnswer:
+    """One question answered on a store: the pipeline's answer (``reply``, an
+    :class:`~toporag_core.answering.answer.Answer`), the entities linked (``links``), a hint when the
+    linking was weak (else ``None``), the cut subgraph (``neighbourhood``) and its embedded complex
+    (``ecx``), and ``kg_timings`` in seconds (``extract``, ``lift_embed``, ``answer``)."""
+
+    reply: Any
+    links: list[Link]
+    hint: str | None
+    neighbourhood: Any
+    ecx: Any
+    kg_timings: dict[str, float]
+
+
 def ask_store(store: KGStore, pipe, question: str, setting=None, entities: Sequence[str] | None = None,
               link: str = "auto", hops: int = 2, max_nodes: int | None = 50_000, max_new_tokens: int | None = None
-              ) -> dict[str, Any]:
-    """Link, cut, retrieve and answer (the module docstring). Returns the pipeline's answer dict plus
-    ``links``, ``hint`` (weak linking, else ``None``), ``neighbourhood``, ``ecx`` and ``kg_timings``."""
+              ) -> StoreAnswer:
+    """Link, cut, retrieve and answer (the module docstring)."""
     t0 = time.perf_counter()
     links, nb = question_subgraph(store, question, hops, link, list(entities or []) or None, max_nodes)
     t1 = time.perf_counter()
     ecx = pipe.prepare(nb.graph)
     t2 = time.perf_counter()
     setting = with_seeds(setting or pipe.default_setting(), links)
-    out = pipe.answer(ecx, question, setting, max_new_tokens=max_new_tokens)
-    out.update(links=links, hint=None if entities else link_quality(links), neighbourhood=nb, ecx=ecx,
-               kg_timings={"extract": t1 - t0, "lift_embed": t2 - t1, "answer": time.perf_counter() - t2})
-    return out
+    reply = pipe.answer(ecx, question, setting, max_new_tokens=max_new_tokens)
+    return StoreAnswer(reply, list(links), None if entities else link_quality(links), nb, ecx,
+                       {"extract": t1 - t0, "lift_embed": t2 - t1, "answer": time.perf_counter() - t2})
 
 
 def links_json(links: Sequence[Link]) -> list[dict[str, Any]]:

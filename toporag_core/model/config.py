@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from ..nn import CWNConfig
+from ..nn import ENCODERS, CWNConfig, encoder_names
 from .styles import ANSWER_STYLES
 
 MODES = ("soft_prompt", "lora")
@@ -66,7 +66,7 @@ def _choose(key: str, value: Any, allowed) -> None:
 class TopoRAGConfig:
     """Everything that defines a TopoRAG model (``to_dict``/``from_dict`` for ``config.json``)."""
 
-    encoder: str = "cwn"  # "cwn" | "gcn" ("w/o MTR"); cwn.use_cells2=False is "w/o CRL"
+    encoder: str = "cwn"  # an nn.ENCODERS name: "cwn" | "gcn" ("w/o MTR"); cwn.use_cells2=False is "w/o CRL"
     cwn: CWNConfig = field(default_factory=CWNConfig)
     use_graph: bool = True  # False: no encoder / soft prompt at all (the frozen-LLM baseline)
     num_graph_tokens: int = 1
@@ -108,9 +108,11 @@ class TopoRAGConfig:
         _choose("question_form", self.question_form, sorted(QUESTION_FORMS))
         _choose("graph_path", self.graph_path, GRAPH_PATHS)
         _choose("token_text", self.token_text, TOKEN_TEXTS)
+        _choose("encoder", self.encoder, ENCODERS)
         if self.graph_path == "cells" and self.use_graph:
-            if self.encoder != "cwn":
-                raise ValueError(f"TopoRAGConfig.graph_path='cells' needs per-cell states: encoder 'cwn', "
+            if not ENCODERS[self.encoder].cell_states:
+                with_states = " or ".join(repr(n) for n in encoder_names(cell_states=True))
+                raise ValueError(f"TopoRAGConfig.graph_path='cells' needs per-cell states: encoder {with_states}, "
                                  f"got {self.encoder!r} (use graph_path='pooled')")
             if self.num_graph_tokens < 2:
                 raise ValueError("TopoRAGConfig.graph_path='cells' needs num_graph_tokens >= 2 (a whole-subcomplex "

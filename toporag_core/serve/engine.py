@@ -256,14 +256,10 @@ class CoreEngine:
         res, info = self.batcher.submit((job, max_new_tokens), group=max_new_tokens, timeout=timeout)
         t3 = time.perf_counter()
         out = pipe.finish(job, res, info)
-        out["timings"] = {"retrieve": job.retrieve_s, "encode": info["encode"], "generate": info["generate"],
-                          "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
-        out.update(subcomplex=subcomplex_to_json(job.sub), setting=job.setting.to_dict(),
-                   batch_size=info["batch_size"], **self.core_tag())
-        for key in ("context_fit", "params", "topic", "raw", "clean", "evidence", "names", "name_scores",
-                    "name_priors"):
-            out.pop(key, None)  # not part of the service's JSON answer
-        return out
+        out.timings = {"retrieve": job.retrieve_s, "encode": info["encode"], "generate": info["generate"],
+                       "queue": t3 - t2 - info["encode"] - info["generate"], "total": t3 - t1}
+        return {**out.to_json(), "subcomplex": subcomplex_to_json(job.sub), "setting": job.setting.to_dict(),
+                "batch_size": info["batch_size"], **self.core_tag()}
 
     def run_batch(self, jobs: list[tuple[DecodeJob, int | None]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """The neural part for ``B`` jobs of one ``max_new_tokens`` (the batcher groups by it):

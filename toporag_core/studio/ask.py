@@ -36,19 +36,20 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 import streamlit as st
 
+from ..answering.answer import Answer
+from ..answering.choices import answer_choices, retrieval_query  # noqa: F401  (re-exported for the page)
 from ..answering.pipeline import TopoRAGPipeline
 from ..model.llm import DEFAULT_LLM, default_llm  # noqa: F401  (re-exported for the pages)
 from ..metrics import METRICS, is_correct, normalize
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label
 from ..tasks import task_of_graph  # noqa: F401  (re-exported for the page)
-from .confidence import ConfidenceNote, confidence_note
+from ..answering.confidence import ConfidenceNote, confidence_note
 from .graph_effect import CellEffect, GraphTokenEffect, answer_effect, attribute, cells_table, graph_token_effect
 from .prompt_layout import context_part, prompt_layout_frame, prompt_text  # noqa: F401  (re-exported for the page)
 from ..answering.route import (CHECKPOINT_ROOT, ZERO_SHOT, Route, asks_for_labels, auto_checkpoint,  # noqa: F401
@@ -109,31 +110,6 @@ def check_compatible(pipe: TopoRAGPipeline, ecx: EmbeddedComplex) -> None:
     pipe.check_embeddings(ecx)
 
 
-@dataclass
-class Answer:
-    """One answered question with one retrieval method (what the page shows)."""
-
-    method: str
-    answer: str
-    subcomplex: Subcomplex
-    context: str
-    prompt: dict[str, Any]
-    timings: dict[str, float]
-    label_probs: dict[str, float] | None = field(default=None)
-    evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
-    choices: tuple[str, ...] | None = None  # the closed answer set it was scored over (None: open answer)
-    candidates: list[dict[str, Any]] | None = None  # the top names / labels with their probabilities
-    probability: float | None = None  # the answer's probability (label / name softmax, generated: per token)
-    low_confidence: bool | None = None  # below the checkpoint's calibrated threshold (None: no threshold)
-    answer_kind: str | None = None  # "label" | "names" | "generated": what the threshold is fitted per
-    confidence_threshold: float | None = None  # that threshold
-
-    @property
-    def closed(self) -> bool:
-        """Whether the answer was picked from a closed label set (yes / no, support / counter)."""
-        return bool(self.choices) or bool(self.label_probs)
-
-
 def candidate_nodes(a: Answer, top: int = 5) -> dict[int, str]:
     """The retrieved nodes named by the top candidate answers of the name reader, as ``{node id: tooltip
     "candidate answer 1, p = 0.62"}`` for the picture's highlight (``{}`` for other answers)."""
@@ -173,29 +149,6 @@ def cited_nodes(a: Answer) -> dict[int, str]:
     return out
 
 
-def retrieval_query(graph, question: str) -> str | None:
-    """The text to retrieve with, when it is not the question itself: for an ExplaGraphs row asked
-    its own benchmark question, both arguments (how the ExplaGraphs data is prepared for training)."""
-    m = graph.meta
-    if m.get("arg1") and m.get("arg2") and question.strip() == str(m.get("question", "")).strip():
-        return f"{m['arg1']} {m['arg2']}"
-    return None
-
-
-def answer_choices(pipe: TopoRAGPipeline, graph, question: str) -> tuple[str, ...] | None:
-    """The closed answer set to score: the pipeline's (checkpoint answer set, yes/no questions), else
-    the task's when the question is the example's own (an ExplaGraphs row asked its benchmark
-    question: exactly one of support / counter, even with an older checkpoint or the frozen LLM)."""
-    from ..tasks import TASKS, task_of_graph
-
-    choices = pipe.choices_for(question)
-    name = task_of_graph(graph)
-    own = " ".join(str(graph.meta.get("question", "")).split()) == " ".join(question.split())
-    if choices is None and name is not None and own and TASKS[name].answer_set:
-        choices = TASKS[name].answer_set
-    return choices
-
-
 def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Sequence[RetrievalSetting],
         max_new_tokens: int | None = None, query: str | None = None) -> dict[str, Answer]:
     """Answer ``question`` once per retrieval setting (``{method: Answer}``, in the given order);
@@ -207,15 +160,8 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
     choices = answer_choices(pipe, ecx.complex.graph, question)
     out = {}
     for s in settings:
-        if s.method in out:
-            continue
-        r = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
-        out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=r["subcomplex"], context=r["context"],
-                               prompt=r["prompt"], timings=r["timings"], label_probs=r.get("label_probs"),
-                               evidence=r.get("evidence"), choices=tuple(choices) if choices else None,
-                               candidates=r.get("candidates"), probability=r.get("probability"),
-                               low_confidence=r.get("low_confidence"), answer_kind=r.get("answer_kind"),
-                               confidence_threshold=pipe.confidence_threshold(r.get("answer_kind")))
+        if s.method not in out:
+            out[s.method] = pipe.answer(ecx, question, s, max_new_tokens=max_new_tokens, query=query, choices=choices)
     return out
 
 

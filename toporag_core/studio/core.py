@@ -28,7 +28,7 @@ import streamlit as st
 from ..retrieval import RetrievalSetting, Subcomplex
 from ..serve.client import CoreClient, CoreError, CoreUnavailable  # noqa: F401  (re-exported for the pages)
 from ..topo import TopoRetrieval
-from .ask import Answer
+from ..answering.answer import Answer
 
 URL_ENV, TOKEN_ENV, TIMEOUT_ENV = "TOPORAG_CORE_URL", "TOPORAG_CORE_TOKEN", "TOPORAG_CORE_TIMEOUT"
 IN_PROCESS = "in-process"
@@ -149,11 +149,7 @@ def ask_via_core(client: CoreClient, graph, cx, question: str, settings: Sequenc
             continue
         r = client.answer(graph, question, s, query=query, max_new_tokens=max_new_tokens, tree=tree, seed=seed)
         timings = {**r["timings"], "answered_by": answered_by(r, client)}
-        out[s.method] = Answer(method=s.method, answer=r["answer"], subcomplex=client.subcomplex(r, cx),
-                               context=r["context"], prompt=r["prompt"], timings=timings,
-                               label_probs=r.get("label_probs"), candidates=r.get("candidates"),
-                               probability=r.get("probability"), low_confidence=r.get("low_confidence"),
-                               answer_kind=r.get("answer_kind"))  # the core's own threshold decides low
+        out[s.method] = Answer.from_json(r, client.subcomplex(r, cx), timings)  # the core's own threshold decides low
     return out
 
 

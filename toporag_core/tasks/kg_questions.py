@@ -101,22 +101,23 @@ def hit1(prediction: str, answers: Sequence[str]) -> bool:
     return bool(first) and any(normalize(a) == first for a in answers)
 
 
-def _record(q: KGQuestion, res: dict[str, Any] | None, cov: dict[str, bool], sub_cov: bool | None, seconds: float,
+def _record(q: KGQuestion, res: Any | None, cov: dict[str, bool], sub_cov: bool | None, seconds: float,
             dataset: str, error: str | None = None) -> dict[str, Any]:
-    """One predictions record (:func:`~toporag_core.predictions.eval_record`'s keys, then the KG ones)."""
+    """One predictions record (:func:`~toporag_core.predictions.eval_record`'s keys, then the KG ones) of
+    a :class:`~toporag_core.kg.answer.StoreAnswer` (``None``: the question was not answered)."""
     from ..predictions import eval_record
 
-    answer = res["answer"] if res else ""
+    a = res.reply if res else None
+    answer = a.answer if a else ""
     rec = eval_record(id=q.id, qtype=None, question=q.question, gold=q.answers, answer=answer,
-                      probability=res.get("probability") if res else None, correct=hit(answer, q.answers),
-                      clean=bool(res.get("clean", True)) if res else False, seconds=seconds,
-                      raw=res.get("raw") if res else None, cells=res["cells"] if res else None,
-                      context=res["context"] if res else "", method=res["method"] if res else "", dataset=dataset)
+                      probability=a.probability if a else None, correct=hit(answer, q.answers),
+                      clean=bool(a.get("clean", True)) if a else False, seconds=seconds,
+                      raw=a.raw if a else None, cells=a.cells if a else None,
+                      context=a.context if a else "", method=a.method if a else "", dataset=dataset)
     rec.update(hit=rec["correct"], hit1=hit1(answer, q.answers), coverage=cov, subgraph_covered=sub_cov,
-               confidence=res.get("confidence") if res else None,
-               low_confidence=res.get("low_confidence") if res else None,
-               candidates=res.get("candidates") if res else None, topic=q.topic,
-               links=links_json(res["links"]) if res else [], error=error)
+               confidence=a.confidence if a else None, low_confidence=a.low_confidence if a else None,
+               candidates=a.candidates if a else None, topic=q.topic,
+               links=links_json(res.links) if res else [], error=error)
     return rec
 
 
@@ -150,13 +151,13 @@ def evaluate_store(store: KGStore, pipe, questions: Sequence[KGQuestion], settin
             recs.append(_record(q, None, {m: False for m in names}, None, time.perf_counter() - t, store.path.name,
                                 error=str(e)))
             continue
-        cov = {setting.method: coverage(res["subcomplex"].node_texts(), q.answers)}
+        cov = {setting.method: coverage(res.reply.subcomplex.node_texts(), q.answers)}
         for m in methods:
             if m not in cov:
-                sub = retrieve(res["ecx"], q.question, setting=with_seeds(RetrievalSetting.make(m), res["links"]))
+                sub = retrieve(res.ecx, q.question, setting=with_seeds(RetrievalSetting.make(m), res.links))
                 cov[m] = coverage(sub.node_texts(), q.answers)
         secs.append(time.perf_counter() - t)
-        recs.append(_record(q, res, cov, coverage(res["neighbourhood"].graph.node_text, q.answers), secs[-1],
+        recs.append(_record(q, res, cov, coverage(res.neighbourhood.graph.node_text, q.answers), secs[-1],
                             store.path.name))
     if out is not None:
         write_predictions(out, recs)

@@ -58,7 +58,7 @@ class ConfidenceNote:
     def markdown(self) -> str:
         """The page's notice: the headline (``Low confidence`` in bold when low) and, when low, the
         runner-up answers on a line of their own, their names escaped."""
-        from .errors.display import escape_markdown
+        from ..studio.errors.display import escape_markdown
 
         head = self.headline()
         if self.low:
