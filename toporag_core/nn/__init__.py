@@ -1,29 +1,18 @@
-"""Neural encoders of retrieved subcomplexes (CW network, GCN ablation) and their batching."""
+"""Neural encoders of retrieved subcomplexes (CW network, GCN ablation), their registry and their batching.
+
+* :mod:`.batch`: one retrieved subcomplex as tensors and a batch of them (:func:`collate`).
+* :mod:`.cwn` / :mod:`.gcn`: the CW-network encoder and the GCN ablation.
+* :mod:`.registry`: :data:`ENCODERS` (name -> :class:`GraphEncoder`; :func:`register_encoder` adds one),
+  what ``--encoder``, ``TopoRAGConfig.encoder``'s validation and :func:`build_encoder` read.
+"""
 from __future__ import annotations
-
-from dataclasses import replace
-
-from torch import nn
 
 from .batch import CellBatch, SubcomplexTensors, collate, subcomplex_tensors, upper_pairs
 from .cwn import CWEncoder, CWNConfig
 from .gcn import GCNEncoder
-
-ENCODERS = ("cwn", "gcn")
-
-
-def build_encoder(kind: str, cfg: CWNConfig | None = None) -> nn.Module:
-    """``"cwn"`` (TopoRAG; ``cfg.use_cells2=False`` is "w/o CRL") or ``"gcn"`` ("w/o MTR").
-
-    Both return modules with ``forward(CellBatch) -> (B, out_dim)`` and ``out_dim``.
-    """
-    cfg = cfg or CWNConfig()
-    if kind == "cwn":
-        return CWEncoder(cfg)
-    if kind == "gcn":
-        return GCNEncoder(replace(cfg, use_cells2=False))
-    raise ValueError(f"unknown encoder {kind!r}; choose one of {ENCODERS}")
-
+from .registry import (ENCODERS, GraphEncoder, build_encoder, encoder_names, get_graph_encoder, register_encoder,
+                       unregister_encoder)
 
 __all__ = ["CellBatch", "SubcomplexTensors", "collate", "subcomplex_tensors", "upper_pairs",
-           "CWEncoder", "CWNConfig", "GCNEncoder", "build_encoder", "ENCODERS"]
+           "CWEncoder", "CWNConfig", "GCNEncoder", "build_encoder", "ENCODERS", "GraphEncoder",
+           "encoder_names", "get_graph_encoder", "register_encoder", "unregister_encoder"]
