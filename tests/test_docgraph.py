@@ -35,7 +35,9 @@ from toporag_core.docgraph.evaluate import (
 from toporag_core.docgraph.evolve import EvolutionConfig, edge_actions, evolve
 from toporag_core.docgraph.fgw import feature_cost, fgw, fgw_between, fgw_cost, natural_coupling, structure_matrix
 from toporag_core.docgraph.generate import generate, gold_titles, load_records, record_articles
-from toporag_core.docgraph.traverse import children, fgw_call_bound, fuse, largest_feasible_prefix, prefix_curve
+from toporag_core.docgraph.deform import children, fuse
+from toporag_core.docgraph.prefix import largest_feasible_prefix
+from toporag_core.docgraph.traverse import fgw_call_bound, prefix_curve
 from toporag_core.embed import get_encoder
 from toporag_core.graph import GraphFormatError
 
@@ -162,7 +164,7 @@ def test_solver_is_no_worse_than_the_natural_coupling(graph, enc):
 
 
 def test_embedding_structure_ignores_grafts(graph, enc):
-    from toporag_core.docgraph.traverse import graft
+    from toporag_core.docgraph.deform import graft
 
     for structure, changes in (("embedding", False), ("paths", True)):
         cfg = FGWConfig(structure=structure)
@@ -430,7 +432,7 @@ def test_fuse_by_mean_embedding(graph):
 
 def test_context_expands_leaf_sections_and_names_orphans(graph):
     from toporag_core.docgraph.build import SECTION
-    from toporag_core.docgraph.traverse import context_nodes, render_context
+    from toporag_core.docgraph.context import context_nodes, render_context
 
     sec = int(np.flatnonzero(graph.level == SECTION)[3])
     para = int(graph.children(sec)[0])
@@ -452,7 +454,7 @@ def test_context_expands_leaf_sections_and_names_orphans(graph):
 
 # ----------------------------------------------------------------------------- title mentions
 def test_named_documents_match_whole_titles_case_insensitively(graph):
-    from toporag_core.docgraph.traverse import named_documents
+    from toporag_core.docgraph.mentions import named_documents
 
     t0, t1 = graph.titles[0], graph.titles[1]
     assert named_documents(graph, f"Was {t0.lower()} older than {t1}?").tolist() == [0, 1]
@@ -462,7 +464,8 @@ def test_named_documents_match_whole_titles_case_insensitively(graph):
 
 def test_mention_grafts_bring_the_bridge_article_named_on_the_path(data, enc):
     from toporag_core.docgraph.evaluate import articles_of
-    from toporag_core.docgraph.traverse import context_nodes, named_documents
+    from toporag_core.docgraph.context import context_nodes
+    from toporag_core.docgraph.mentions import named_documents
 
     recs, _ = data
     bridge = [r for r in recs if r["type"] == "bridge"]

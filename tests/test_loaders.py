@@ -393,7 +393,7 @@ def test_big_csv_same_from_path_bytes_and_text(tmp_path):
 
 def test_streamed_json_list_matches_json_loads():
     """``stream_json_list`` over pieces of any size gives json.loads' items, and its errors' line and column."""
-    from toporag_core.io.text import stream_json_list
+    from toporag_core.io.json_stream import stream_json_list
 
     text = '[ ["a", "r", "b"],\n {"head": "ü", "relation": 1.5e3, "tail": [1, {"x": null}]}, "s\\"x", 123 ,\n true ]'
     for size in (1, 2, 3, 5, 8, 1000):

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from .build import PARAGRAPH, BuildConfig, DocGraph, assemble_docgraph
+from .context import context_nodes
 from .index import DocGraphIndex
 from .mentions import TitleMatcher
-from .traverse import TraversalConfig, TraversalResult, Traverser, context_nodes
+from .traverse import TraversalConfig, TraversalResult, Traverser
 
 
 @dataclass

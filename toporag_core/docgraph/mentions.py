@@ -7,11 +7,19 @@ expression would, but in time linear in the text (``O(len(text) x distinct title
 dictionary look-ups) whatever the number of titles: a regular expression of 100,000 titles
 is slow to compile and to run. Titles shorter than ``min_chars`` characters are ignored
 (``"It"`` is not a mention).
+
+Within one question's graph (a few documents) a regular expression is enough:
+:func:`title_pattern` compiles the graph's titles, longest first, into one whole-phrase,
+case-insensitive pattern, and :func:`named_documents` lists the documents whose title a text names.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+import numpy as np
+
+from .build import DocGraph
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -49,3 +57,21 @@ class TitleMatcher:
             else:
                 i += 1
         return list(out)
+
+
+def title_pattern(titles: list[str], min_chars: int = 3) -> re.Pattern | None:
+    """One case-insensitive pattern matching any document title (at least ``min_chars``
+    characters) as a whole phrase, longest titles first; ``None`` when there is none."""
+    names = sorted({t.strip() for t in titles if len(t.strip()) >= min_chars}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in names) + r")(?!\w)", re.IGNORECASE)
+
+
+def named_documents(graph: DocGraph, text: str, pattern: re.Pattern | None = None) -> np.ndarray:
+    """Sorted document indices (``graph.doc`` values) whose title ``text`` names."""
+    pattern = pattern if pattern is not None else title_pattern(graph.titles)
+    if pattern is None or not text:
+        return np.zeros(0, np.int64)
+    found = {m.group(1).lower() for m in pattern.finditer(text)}
+    return np.asarray([d for d, t in enumerate(graph.titles) if t.strip().lower() in found], np.int64)

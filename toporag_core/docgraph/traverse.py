@@ -49,21 +49,28 @@ descendant (e.g. a grafted section) brings its paragraphs, since a heading alone
 a sentence whose paragraph is already in the context is not repeated.
 
 Shapes: ``x (n, d)`` node features, ``q (d,)`` the question vector, couplings ``(n, m)``.
+
+The pieces live beside this module: the deformations (:mod:`.deform`), the prefix search
+(:mod:`.prefix`), title mentions (:mod:`.mentions`), the context (:mod:`.context`) and the result
+(:mod:`.results`); this module holds the settings and the walk, and re-exports those names.
 """
 from __future__ import annotations
 
 import math
-import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .build import DOCUMENT, GRAFT, LEVELS, PARAGRAPH, SECTION, SEMANTIC, DocGraph
+from .build import SECTION, SEMANTIC, DocGraph
+from .context import context_nodes, render_context
+from .deform import children, fuse, graft, semantic_candidates
 from .fgw import FGWConfig, FGWResult, GraphState, fgw_between, natural_coupling, structure_matrix
+from .mentions import named_documents, title_pattern
+from .prefix import largest_feasible_prefix, prefix_search
+from .results import Evaluation, Step, TraversalResult
 
 FUSE_EMBEDDINGS = ("reencode", "mean")
 SEARCHES = ("binary", "linear")
@@ -144,88 +151,7 @@ class TraversalConfig:
             raise ValueError(f"TraversalConfig.search must be one of {SEARCHES}, got {self.search!r}")
 
 
-# ----------------------------------------------------------------------------- deformations
-def fuse(state: GraphState, nodes: list[int], encoder=None, how: str = "reencode") -> tuple[GraphState, np.ndarray]:
-    """Fuse ``nodes`` (state indices, text order = given order) into one super-node.
-
-    Returns ``(new state, remap (m,))`` with ``remap[old index] = new index``; the super-node
-    takes the place of the smallest index. Edges are re-indexed, edges inside the group
-    dropped, and parallel edges of one kind merged with the mean weight (vectorised).
-    """
-    m = state.num_nodes
-    nodes = [int(v) for v in nodes]
-    first = min(nodes)
-    keep = np.ones(m, bool)
-    keep[[v for v in nodes if v != first]] = False
-    remap = np.cumsum(keep) - 1
-    remap[nodes] = remap[first]
-    s = int(remap[first])
-    size = np.bincount(remap, weights=state.size, minlength=int(keep.sum()))
-    kept = np.flatnonzero(keep)
-    text = [state.text[i] for i in kept]
-    content = [state.content[i] for i in kept]
-    members = [state.members[i] for i in kept]
-    text[s] = "\n".join(state.text[v] for v in nodes)
-    content[s] = " ".join(state.content[v] for v in nodes)
-    members[s] = np.sort(np.concatenate([state.members[v] for v in nodes]))
-    x = state.x[kept].copy()
-    if how == "reencode" and encoder is not None:
-        x[s] = encoder.encode([content[s]])[0]
-    else:
-        v = (state.x[nodes].astype(np.float64) * state.size[nodes, None]).sum(0)
-        x[s] = v / max(np.linalg.norm(v), 1e-12)
-    e = remap[state.edges]
-    live = e[0] != e[1]
-    e, kind, p = e[:, live], state.edge_kind[live], state.p[live]
-    sem = kind == SEMANTIC
-    e[:, sem] = np.sort(e[:, sem], axis=0)
-    n2 = len(kept)
-    key = (kind * n2 + e[0]) * n2 + e[1]
-    uniq, inv = np.unique(key, return_inverse=True)
-    p_mean = np.bincount(inv, weights=p) / np.bincount(inv)
-    kind_u = uniq // (n2 * n2)
-    rest = uniq % (n2 * n2)
-    edges = np.stack([rest // n2, rest % n2])
-    new = GraphState(assign=remap[state.assign], x=x, size=size, level=state.level[kept], text=text,
-                     content=content, edges=edges, edge_kind=kind_u, p=p_mean, members=members)
-    return new, remap
-
-
-def graft(state: GraphState, parent: int, nodes: list[int], weights: list[float]) -> GraphState:
-    """Add grafted edges ``parent -> g`` (kind ``graft``) with the given existence weights."""
-    if not nodes:
-        return state
-    add = np.array([[parent] * len(nodes), nodes], dtype=np.int64)
-    return GraphState(assign=state.assign, x=state.x, size=state.size, level=state.level, text=state.text,
-                      content=state.content, edges=np.concatenate([state.edges, add], axis=1),
-                      edge_kind=np.concatenate([state.edge_kind, np.full(len(nodes), GRAFT)]),
-                      p=np.concatenate([state.p, np.asarray(weights, np.float64)]), members=state.members)
-
-
-def children(state: GraphState, u: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(child indices, edge weights)`` of ``u`` over tree and grafted edges."""
-    sel = (state.edges[0] == u) & (state.edge_kind != SEMANTIC)
-    return state.edges[1, sel], state.p[sel]
-
-
-def _semantic_candidates(state: GraphState, nxt: int, exclude: np.ndarray) -> np.ndarray:
-    """Nodes joined by a semantic edge to a child of ``nxt``, at the children's level, not already
-    children of ``nxt``; best edge cosine first (each node once)."""
-    kids, _ = children(state, nxt)
-    if kids.size == 0:
-        return np.zeros(0, np.int64)
-    sem = state.edge_kind == SEMANTIC
-    a, b, w = state.edges[0, sem], state.edges[1, sem], state.p[sem]
-    hit_a, hit_b = np.isin(a, kids), np.isin(b, kids)
-    cand = np.concatenate([b[hit_a & ~hit_b], a[hit_b & ~hit_a]])
-    cw = np.concatenate([w[hit_a & ~hit_b], w[hit_b & ~hit_a]])
-    keep = ~np.isin(cand, np.concatenate([kids, exclude]))
-    cand, cw = cand[keep], cw[keep]
-    order = np.lexsort((cand, -cw))
-    _, first = np.unique(cand[order], return_index=True)
-    return cand[order][np.sort(first)]
-
-
+# ----------------------------------------------------------------------------- deformations of a prefix
 def _fuse_prefix(state: GraphState, order: list[int], encoder, how: str, m: int) -> tuple[GraphState, np.ndarray]:
     return fuse(state, order[:m], encoder, how)
 
@@ -234,195 +160,27 @@ def _graft_prefix(state: GraphState, parent: int, nodes: list[int], weights: lis
     return graft(state, parent, nodes[:m], weights[:m])
 
 
-def _prefix_search(k: int, lo: int, make: Callable[[int], Any], check: Callable[[int, Any], tuple[bool, Any]],
-                   method: str) -> tuple[int, dict[int, tuple[Any, Any]]]:
-    """:func:`largest_feasible_prefix` over candidates ``make(m)`` judged by ``check(m, candidate)``;
-    returns the size and every ``(candidate, FGW result)`` tried, by size."""
-    tried: dict[int, tuple[Any, Any]] = {}
-
-    def feasible(m: int) -> bool:
-        cand = make(m)
-        ok, res = check(m, cand)
-        tried[m] = (cand, res)
-        return ok
-
-    return largest_feasible_prefix(k, feasible, lo=lo, method=method), tried
-
-
-def largest_feasible_prefix(k: int, feasible: Callable[[int], bool], lo: int = 0,
-                            method: str = "binary") -> int:
-    """Largest ``m in lo..k`` with ``feasible(m)``, ``lo`` being feasible by assumption.
-
-    ``binary``: ``ceil(log2(k - lo + 1))`` calls at most; equal to ``linear`` (scan upwards,
-    stop at the first failure) whenever feasibility is monotone in ``m``.
-    """
-    if method == "linear":
-        best = lo
-        for m in range(lo + 1, k + 1):
-            if not feasible(m):
-                break
-            best = m
-        return best
-    a, b = lo, k
-    while a < b:
-        mid = (a + b + 1) // 2
-        if feasible(mid):
-            a = mid
-        else:
-            b = mid - 1
-    return a
-
-
-# ----------------------------------------------------------------------------- results
-@dataclass
-class Evaluation:
-    """One FGW call of the traversal."""
-
-    depth: int
-    op: str  # "fuse" | "graft"
-    size: int
-    value: float
-    ok: bool
-    seconds: float
-
-
-@dataclass
-class Step:
-    """What happened at one depth; node ids are *original* node ids (a state node = its members)."""
-
-    depth: int
-    at: list[int]
-    children: list[list[int]]
-    scores: list[float]
-    weights: list[float]
-    threshold: float
-    kept: list[int]  # positions in `children`, best first
-    fused: list[int]  # positions in `children` fused into the next node ([] when none)
-    graft_candidates: list[list[int]]
-    grafted: list[list[int]]
-    graft_weights: list[float]
-    next: list[int]
-    candidates: int = 0
-    mention_candidates: int = 0  # how many of `graft_candidates` (the first ones) come from named titles
-    before: GraphState | None = field(default=None, repr=False)  # the graph this step started from
-    u: int = 0  # index of the current node in `before`
-
-
-@dataclass
-class TraversalResult:
-    """Path, fusions, grafts, every FGW value against epsilon, the final deformed graph."""
-
-    question: str
-    path: list[list[int]]
-    steps: list[Step]
-    evaluations: list[Evaluation]
-    selected: np.ndarray
-    context: str
-    state: GraphState
-    final_fgw: FGWResult | None
-    epsilon: float
-    timings: dict[str, float]
-    base: GraphState | None = field(default=None, repr=False)
-
-    @property
-    def fgw_calls(self) -> int:
-        return len(self.evaluations)
-
-    def fusions(self) -> list[list[int]]:
-        """Members (original ids) of every super-node the traversal made."""
-        return [list(map(int, self.state.members[i])) for i in range(self.state.num_nodes)
-                if len(self.state.members[i]) > 1]
-
-    def grafts(self) -> list[dict[str, Any]]:
-        return [{"depth": s.depth, "onto": s.next, "node": g, "weight": w}
-                for s in self.steps for g, w in zip(s.grafted, s.graft_weights)]
-
-    def to_dict(self, graph: DocGraph | None = None) -> dict[str, Any]:
-        def label(ids: list[int]) -> Any:
-            if graph is None:
-                return ids
-            return {"ids": ids, "level": LEVELS[int(graph.level[ids[0]])], "text": [graph.text[i][:80] for i in ids]}
-
-        return {"question": self.question, "path": [label(p) for p in self.path], "fusions": self.fusions(),
-                "grafts": self.grafts(), "epsilon": self.epsilon, "fgw_calls": self.fgw_calls,
-                "fgw": [{"depth": e.depth, "op": e.op, "size": e.size, "value": e.value, "ok": e.ok,
-                         "ms": 1000 * e.seconds} for e in self.evaluations],
-                "final_fgw": None if self.final_fgw is None else self.final_fgw.value,
-                "steps": [{"depth": s.depth, "at": s.at, "children": s.children, "scores": s.scores,
-                           "weights": s.weights, "threshold": s.threshold, "kept": s.kept, "fused": s.fused,
-                           "graft_candidates": s.graft_candidates, "grafted": s.grafted,
-                           "graft_weights": s.graft_weights, "next": s.next} for s in self.steps],
-                "selected": self.selected.tolist(), "context": self.context,
-                "timings_ms": {k: 1000 * v for k, v in self.timings.items()}}
-
-
-# ----------------------------------------------------------------------------- title mentions
-def title_pattern(titles: list[str], min_chars: int = 3) -> re.Pattern | None:
-    """One case-insensitive pattern matching any document title (at least ``min_chars``
-    characters) as a whole phrase, longest titles first; ``None`` when there is none."""
-    names = sorted({t.strip() for t in titles if len(t.strip()) >= min_chars}, key=len, reverse=True)
-    if not names:
-        return None
-    return re.compile(r"(?<!\w)(" + "|".join(re.escape(t) for t in names) + r")(?!\w)", re.IGNORECASE)
-
-
-def named_documents(graph: DocGraph, text: str, pattern: re.Pattern | None = None) -> np.ndarray:
-    """Sorted document indices (``graph.doc`` values) whose title ``text`` names."""
-    pattern = pattern if pattern is not None else title_pattern(graph.titles)
-    if pattern is None or not text:
-        return np.zeros(0, np.int64)
-    found = {m.group(1).lower() for m in pattern.finditer(text)}
-    return np.asarray([d for d, t in enumerate(graph.titles) if t.strip().lower() in found], np.int64)
-
-
 # ----------------------------------------------------------------------------- the walk
-def context_nodes(graph: DocGraph, selected: np.ndarray) -> np.ndarray:
-    """The original nodes whose text the context shows: the selected ones, plus, under every
-    selected node above paragraph level that has no selected descendant (a leaf of the
-    selection, e.g. a grafted section), its paragraphs - a heading alone says nothing."""
-    n = graph.num_nodes
-    sel = np.zeros(n, bool)
-    sel[np.asarray(selected, np.int64)] = True
-    sel[0] = False
-    anc = graph.ancestors()
-    idx = np.flatnonzero(sel)
-    above = anc[idx][np.arange(len(LEVELS))[None, :] < graph.level[idx][:, None]]
-    has_desc = np.zeros(n, bool)
-    has_desc[above[above >= 0]] = True
-    leaf = sel & ~has_desc & (graph.level > 0) & (graph.level < PARAGRAPH)
-    paras = np.flatnonzero(graph.level == PARAGRAPH)
-    expand = np.zeros(paras.size, bool)
-    for lv in (DOCUMENT, SECTION):
-        a_lv = anc[paras, lv]
-        expand |= (a_lv >= 0) & leaf[np.maximum(a_lv, 0)]
-    show = sel.copy()
-    show[paras[expand]] = True
-    return np.flatnonzero(show)
+@dataclass
+class Walk:
+    """The state of one question's walk: the query, the original graph ``base`` and its structure
+    matrix ``d1`` (with ``scale``), the deformed graph ``state`` and the current node ``u`` in it,
+    the documents named so far, and what was recorded (path, steps, FGW calls, grafted members,
+    the last accepted FGW result, FGW seconds)."""
 
-
-def render_context(graph: DocGraph, selected: np.ndarray) -> str:
-    """The context text of the selected original nodes (see :func:`context_nodes`), in document
-    order: ``# title`` for documents, ``## heading`` for sections (``## title: heading`` when
-    the document itself is not shown), paragraph / sentence text (prefixed ``title: `` when
-    neither its document nor its section is shown); a sentence of a shown paragraph is not repeated."""
-    n = graph.num_nodes
-    show = np.zeros(n, bool)
-    show[context_nodes(graph, selected)] = True
-    anc = graph.ancestors()
-    para = anc[:, PARAGRAPH]
-    covered = (para >= 0) & (para != np.arange(n)) & show[np.maximum(para, 0)]
-    doc_shown = show[np.maximum(anc[:, DOCUMENT], 0)]
-    sec_shown = (anc[:, SECTION] >= 0) & show[np.maximum(anc[:, SECTION], 0)]
-    lines = []
-    for i in np.flatnonzero(show & ~covered):
-        lv, title = int(graph.level[i]), graph.titles[int(graph.doc[i])]
-        if lv == DOCUMENT:
-            lines.append(f"# {graph.text[i]}")
-        elif lv == SECTION:
-            lines.append(f"## {graph.text[i]}" if doc_shown[i] else f"## {title}: {graph.text[i]}")
-        else:
-            lines.append(graph.text[i] if doc_shown[i] or sec_shown[i] else f"{title}: {graph.text[i]}")
-    return "\n".join(lines)
+    q: np.ndarray
+    base: GraphState
+    d1: np.ndarray
+    scale: float
+    named: np.ndarray
+    state: GraphState
+    u: int = 0
+    path: list[list[int]] = field(default_factory=lambda: [[0]])
+    steps: list[Step] = field(default_factory=list)
+    evals: list[Evaluation] = field(default_factory=list)
+    grafted_members: list[np.ndarray] = field(default_factory=list)
+    accepted: FGWResult | None = None
+    fgw_time: float = 0.0
 
 
 class Traverser:
@@ -460,6 +218,15 @@ class Traverser:
         q = np.asarray(self.encoder.encode([question])[0], np.float64)
         return q / max(np.linalg.norm(q), 1e-12)
 
+    @property
+    def _deform(self) -> bool:
+        return self.config.epsilon > 0
+
+    @property
+    def _mentions(self) -> bool:
+        cfg = self.config
+        return cfg.mention_bonus > 0 or (self._deform and cfg.graft_mentions and cfg.max_graft > 0)
+
     def run(self, question: str, qvec: np.ndarray | None = None) -> TraversalResult:
         cfg, g = self.config, self.graph
         t0 = time.perf_counter()
@@ -467,118 +234,140 @@ class Traverser:
         t_enc = time.perf_counter() - t0
         base = GraphState.from_graph(g)
         d1, scale = structure_matrix(base, cfg.fgw)
-        state, u = base, 0
-        path, steps, evals = [[0]], [], []
-        grafted_members: list[np.ndarray] = []
-        accepted: FGWResult | None = None
-        fgw_time = 0.0
-        deform = cfg.epsilon > 0
-
-        def check(depth: int, op: str, size: int, cand: Any) -> tuple[bool, FGWResult]:
-            cand = cand[0] if isinstance(cand, tuple) else cand
-            nonlocal fgw_time
-            d2, _ = structure_matrix(cand, cfg.fgw, scale)
-            res = fgw_between(base, d1, cand, d2, cfg.fgw)
-            fgw_time += res.seconds
-            ok = res.value <= cfg.epsilon
-            evals.append(Evaluation(depth, op, size, res.value, ok, res.seconds))
-            return ok, res
-
-        mentions = cfg.mention_bonus > 0 or (deform and cfg.graft_mentions and cfg.max_graft > 0)
-        named = named_documents(g, question, self.titles) if mentions else np.zeros(0, np.int64)
+        named = named_documents(g, question, self.titles) if self._mentions else np.zeros(0, np.int64)
+        walk = Walk(q, base, d1, scale, named, state=base)
         for depth in range(1, cfg.max_depth + 1):
-            kids, w = children(state, u)
-            if kids.size == 0:
+            if not self._step(walk, depth):
                 break
-            cos = state.x[kids].astype(np.float64) @ q
-            s = cos
-            if cfg.mention_bonus > 0 and named.size:
-                # a child in a named document that is not the current node's own document
-                hit = np.isin(g.doc, named) & ~np.isin(g.doc, g.doc[state.members[u]])
-                s = cos + cfg.mention_bonus * (np.bincount(state.assign, weights=hit,
-                                                            minlength=state.num_nodes)[kids] > 0)
-            ws = w * s
-            thr = cfg.keep_ratio * float(ws.max())
-            thr_cos = cfg.keep_ratio * float((w * cos).max())
-            order = np.lexsort((kids, -ws))
-            kept = [int(i) for i in order if s[i] > thr] or [int(order[0])]
-            kept.sort(key=lambda i: (-ws[i], kids[i]))
-            step = Step(depth=depth, at=[int(v) for v in state.members[u]],
-                        children=[[int(v) for v in state.members[c]] for c in kids], scores=s.round(6).tolist(),
-                        weights=w.round(6).tolist(), threshold=thr, kept=kept, fused=[], graft_candidates=[],
-                        grafted=[], graft_weights=[], next=[], before=state, u=u)
-            # -- fusion: largest prefix of the kept children within the budget
-            msize, tried = 1, {}
-            if deform and len(kept) > 1:
-                make = partial(_fuse_prefix, state, [int(kids[i]) for i in kept], self.encoder, cfg.fuse_embedding)
-                msize, tried = _prefix_search(len(kept), 1, make, partial(check, depth, "fuse"), cfg.search)
-            if msize >= 2:
-                (state, remap), accepted = tried[msize]
-                step.fused = kept[:msize]
-                nxt = int(remap[kids[kept[0]]])
-                others = np.unique(remap[np.delete(kids, kept[:msize])])
-            else:
-                nxt = int(kids[kept[0]])
-                others = np.delete(kids, kept[0])
-            # -- grafting: grandchildren through the children not fused into `nxt`
-            n_graft = 0
-            u_cur = int(remap[u]) if msize >= 2 else u
-            if cfg.query_update > 0:
-                q = q + cfg.query_update * state.x[nxt].astype(np.float64)
-                q = q / max(np.linalg.norm(q), 1e-12)
-            if mentions:
-                said = state.content[nxt] if cfg.mention_scope == "content" else state.text[nxt]
-                named = np.union1d(named, named_documents(g, said, self.titles))
-            if deform and cfg.max_graft > 0 and (others.size or cfg.graft_semantic or cfg.graft_mentions):
-                mk = ms = np.zeros(0)
-                if cfg.graft_mentions and named.size:
-                    shown = np.concatenate([np.asarray(p, np.int64) for p in path] + grafted_members
-                                           + [state.members[nxt]])
-                    mk, ms = self._mention_grafts(state, nxt, named, shown, q)
-                    mk, ms = mk[: cfg.max_graft], ms[: cfg.max_graft]
-                gk = state.edges[1, np.isin(state.edges[0], others) & (state.edge_kind != SEMANTIC)]
-                gk = np.setdiff1d(np.unique(gk), np.concatenate([children(state, nxt)[0], mk]))
-                gs = state.x[gk].astype(np.float64) @ q if gk.size else np.zeros(0)
-                ok_g = gs > thr_cos
-                gk, gs = gk[ok_g], gs[ok_g]
-                top = np.lexsort((gk, -gs))[: cfg.max_graft - mk.size]
-                gk = np.concatenate([mk, gk[top]]).astype(np.int64)
-                gs = np.concatenate([ms, gs[top]])
-                step.mention_candidates = int(mk.size)
-                if cfg.graft_semantic:
-                    far = _semantic_candidates(state, nxt, np.concatenate([gk, [nxt, u_cur]]))
-                    room = cfg.max_graft - gk.size
-                    if room > 0 and far.size:
-                        far = far[:room]
-                        gk = np.concatenate([gk, far])
-                        gs = np.concatenate([gs, state.x[far].astype(np.float64) @ q])
-                base_p = gs if cfg.graft_base is None else np.full(gs.shape, float(cfg.graft_base))
-                gw = np.clip(base_p + cfg.graft_gain * (gs - cfg.graft_center), 0.0, 1.0)
-                step.graft_candidates = [[int(v) for v in state.members[c]] for c in gk]
-                make_g = partial(_graft_prefix, state, nxt, gk.tolist(), gw.tolist())
-                n_graft, tried_g = _prefix_search(int(gk.size), 0, make_g, partial(check, depth, "graft"), cfg.search)
-                if n_graft:
-                    state, accepted = tried_g[n_graft]
-                    step.grafted = step.graft_candidates[:n_graft]
-                    step.graft_weights = gw[:n_graft].round(6).tolist()
-                    grafted_members.extend(np.asarray(m) for m in step.grafted)
-                step.candidates = max(len(kept), int(gk.size))
-            else:
-                step.candidates = len(kept)
-            u = nxt
-            step.next = [int(v) for v in state.members[u]]
-            path.append(step.next)
-            steps.append(step)
-        sel = np.unique(np.concatenate([np.asarray(p, np.int64) for p in path[1:]] + grafted_members
+        sel = np.unique(np.concatenate([np.asarray(p, np.int64) for p in walk.path[1:]] + walk.grafted_members
                                        + [np.zeros(0, np.int64)]))
         context = render_context(g, sel)
+        accepted = walk.accepted
         if accepted is None:
             mu = base.masses(cfg.fgw.node_mass)
             accepted = FGWResult(0.0, natural_coupling(base.assign, mu, base.num_nodes), mu, mu, 0.0, 0.0)
         total = time.perf_counter() - t0
-        return TraversalResult(question=question, path=path, steps=steps, evaluations=evals, selected=sel,
-                               context=context, state=state, final_fgw=accepted, epsilon=cfg.epsilon,
-                               timings={"total": total, "encode_question": t_enc, "fgw": fgw_time}, base=base)
+        return TraversalResult(question=question, path=walk.path, steps=walk.steps, evaluations=walk.evals,
+                               selected=sel, context=context, state=walk.state, final_fgw=accepted,
+                               epsilon=cfg.epsilon, timings={"total": total, "encode_question": t_enc,
+                                                             "fgw": walk.fgw_time}, base=base)
+
+    def _check(self, walk: Walk, depth: int, op: str, size: int, cand: Any) -> tuple[bool, FGWResult]:
+        """One FGW call: the candidate graph against the original, recorded; ``ok`` when within epsilon."""
+        cfg = self.config
+        cand = cand[0] if isinstance(cand, tuple) else cand
+        d2, _ = structure_matrix(cand, cfg.fgw, walk.scale)
+        res = fgw_between(walk.base, walk.d1, cand, d2, cfg.fgw)
+        walk.fgw_time += res.seconds
+        ok = res.value <= cfg.epsilon
+        walk.evals.append(Evaluation(depth, op, size, res.value, ok, res.seconds))
+        return ok, res
+
+    def _scores(self, walk: Walk, kids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(s, cos)`` of the children: ``cos(q, x_j)`` plus the mention bonus of a child in a named
+        document that is not the current node's own."""
+        cfg, g, state = self.config, self.graph, walk.state
+        cos = state.x[kids].astype(np.float64) @ walk.q
+        if not (cfg.mention_bonus > 0 and walk.named.size):
+            return cos, cos
+        hit = np.isin(g.doc, walk.named) & ~np.isin(g.doc, g.doc[state.members[walk.u]])
+        named_kid = np.bincount(state.assign, weights=hit, minlength=state.num_nodes)[kids] > 0
+        return cos + cfg.mention_bonus * named_kid, cos
+
+    def _step(self, walk: Walk, depth: int) -> bool:
+        """One move from ``walk.u`` (score, keep, fuse, graft); ``False`` when ``u`` has no child."""
+        cfg, state, u = self.config, walk.state, walk.u
+        kids, w = children(state, u)
+        if kids.size == 0:
+            return False
+        s, cos = self._scores(walk, kids)
+        ws = w * s
+        thr = cfg.keep_ratio * float(ws.max())
+        thr_cos = cfg.keep_ratio * float((w * cos).max())
+        order = np.lexsort((kids, -ws))
+        kept = [int(i) for i in order if s[i] > thr] or [int(order[0])]
+        kept.sort(key=lambda i: (-ws[i], kids[i]))
+        step = Step(depth=depth, at=[int(v) for v in state.members[u]],
+                    children=[[int(v) for v in state.members[c]] for c in kids], scores=s.round(6).tolist(),
+                    weights=w.round(6).tolist(), threshold=thr, kept=kept, fused=[], graft_candidates=[],
+                    grafted=[], graft_weights=[], next=[], before=state, u=u)
+        nxt, others, u_cur = self._fuse(walk, step, kids)
+        if cfg.query_update > 0:
+            q = walk.q + cfg.query_update * walk.state.x[nxt].astype(np.float64)
+            walk.q = q / max(np.linalg.norm(q), 1e-12)
+        if self._mentions:
+            said = walk.state.content[nxt] if cfg.mention_scope == "content" else walk.state.text[nxt]
+            walk.named = np.union1d(walk.named, named_documents(self.graph, said, self.titles))
+        if self._deform and cfg.max_graft > 0 and (others.size or cfg.graft_semantic or cfg.graft_mentions):
+            step.candidates = max(len(kept), self._graft(walk, step, nxt, others, u_cur, thr_cos))
+        else:
+            step.candidates = len(kept)
+        walk.u = nxt
+        step.next = [int(v) for v in walk.state.members[nxt]]
+        walk.path.append(step.next)
+        walk.steps.append(step)
+        return True
+
+    def _fuse(self, walk: Walk, step: Step, kids: np.ndarray) -> tuple[int, np.ndarray, int]:
+        """Fuse the largest prefix of the kept children within the budget; ``(next node, the children
+        not fused into it, the current node)``, indices of the graph after the fusion."""
+        cfg, state, kept = self.config, walk.state, step.kept
+        msize, tried = 1, {}
+        if self._deform and len(kept) > 1:
+            make = partial(_fuse_prefix, state, [int(kids[i]) for i in kept], self.encoder, cfg.fuse_embedding)
+            msize, tried = prefix_search(len(kept), 1, make, partial(self._check, walk, step.depth, "fuse"),
+                                         cfg.search)
+        if msize < 2:
+            return int(kids[kept[0]]), np.delete(kids, kept[0]), walk.u
+        (walk.state, remap), walk.accepted = tried[msize]
+        step.fused = kept[:msize]
+        return int(remap[kids[kept[0]]]), np.unique(remap[np.delete(kids, kept[:msize])]), int(remap[walk.u])
+
+    def _graft_candidates(self, walk: Walk, step: Step, nxt: int, others: np.ndarray, u_cur: int,
+                          thr_cos: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(candidates, scores)``: sections of named documents first, then grandchildren through
+        ``others`` above the cosine threshold, then semantic "far" nodes, ``max_graft`` at most."""
+        cfg, state, q = self.config, walk.state, walk.q
+        mk = ms = np.zeros(0)
+        if cfg.graft_mentions and walk.named.size:
+            shown = np.concatenate([np.asarray(p, np.int64) for p in walk.path] + walk.grafted_members
+                                   + [state.members[nxt]])
+            mk, ms = self._mention_grafts(state, nxt, walk.named, shown, q)
+            mk, ms = mk[: cfg.max_graft], ms[: cfg.max_graft]
+        gk = state.edges[1, np.isin(state.edges[0], others) & (state.edge_kind != SEMANTIC)]
+        gk = np.setdiff1d(np.unique(gk), np.concatenate([children(state, nxt)[0], mk]))
+        gs = state.x[gk].astype(np.float64) @ q if gk.size else np.zeros(0)
+        ok_g = gs > thr_cos
+        gk, gs = gk[ok_g], gs[ok_g]
+        top = np.lexsort((gk, -gs))[: cfg.max_graft - mk.size]
+        gk = np.concatenate([mk, gk[top]]).astype(np.int64)
+        gs = np.concatenate([ms, gs[top]])
+        step.mention_candidates = int(mk.size)
+        if cfg.graft_semantic:
+            far = semantic_candidates(state, nxt, np.concatenate([gk, [nxt, u_cur]]))
+            room = cfg.max_graft - gk.size
+            if room > 0 and far.size:
+                far = far[:room]
+                gk = np.concatenate([gk, far])
+                gs = np.concatenate([gs, state.x[far].astype(np.float64) @ q])
+        return gk, gs
+
+    def _graft(self, walk: Walk, step: Step, nxt: int, others: np.ndarray, u_cur: int, thr_cos: float) -> int:
+        """Graft the largest prefix of the candidates within the budget; returns how many were offered."""
+        cfg, state = self.config, walk.state
+        gk, gs = self._graft_candidates(walk, step, nxt, others, u_cur, thr_cos)
+        base_p = gs if cfg.graft_base is None else np.full(gs.shape, float(cfg.graft_base))
+        gw = np.clip(base_p + cfg.graft_gain * (gs - cfg.graft_center), 0.0, 1.0)
+        step.graft_candidates = [[int(v) for v in state.members[c]] for c in gk]
+        make_g = partial(_graft_prefix, state, nxt, gk.tolist(), gw.tolist())
+        n_graft, tried_g = prefix_search(int(gk.size), 0, make_g, partial(self._check, walk, step.depth, "graft"),
+                                         cfg.search)
+        if n_graft:
+            walk.state, walk.accepted = tried_g[n_graft]
+            step.grafted = step.graft_candidates[:n_graft]
+            step.graft_weights = gw[:n_graft].round(6).tolist()
+            walk.grafted_members.extend(np.asarray(m) for m in step.grafted)
+        return int(gk.size)
 
 
 def traverse(graph: DocGraph, question: str, encoder, config: TraversalConfig | None = None) -> TraversalResult:
@@ -610,3 +399,8 @@ def prefix_curve(result: TraversalResult, depth: int, encoder,
         d2, _ = structure_matrix(cand, cfg.fgw, scale)
         out.append((m, fgw_between(base, d1, cand, d2, cfg.fgw).value))
     return out
+
+
+__all__ = ["TraversalConfig", "Traverser", "Walk", "traverse", "fgw_call_bound", "prefix_curve", "FUSE_EMBEDDINGS",
+           "SEARCHES", "MENTION_SCOPES", "TraversalResult", "Step", "Evaluation", "fuse", "graft", "children",
+           "largest_feasible_prefix", "context_nodes", "render_context", "named_documents", "title_pattern"]

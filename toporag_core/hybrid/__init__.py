@@ -5,11 +5,14 @@ Data flow, one module per step::
     text --router--> blocks (SDS, tau) --tables--> grids --documents--> units
     units --index--> CALI cell index (+ reduction) --search--> route A + route B -> fusion (-> rerank)
     any corpus (TAT-QA, documents, JSONL/BEIR) --corpus--> units; + BM25 (lexical) + dense --fusion--> ranking
-    --answer--> frozen LLM;  generate: fact store -> documents + questions;  evaluate: nDCG/Recall vs baselines
+    --answer--> frozen LLM;  generate: fact store -> documents + questions (dataset: their files);
+    evaluate: nDCG/Recall vs baselines
 """
 from .documents import (DocumentError, ParsedDocument, Unit, decode_document, load_folder, parse_document,
                         read_document, read_upload)
-from .generate import GeneratorConfig, HybridDataset, generate, generate_width_corpus, load_dataset, write_dataset
+from .dataset import HybridDataset, load_dataset, write_dataset
+from .generate import GeneratorConfig, generate
+from .width import generate_width_corpus
 from .index import CellIndex, ReductionConfig, cell_text, query_terms
 from .router import Block, RouterConfig, Routing, route_lines, route_text
 from .corpus import HybridCorpus, read_hybrid_corpus

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .documents import ParsedDocument, Unit, parse_document
-from .generate import HybridDataset
+from .dataset import HybridDataset
 from .lexical import Lexical
 from .router import RouterConfig, line_f1
 from .search import HybridIndex, SearchConfig, top_k

@@ -24,37 +24,19 @@ nudged), similar producer names (``Verna Farms`` / ``Verna Orchards`` / ``Vernal
 repeated values (prices on a 0.05 grid, integer Brix), and distractor tables that hold every
 term of a B question but in different rows.
 
-:func:`generate_width_corpus` builds the table-width sweep (5..50 columns).
+:func:`generate_width_corpus` builds the table-width sweep (5..50 columns, :mod:`.width`).
+The fact store (:mod:`.facts`), the renderers (:mod:`.render`) and the dataset's files
+(:mod:`.dataset`) live beside this module, which writes the documents and questions.
 """
 from __future__ import annotations
 
-import json
-import os
 import random
-import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-BASES = ["Verna", "Maro", "Castel", "Olmo", "Ribera", "Sorel", "Alba", "Brena", "Colle", "Dorna", "Ferra",
-         "Galen", "Lorca", "Mirel", "Navar", "Orsi", "Pelle", "Quinta", "Rosal", "Selva", "Tarra", "Valle", "Zorel",
-         "Arden", "Belmar", "Cedro", "Elvas", "Fonte"]
-SUFFIXES = ["Farms", "Orchards", "Growers", "Cooperative", "Estates"]
-REGIONS = ["Jerte Valley", "Lleida", "Aragon", "Valais", "Emilia", "Puglia", "Alentejo", "Kent", "Rhone", "Tyrol",
-           "Styria", "Murcia"]
-CERTS = ["GlobalG.A.P.", "EU organic", "Demeter", "Rainforest Alliance", "BRCGS", "IFS Food"]
-BUYERS = ["Mercadona", "Carrefour", "Lidl", "Aldi", "Tesco", "Eroski", "Coop", "Migros", "Rewe", "Edeka",
-          "Auchan", "Sainsbury", "Esselunga", "Jumbo"]
-VARIETIES = ["Lapins", "Sweetheart", "Kordia", "Regina", "Skeena", "Bing", "Santina", "Burlat", "Staccato",
-             "Summit", "Van", "Rainier"]
-FIRST = ["Ana", "Marc", "Lucia", "Pere", "Elena", "Jordi", "Marta", "Hugo", "Ines", "Tomas", "Clara", "Raul"]
-LAST = ["Soler", "Vidal", "Ferrer", "Roca", "Puig", "Serra", "Costa", "Font", "Mas", "Pons", "Riera", "Bosch"]
-COLUMNS = ["Producer", "Buyer", "Variety", "Week", "Volume (t)", "Price (EUR/kg)", "Brix"]
-ASK = {"Volume (t)": "volume in tonnes", "Price (EUR/kg)": "price per kg in EUR", "Brix": "Brix reading"}
-MEASURE_BASES = ["Brix", "Firmness", "Caliber", "Acidity", "Dry matter", "Defects", "Cracking", "Pitting",
-                 "Stem browning", "Colour index", "Fruit weight", "Pulp temperature"]
-STAGES = ["at harvest", "at packing", "at arrival", "after cold storage"]
-TABLE_FORMATS = ("markdown", "html", "tsv", "csv", "aligned")
-QTYPES = ("A", "B", "C")
+from .dataset import HybridDataset, load_dataset, stats, write_dataset
+from .facts import ASK, BUYERS, COLUMNS, QTYPES, TABLE_FORMATS, VARIETIES, build_facts
+from .render import DocLines, contract_paragraph, market_note, profile_paragraph, prose_lines, render_table
+from .width import generate_width_corpus
 
 
 @dataclass
@@ -76,148 +58,6 @@ class GeneratorConfig:
             raise ValueError(f"rows_per_table must be in [3, 40], got {self.rows_per_table}")
         if not 0.0 <= self.val_share < 1.0:
             raise ValueError(f"val_share must be in [0, 1), got {self.val_share}")
-
-
-@dataclass
-class HybridDataset:
-    """Documents (``doc_id -> text``), per-line gold labels (1 table line, 0 prose, -1 blank),
-    document kinds, questions and the fact store."""
-
-    docs: dict[str, str]
-    labels: dict[str, list[int]]
-    kinds: dict[str, str]
-    questions: list[dict]
-    facts: dict = field(default_factory=dict)
-
-
-# ----------------------------------------------------------------------------- fact store
-def build_facts(rng: random.Random, n_producers: int, n_shipments: int) -> dict:
-    """Producers, buyers, contracts and uniquely keyed shipments."""
-    names: list[str] = []
-    bases = BASES[:]
-    rng.shuffle(bases)
-    for b in bases:
-        for s in rng.sample(SUFFIXES, 2):  # two firms per base name: similar-name trap
-            names.append(f"{b} {s}")
-        if rng.random() < 0.3:
-            names.append(f"{b}l {rng.choice(SUFFIXES)}")
-        if len(names) >= n_producers:
-            break
-    names = list(dict.fromkeys(names))[:n_producers]
-    combos = [(r, c) for r in REGIONS for c in CERTS]
-    rng.shuffle(combos)
-    producers = {}
-    for i, n in enumerate(names):
-        region, cert = combos[i % len(combos)]
-        producers[n] = {"region": region, "certification": cert, "founded": rng.randint(1920, 2015),
-                        "hectares": rng.randint(12, 480), "manager": f"{rng.choice(FIRST)} {rng.choice(LAST)}"}
-    # (region, certification) must identify a producer for type C questions
-    seen: dict[tuple, int] = {}
-    for p in producers.values():
-        seen[(p["region"], p["certification"])] = seen.get((p["region"], p["certification"]), 0) + 1
-    for p in producers.values():
-        p["unique_profile"] = seen[(p["region"], p["certification"])] == 1
-    shipments: dict[tuple, dict] = {}
-    plist = list(producers)
-    while len(shipments) < n_shipments:
-        key = (rng.choice(plist), rng.choice(BUYERS), rng.choice(VARIETIES), rng.randint(20, 34))
-        if key not in shipments:
-            shipments[key] = {"volume": f"{rng.randint(20, 400) / 10:.1f}",
-                              "price": f"{rng.randint(36, 70) * 0.05:.2f}", "brix": str(rng.randint(14, 22))}
-    contracts = {}
-    for (p, b, v, w) in shipments:
-        if (p, b) not in contracts and rng.random() < 0.5:
-            contracts[(p, b)] = {"payment_days": rng.choice([30, 45, 60, 90]), "penalty": rng.randint(2, 9),
-                                 "variety": v, "week": w}
-    return {"producers": producers, "shipments": shipments, "contracts": contracts}
-
-
-# ----------------------------------------------------------------------------- renderers
-def render_table(header: list[str], rows: list[list[str]], fmt: str) -> list[str]:
-    """Lines of one table in ``fmt`` (see :data:`TABLE_FORMATS`)."""
-    if fmt == "markdown":
-        return (["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-                + ["| " + " | ".join(r) + " |" for r in rows])
-    if fmt == "html":
-        return (["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in header) + "</tr>"]
-                + ["<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows] + ["</table>"])
-    if fmt == "tsv":
-        return ["\t".join(header)] + ["\t".join(r) for r in rows]
-    if fmt == "csv":
-        return [",".join(header)] + [",".join(r) for r in rows]
-    if fmt == "aligned":
-        w = [max(len(x) for x in col) for col in zip(header, *rows)]
-        line = lambda r: "  ".join(c.ljust(n) for c, n in zip(r, w)).rstrip()  # noqa: E731
-        return [line(header), "  ".join("-" * n for n in w)] + [line(r) for r in rows]
-    raise ValueError(f"unknown table format {fmt!r}")
-
-
-def profile_paragraph(p: str, f: dict) -> str:
-    return (f"{p} is a family business based in {f['region']}. It was founded in {f['founded']} and today "
-            f"farms {f['hectares']} hectares of cherry orchards under the direction of {f['manager']}. "
-            f"The farm holds the {f['certification']} certification.")
-
-
-def contract_paragraph(p: str, b: str, c: dict) -> str:
-    return (f"Under its supply contract with {b}, {p} is paid within {c['payment_days']} days of delivery. "
-            f"Late deliveries cost a penalty of {c['penalty']} percent of the invoice, and the exclusivity "
-            f"clause for {c['variety']} cherries starts in week {c['week']}.")
-
-
-def market_note(rng: random.Random, facts: dict) -> str:
-    p = rng.choice(list(facts["producers"]))
-    b, v = rng.choice(BUYERS), rng.choice(VARIETIES)
-    w = rng.randint(20, 34)
-    return rng.choice([
-        f"Market note: in week {w} demand for {v} at {b} rose sharply, and growers such as {p} reported "
-        f"longer queues at the packing station.",
-        f"Buyers including {b} asked {p} about early {v} volumes for week {w}, but no price was agreed "
-        f"in the talks.",
-        f"Weather in {rng.choice(REGIONS)} delayed the {v} harvest by about a week; {p} expects normal "
-        f"volumes for {b} after week {w}.",
-    ])
-
-
-class _Doc:
-    """A document under construction: lines, per-line labels and named spans."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.labels: list[int] = []
-
-    def blank(self) -> None:
-        if self.lines and self.lines[-1] != "":
-            self.lines.append("")
-            self.labels.append(-1)
-
-    def add(self, lines: list[str], label: int) -> tuple[int, int]:
-        start = len(self.lines)
-        self.lines += lines
-        self.labels += [label] * len(lines)
-        return start, len(self.lines)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
-def _wrap(text: str, width: int = 96) -> list[str]:
-    """Wrap prose like a text file does (lines of at most ``width`` characters)."""
-    out, cur = [], ""
-    for w in text.split():
-        if cur and len(cur) + 1 + len(w) > width:
-            out.append(cur)
-            cur = w
-        else:
-            cur = f"{cur} {w}".strip()
-    return out + ([cur] if cur else [])
-
-
-def _prose_lines(text: str, fmt: str) -> list[str]:
-    lines = _wrap(text)
-    if fmt == "html":
-        lines[0] = "<p>" + lines[0]
-        lines[-1] = lines[-1] + "</p>"
-    return lines
 
 
 # ----------------------------------------------------------------------------- corpus
@@ -268,24 +108,24 @@ class _Corpus:
         ext = {"html": "html", "tsv": "tsv", "csv": "csv"}.get(fmt, "md" if fmt == "markdown" else "txt")
         return f"{kind}_{len(self.docs):04d}.{ext}"
 
-    def put(self, doc_id: str, d: _Doc, kind: str) -> None:
+    def put(self, doc_id: str, d: DocLines, kind: str) -> None:
         self.docs[doc_id], self.labels[doc_id], self.kinds[doc_id] = d.text(), d.labels, kind
 
     def table_rows(self, chunk: list[tuple]) -> list[list[str]]:
         ship = self.ship
         return [[k[0], k[1], k[2], str(k[3]), ship[k]["volume"], ship[k]["price"], ship[k]["brix"]] for k in chunk]
 
-    def add_prose(self, d: _Doc, doc_id: str, kind: str | None, item, fmt: str) -> None:
+    def add_prose(self, d: DocLines, doc_id: str, kind: str | None, item, fmt: str) -> None:
         """A producer profile or a contract paragraph (recording where it is), else a market note."""
         facts = self.facts
         if kind == "profile":
-            self.where_profile[item] = (doc_id,) + d.add(_prose_lines(profile_paragraph(item, facts["producers"][item]),
+            self.where_profile[item] = (doc_id,) + d.add(prose_lines(profile_paragraph(item, facts["producers"][item]),
                                                                       fmt), 0)
         elif kind == "contract":
-            self.where_contract[item] = (doc_id,) + d.add(_prose_lines(contract_paragraph(
+            self.where_contract[item] = (doc_id,) + d.add(prose_lines(contract_paragraph(
                 item[0], item[1], facts["contracts"][item]), fmt), 0)
         else:
-            d.add(_prose_lines(market_note(self.rng, facts), fmt), 0)
+            d.add(prose_lines(market_note(self.rng, facts), fmt), 0)
 
     def record_rows(self, keys: list[tuple], doc_id: str, span: tuple) -> None:
         for k in keys:
@@ -305,12 +145,12 @@ class _Corpus:
         for i in range(n_narr):
             fmt = rng.choice(["markdown", "text", "html"])
             doc_id = self.new_id("narrative", fmt)
-            d = _Doc()
+            d = DocLines()
             for kind, item in narr_prose[i * per_doc:(i + 1) * per_doc]:
                 d.blank()
                 self.add_prose(d, doc_id, kind, item, fmt)
             d.blank()
-            d.add(_prose_lines(market_note(rng, facts), fmt), 0)
+            d.add(prose_lines(market_note(rng, facts), fmt), 0)
             self.put(doc_id, d, "narrative")
         return mixed_prose
 
@@ -334,7 +174,7 @@ class _Corpus:
         title = f"Shipment report {ci + 1}: weeks {weeks[0]} to {weeks[-1]}"
         mixed = self.mixed_left > 0 and (self.n_tables >= n_table_docs or rng.random() < 0.45)
         doc_id = self.new_id("mixed" if mixed else "table", fmt)
-        d = _Doc()
+        d = DocLines()
         if mixed:
             self._mixed_head(d, doc_id, fmt, title, mixed_prose)
         else:
@@ -343,7 +183,7 @@ class _Corpus:
         self.record_rows(chunk, doc_id, d.add(render_table(COLUMNS, self.table_rows(chunk), fmt), 1))
         if mixed:
             d.blank()
-            d.add(_prose_lines(market_note(rng, self.facts), fmt), 0)
+            d.add(prose_lines(market_note(rng, self.facts), fmt), 0)
             self.mixed_left -= 1
         else:
             self.n_tables += 1
@@ -351,7 +191,7 @@ class _Corpus:
         if rng.random() < 0.25 and self.n_tables < n_table_docs:  # near-duplicate copy: weeks + 1, prices nudged
             self._revised_copy(ci, chunk, weeks)
 
-    def _mixed_head(self, d: _Doc, doc_id: str, fmt: str, title: str, mixed_prose: list[tuple]) -> None:
+    def _mixed_head(self, d: DocLines, doc_id: str, fmt: str, title: str, mixed_prose: list[tuple]) -> None:
         """The prose a mixed document opens with, then its table's title."""
         done = self.n_mixed - self.mixed_left
         kind, item = mixed_prose[done] if done < len(mixed_prose) else (None, None)
@@ -370,7 +210,7 @@ class _Corpus:
             ship[k] = {**ship[src], "price": f"{float(ship[src]['price']) + 0.05:.2f}"}
         fmt2 = self.rng.choice(TABLE_FORMATS)
         doc2 = self.new_id("table", fmt2)
-        d2 = _Doc()
+        d2 = DocLines()
         d2.add([f"Shipment report {ci + 1} (revised): weeks {weeks[0] + 1} to {weeks[-1] + 1}"], 0)
         d2.blank()
         self.record_rows(copy, doc2, d2.add(render_table(COLUMNS, self.table_rows(copy), fmt2), 1))
@@ -390,7 +230,7 @@ def _distractor_table(rng, facts, key, docs, labels, kinds, fmt) -> str:
              str(rng.randint(14, 22))] for (a, bb, vv, ww) in rows_k if (a, bb, vv, ww) not in facts["shipments"]]
     rng.shuffle(rows)
     doc_id = f"table_{len(docs):04d}.{ {'html': 'html', 'tsv': 'tsv', 'csv': 'csv'}.get(fmt, 'md') }"
-    d = _Doc()
+    d = DocLines()
     d.add([f"Open offers for week {w} (not confirmed)"], 0)
     d.blank()
     d.add(render_table(COLUMNS, rows, fmt), 1)
@@ -520,110 +360,6 @@ def _split(qs: list[dict], val_share: float) -> None:
 
 def _cell(row: dict, col: str) -> str:
     return {"Volume (t)": row["volume"], "Price (EUR/kg)": row["price"], "Brix": row["brix"]}[col]
-
-
-# ----------------------------------------------------------------------------- width sweep
-def measure_columns(n: int) -> list[str]:
-    """``n`` distinct measurement column names (``Brix at harvest``, ...)."""
-    names = [f"{b} {s}" for s in STAGES for b in MEASURE_BASES]
-    if n > len(names):
-        raise ValueError(f"at most {len(names)} measurement columns, asked for {n}")
-    return names[:n]
-
-
-def generate_width_corpus(width: int, n_tables: int = 60, n_questions: int = 40, seed: int = 0,
-                          rows_per_table: int = 8) -> HybridDataset:
-    """Tables of ``width`` columns (4 key columns + measurements), Markdown; B questions on one cell."""
-    if not 5 <= width <= 52:
-        raise ValueError(f"width must be in [5, 52], got {width}")
-    rng = random.Random(seed * 1000 + width)
-    facts = build_facts(rng, 30, n_tables * rows_per_table)
-    keys = list(facts["shipments"])
-    meas = measure_columns(width - 4)
-    header = ["Producer", "Buyer", "Variety", "Week"] + meas
-    docs, labels, kinds, qs = {}, {}, {}, []
-    values: dict[tuple, list[str]] = {}
-    where: dict[tuple, tuple] = {}
-    for t in range(n_tables):
-        chunk = keys[t * rows_per_table:(t + 1) * rows_per_table]
-        d = _Doc()
-        d.add([f"# Quality report {t + 1}"], 0)
-        d.blank()
-        rows = []
-        for k in chunk:
-            values[k] = [f"{rng.randint(10, 999) / 10:.1f}" for _ in meas]
-            rows.append([k[0], k[1], k[2], str(k[3])] + values[k])
-        doc_id = f"width{width}_{t:03d}.md"
-        span = d.add(render_table(header, rows, "markdown"), 1)
-        for k in chunk:
-            where[k] = (doc_id,) + span
-        docs[doc_id], labels[doc_id], kinds[doc_id] = d.text(), d.labels, "table"
-    pick = rng.sample(list(where), min(n_questions, len(where)))
-    for i, k in enumerate(pick):
-        j = rng.randrange(len(meas))
-        p, b, v, w = k
-        qs.append({"id": f"W{width}-{i:03d}", "type": "B", "split": "test",
-                   "question": f"What was the {meas[j]} of the {v} cherries {p} shipped to {b} in week {w}?",
-                   "answer": values[k][j], "gold": [{"doc": where[k][0], "start": where[k][1], "end": where[k][2]}],
-                   "meta": {"producer": p, "buyer": b, "variety": v, "week": w, "column": meas[j]}})
-    return HybridDataset(docs, labels, kinds, qs, {})
-
-
-# ----------------------------------------------------------------------------- files
-def write_dataset(ds: HybridDataset, out: str | os.PathLike) -> dict:
-    """``docs/<id>``, ``questions.jsonl``, ``labels.json`` (per-line router labels), ``facts.json``."""
-    root = Path(out)
-    (root / "docs").mkdir(parents=True, exist_ok=True)
-
-    def atomic(path: Path, text: str) -> None:
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    for doc_id, text in ds.docs.items():
-        atomic(root / "docs" / doc_id, text)
-    atomic(root / "questions.jsonl", "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in ds.questions))
-    atomic(root / "labels.json", json.dumps({"labels": ds.labels, "kinds": ds.kinds}))
-    atomic(root / "facts.json", json.dumps(ds.facts, ensure_ascii=False, indent=1))
-    return stats(ds)
-
-
-def load_dataset(folder: str | os.PathLike) -> HybridDataset:
-    """Read what :func:`write_dataset` wrote (documents are read as UTF-8 text)."""
-    root = Path(folder)
-    qpath = root / "questions.jsonl"
-    if not qpath.is_file():
-        raise FileNotFoundError(f"{root}: no questions.jsonl (write one with `toporag hybrid generate`)")
-    questions = []
-    for i, line in enumerate(qpath.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            q = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{qpath}, line {i}: not JSON ({e.msg})") from e
-        for k in ("question", "type", "gold"):
-            if k not in q:
-                raise ValueError(f"{qpath}, line {i}: field {k!r} is missing")
-        questions.append(q)
-    lab = json.loads((root / "labels.json").read_text()) if (root / "labels.json").is_file() else {}
-    docs = {p.name: p.read_text(encoding="utf-8") for p in sorted((root / "docs").glob("*")) if p.is_file()}
-    facts = json.loads((root / "facts.json").read_text()) if (root / "facts.json").is_file() else {}
-    return HybridDataset(docs, lab.get("labels", {}), lab.get("kinds", {}), questions, facts)
-
-
-def stats(ds: HybridDataset) -> dict:
-    kinds: dict[str, int] = {}
-    for k in ds.kinds.values():
-        kinds[k] = kinds.get(k, 0) + 1
-    types: dict[str, int] = {}
-    for q in ds.questions:
-        types[q["type"]] = types.get(q["type"], 0) + 1
-    return {"documents": len(ds.docs), "kinds": kinds, "questions": len(ds.questions), "types": types,
-            "table_lines": sum(sum(x == 1 for x in v) for v in ds.labels.values())}
 
 
 __all__ = ["GeneratorConfig", "HybridDataset", "generate", "generate_width_corpus", "write_dataset", "load_dataset",

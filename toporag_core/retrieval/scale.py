@@ -356,7 +356,7 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     if index not in INDEX_KINDS:
         raise ValueError(f"parameter 'index' must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
     cx = ecx.complex
-    n, m, f = cx.shape
+    n = cx.shape[0]
     if n == 0:
         raise ValueError("cannot retrieve from an empty graph (no nodes)")
     if index == "auto":
@@ -370,46 +370,10 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     ix = cell_index(ecx, index)
     q = ecx.question_vector(question)
     t1 = time.perf_counter()
-    p0, p1 = np.zeros(n), np.zeros(m)
-    s0 = ix.all_node_scores(q)
-    top0 = ix.top_nodes(q, k0, s0)
-    p0[top0] = np.arange(top0.size, 0, -1, dtype=np.float64)
-    top1 = ix.top_edges(q, k1, cx.edges, s0)
-    p1[top1] = np.arange(top1.size, 0, -1, dtype=np.float64)
-    # 2-cell prizes: only cofaces of prized cells can be positive
-    p2 = -c2 * ix.blen if f else np.zeros(0)
-    cand = np.zeros(0, np.int64)
-    if f and (top0.size or top1.size):
-        c0, o0 = _gather(ix.node_cells_ptr, ix.node_cells, top0)
-        c1, o1 = _gather(ix.edge_cells_ptr, ix.edge_cells, top1)
-        touched, inv = np.unique(np.concatenate([c0, c1]), return_inverse=True)
-        tot = np.bincount(inv, weights=np.concatenate([p0[top0][o0], p1[top1][o1]]), minlength=touched.size)
-        p2[touched] = tot - c2 * ix.blen[touched]
-        pos = touched[p2[touched] > 0]
-        if k2 > 0 and pos.size:
-            cand = pos[np.argsort(-p2[pos], kind="stable")][:k2]
+    p0, p1, p2, cand, top0, top1 = _local_prizes(cx, ix, q, k0, k1, k2, c2)
     t2 = time.perf_counter()
-    # ---- local PCST: solved once; grown only while the tree reaches the outermost layer
-    csort = np.sort(cand)
-    cnodes, cowner = _gather(cx.cell_ptr, cx.cell_nodes, csort)
-    slot = np.empty(cand.size, dtype=np.int64)
-    slot[np.searchsorted(csort, cand)] = np.arange(cand.size)
-    owner_slot = slot[cowner]  # the candidate slot (virtual vertex) of each boundary entry of csort
-    seeds = np.concatenate([top0, cx.edges[top1].reshape(-1), cnodes])
-    t_pcst = 0.0
-    radius = hops
-    layers = hop_layers(ix.adj, seeds, radius)
-    while True:
-        region, outer = layers[0], layers[1]
-        ts = time.perf_counter()
-        result = _solve_region(cx, ix, region, p0, p1, p2, cand, cnodes, owner_slot, edge_cost)
-        t_pcst += time.perf_counter() - ts
-        chosen_nodes, chosen_edges, cells2 = result
-        # the tree stayed inside (no chosen node on the outermost layer), or nothing lies beyond, or the cap
-        if radius >= max_hops or not outer.size or not np.isin(chosen_nodes, outer).any():
-            break
-        radius += 1
-        layers = hop_layers(ix.adj, seeds, radius, start=layers)
+    (chosen_nodes, chosen_edges, cells2), radius, region, t_pcst = _grow_and_solve(
+        cx, ix, (p0, p1, p2), cand, top0, top1, edge_cost, hops, max_hops)
     t4 = time.perf_counter()
     t3 = t4 - t_pcst
     # closure under boundaries (cell_ptr ranges of the chosen 2-cells only)
@@ -428,6 +392,61 @@ def retrieve_local(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 3
     sub.timings = {"index": t1 - t0, "prizes": t2 - t1, "neighbourhood": t3 - t2, "pcst": t4 - t3, "closure": t5 - t4,
                    "total": t5 - t0}
     return sub
+
+
+def _local_prizes(cx, ix: CellIndex, q: np.ndarray, k0: int, k1: int, k2: int,
+                  c2: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(p0 (n,), p1 (m,), p2 (f,), 2-cell candidates, top nodes, top edges)``: rank prizes of the top
+    ``k0`` nodes and ``k1`` edges; a 2-cell's prize is the sum of its prized boundary cells' minus
+    ``c2 * |boundary|`` (only cofaces of prized cells can be positive), its best ``k2`` positive ones
+    the candidates."""
+    n, m, f = cx.shape
+    p0, p1 = np.zeros(n), np.zeros(m)
+    s0 = ix.all_node_scores(q)
+    top0 = ix.top_nodes(q, k0, s0)
+    p0[top0] = np.arange(top0.size, 0, -1, dtype=np.float64)
+    top1 = ix.top_edges(q, k1, cx.edges, s0)
+    p1[top1] = np.arange(top1.size, 0, -1, dtype=np.float64)
+    p2 = -c2 * ix.blen if f else np.zeros(0)
+    cand = np.zeros(0, np.int64)
+    if f and (top0.size or top1.size):
+        c0, o0 = _gather(ix.node_cells_ptr, ix.node_cells, top0)
+        c1, o1 = _gather(ix.edge_cells_ptr, ix.edge_cells, top1)
+        touched, inv = np.unique(np.concatenate([c0, c1]), return_inverse=True)
+        tot = np.bincount(inv, weights=np.concatenate([p0[top0][o0], p1[top1][o1]]), minlength=touched.size)
+        p2[touched] = tot - c2 * ix.blen[touched]
+        pos = touched[p2[touched] > 0]
+        if k2 > 0 and pos.size:
+            cand = pos[np.argsort(-p2[pos], kind="stable")][:k2]
+    return p0, p1, p2, cand, top0, top1
+
+
+def _grow_and_solve(cx, ix: CellIndex, prizes: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
+                    top0: np.ndarray, top1: np.ndarray, edge_cost: float, hops: int, max_hops: int):
+    """The local PCST: solved once on the ``hops`` neighbourhood of the terminals, and again one hop
+    wider only while the chosen tree reaches the outermost layer (at most ``max_hops``). Returns
+    ``((chosen nodes, chosen edges, chosen 2-cells), radius, region, PCST seconds)``."""
+    p0, p1, p2 = prizes
+    csort = np.sort(cand)
+    cnodes, cowner = _gather(cx.cell_ptr, cx.cell_nodes, csort)
+    slot = np.empty(cand.size, dtype=np.int64)
+    slot[np.searchsorted(csort, cand)] = np.arange(cand.size)
+    owner_slot = slot[cowner]  # the candidate slot (virtual vertex) of each boundary entry of csort
+    seeds = np.concatenate([top0, cx.edges[top1].reshape(-1), cnodes])
+    t_pcst = 0.0
+    radius = hops
+    layers = hop_layers(ix.adj, seeds, radius)
+    while True:
+        region, outer = layers[0], layers[1]
+        ts = time.perf_counter()
+        result = _solve_region(cx, ix, region, p0, p1, p2, cand, cnodes, owner_slot, edge_cost)
+        t_pcst += time.perf_counter() - ts
+        chosen_nodes = result[0]
+        # the tree stayed inside (no chosen node on the outermost layer), or nothing lies beyond, or the cap
+        if radius >= max_hops or not outer.size or not np.isin(chosen_nodes, outer).any():
+            return result, radius, region, t_pcst
+        radius += 1
+        layers = hop_layers(ix.adj, seeds, radius, start=layers)
 
 
 def _solve_region(cx, ix: CellIndex, region: np.ndarray, p0, p1, p2, cand, cnodes, owner_slot, edge_cost):
