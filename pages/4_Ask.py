@@ -223,7 +223,7 @@ for col, (m, a) in zip(cols, answers.items()):
             st.code(a.answer if a.answer else "(empty answer)", language=None, wrap_lines=True)
         conf = ask.answer_confidence(a)  # calibrated on the checkpoint's validation split
         if conf.low:
-            st.warning(conf.markdown(), icon=":material/warning:")
+            st.warning(ask.confidence_markdown(conf), icon=":material/warning:")
         else:
             st.caption(conf.headline())
         if gold is not None:

@@ -17,6 +17,7 @@ attributes (``obj._name`` where ``obj`` is not ``self``/``cls``).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -177,3 +178,15 @@ def test_files_and_functions_stay_small():
                 if n > MAX_FUNCTION_LINES:
                     long_functions.append(f"{f.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)")
     assert not long_files and not long_functions, "\n".join(long_files + long_functions)
+
+
+LAB_NOTE = re.compile(r"\b(session|round|stop) \d+\b|\b(this|last|previous|next) (session|round)\b", re.I)
+
+
+def test_no_lab_notes_in_the_package():
+    """Code says what it does; how the work was organised (``session 10`` timings, ``last round``) and
+    measured numbers belong in ``docs/results/``."""
+    bad = [f"{f.relative_to(ROOT)}:{i}" for f in package_files()
+           for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if LAB_NOTE.search(line)]
+    assert not bad, "\n".join(bad)
+    assert LAB_NOTE.search("measured in session 10") and not LAB_NOTE.search("st.session_state")

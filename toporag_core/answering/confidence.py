@@ -55,20 +55,6 @@ class ConfidenceNote:
             out.append("runner-up answers: none (a generated answer has no scored alternatives)")
         return out
 
-    def markdown(self) -> str:
-        """The page's notice: the headline (``Low confidence`` in bold when low) and, when low, the
-        runner-up answers on a line of their own, their names escaped."""
-        from ..studio.errors.display import escape_markdown
-
-        head = self.headline()
-        if self.low:
-            head = "**Low confidence**" + head[len("Low confidence"):]
-            rest = self.runner_up_text()
-            rest = ", ".join(f"{escape_markdown(n)} (p = {p:.3g})" for n, p in self.runner_ups) if rest else \
-                "none (a generated answer has no scored alternatives)"
-            return f"{head}.  \nRunner-up answers: {rest}"
-        return head
-
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": self.confidence, "low_confidence": self.low, "threshold": self.threshold,
                 "answer_kind": self.kind, "runner_ups": [{"name": n, "probability": p} for n, p in self.runner_ups]}

@@ -165,6 +165,20 @@ def ask(pipe: TopoRAGPipeline, ecx: EmbeddedComplex, question: str, settings: Se
     return out
 
 
+def confidence_markdown(note: ConfidenceNote) -> str:
+    """The page's notice of ``note``: the headline (``Low confidence`` in bold when low) and, when low,
+    the runner-up answers on a line of their own, their names escaped."""
+    from .errors.display import escape_markdown
+
+    head = note.headline()
+    if not note.low:
+        return head
+    head = "**Low confidence**" + head[len("Low confidence"):]
+    rest = ", ".join(f"{escape_markdown(n)} (p = {p:.3g})" for n, p in note.runner_ups) if note.runner_up_text() \
+        else "none (a generated answer has no scored alternatives)"
+    return f"{head}.  \nRunner-up answers: {rest}"
+
+
 def answer_confidence(a: Answer, top: int = 3) -> ConfidenceNote:
     """What the page says about ``a``'s confidence (:func:`~.confidence.confidence_note`): low below the
     threshold calibrated on the checkpoint's validation split, with the ``top`` runner-up answers."""
