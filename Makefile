@@ -33,6 +33,8 @@ test: install lint
 test-fast: install lint
 	$(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
 
+# The benchmarks (benchmarks/bench_*.py, each against a reference measured in the same run); the one-off
+# research probes in experiments/ are run by hand (experiments/README.md).
 bench: install
 	$(PY) benchmarks/run_all.py
 

@@ -2,7 +2,7 @@
 
 Why: on a CPU that multiplies bf16 natively (``avx512_bf16`` / ``amx_bf16``, e.g. AMD EPYC Zen 4) the
 frozen prefill of a scene question (~620 tokens) runs ~2.8x faster in bf16; on one without, bf16 runs in
-software and is several times *slower* (session 2 measured ~7x). ``dtype="auto"`` therefore probes the
+software and is several times *slower* (~7x measured). ``dtype="auto"`` therefore probes the
 CPU (:func:`toporag_core.model.llm.cpu_native_bf16`) and runs a checkpoint in the precision it trained in
 (``llm_dtype`` in its ``config.json``). This benchmark measures what that choice costs and gains on the
 same questions in the same run: the reference is fp32.

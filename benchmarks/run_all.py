@@ -1,4 +1,7 @@
-"""Run every benchmark script in this folder, one after another (``make bench``)."""
+"""Run every benchmark script in this folder (``bench_*.py``), one after another (``make bench``).
+
+Each compares this code against a reference measured in the same run; the one-off research probes live in
+``experiments/`` and are not run here."""
 from __future__ import annotations
 
 import subprocess

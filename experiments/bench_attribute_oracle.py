@@ -8,7 +8,7 @@ tokens against another question's (seed-0 derangement). Here each tokened node's
 training: if even the exact words, summed into one token per node, give own tokens no clear advantage, one token
 per node is too narrow a channel for this LLM, whatever the projector learns.
 
-    python benchmarks/bench_attribute_oracle.py --checkpoint CKPT [--limit 200]
+    python experiments/bench_attribute_oracle.py --checkpoint CKPT [--limit 200]
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the package, and benchmarks/_common.py
 
 from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
 

@@ -20,7 +20,7 @@ came out the same). Printed: accuracy of both decoders on the open questions and
 left the grammar, the changed rows, a paired exact McNemar test, the share of answers whose cited
 lines are all real, and seconds per question of each decoder on the re-decoded rows.
 
-    .venv/bin/python benchmarks/bench_constrained.py --checkpoint assets/checkpoints/scene_graphs --threads 2
+    .venv/bin/python experiments/bench_constrained.py --checkpoint assets/checkpoints/scene_graphs --threads 2
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the package, and benchmarks/_common.py
 
 
 def answer_all(model, examples, batch_size: int, constrain: bool) -> tuple[list[dict], float]:

@@ -7,7 +7,7 @@ comma, a line break, the end of the answer. A graph path that carries names but 
 gap in the name rows only. Per class it prints the number of tokens, the mean loss with the row's own tokens
 and with another row's (seed-0 derangement, as readback), the gap and the share of tokens where own is lower.
 
-    python benchmarks/bench_readback_tokens.py --checkpoint CKPT --dataset scene_graphs --limit 64 \
+    python experiments/bench_readback_tokens.py --checkpoint CKPT --dataset scene_graphs --limit 64 \
         [--target nodes|attributes]
 """
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the package, and benchmarks/_common.py
 
 from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
 

@@ -17,7 +17,7 @@ accuracy beside the majority class, and per stage the norm of the features' mean
 deviation across cells: a token whose cell-specific part is a few percent of its norm reads the same to the
 LLM for every cell, even when a standardised probe can still decode it.
 
-    python benchmarks/probe_graph_tokens.py --checkpoint CKPT [--limit 400] [--reset-projector]
+    python experiments/probe_graph_tokens.py --checkpoint CKPT [--limit 400] [--reset-projector]
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # the package, and benchmarks/_common.py
 
 from _common import add_eval_checkpoint_args, eval_model_and_split  # noqa: E402
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 for s, (name, first) in enumerate(labels):
                     inputs.append(x0[s].float().cpu().numpy())
                     for st in STAGES:
-                        feats[st].append(seen[st][-1][start + s].reshape(-1).cpu().numpy())  # (k H,) with k tokens per cell
+                        feats[st].append(seen[st][-1][start + s].reshape(-1).cpu().numpy())  # (k H,): k tokens a cell
                     names.append(name)
                     firsts.append(first)
                 start += count[r]

@@ -4,10 +4,10 @@
 # steps of 8 examples (STEPS, the budget that is equal for all) capped at BUDGET wall seconds
 # (preprocessing and LLM loading not counted; --resume continues a run cut short, on the same
 # data order, so a killed chain can simply be started again), then all are scored on the same stratified
-# test subset by benchmarks/scenes_eval.py. Outputs and logs: runs/scenes_<name>/ (gitignored).
+# test subset by experiments/scenes_eval.py. Outputs and logs: runs/scenes_<name>/ (gitignored).
 #
-#   nohup bash benchmarks/scenes_compare.sh > runs/scenes_compare.log 2>&1 &
-#   BUDGET=900 METHODS="toporag gretriever" bash benchmarks/scenes_compare.sh
+#   nohup bash experiments/scenes_compare.sh > runs/scenes_compare.log 2>&1 &
+#   BUDGET=900 METHODS="toporag gretriever" bash experiments/scenes_compare.sh
 set -u
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -41,9 +41,9 @@ for m in $METHODS; do
   fi
   tail -n 2 "$out.train.log"
   echo "=== $(date +%T) eval $m"
-  $PY benchmarks/scenes_eval.py --per-type "$PER_TYPE" "$out" > "$out.eval.log" 2>&1 || echo "eval $m failed"
+  $PY experiments/scenes_eval.py --per-type "$PER_TYPE" "$out" > "$out.eval.log" 2>&1 || echo "eval $m failed"
   tail -n 4 "$out.eval.log"
   runs+=("$out")
 done
 echo "=== $(date +%T) all done"
-$PY benchmarks/scenes_eval.py --table-only "${runs[@]}"
+$PY experiments/scenes_eval.py --table-only "${runs[@]}"

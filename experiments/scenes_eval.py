@@ -6,8 +6,8 @@ of a type per image, in file order). Predictions go to ``<run>/test_subset.jsonl
 ``toporag eval`` format, with ``qtype``); the table is built from those files by
 :func:`toporag_core.tasks.scenes.accuracy_by_type`.
 
-    .venv/bin/python benchmarks/scenes_eval.py runs/scenes_toporag runs/scenes_gretriever ...
-    .venv/bin/python benchmarks/scenes_eval.py --table-only runs/scenes_*   # just the table
+    .venv/bin/python experiments/scenes_eval.py runs/scenes_toporag runs/scenes_gretriever ...
+    .venv/bin/python experiments/scenes_eval.py --table-only runs/scenes_*   # just the table
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from toporag_core.tasks import TASKS, RawExample, register_task  # noqa: E402
+from toporag_core.tasks import TASKS, RawExample, Task, register_task  # noqa: E402
 from toporag_core.graph import TextualGraph  # noqa: E402
 from toporag_core.cells.lift import lift  # noqa: E402
 from toporag_core.studio import errors  # noqa: E402
@@ -166,7 +166,7 @@ def tiny_studio(tmp_path, monkeypatch, checkpoint) -> Path:
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(checkpoint))
     monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
     if "tiny_studio" not in TASKS:
-        register_task("tiny_studio", tiny_dataset, metric="expla_graphs")
+        register_task(Task("tiny_studio", tiny_dataset, metric="expla_graphs"))
     return tmp_path / "cache"
 
 

@@ -204,9 +204,9 @@ def test_hashing_encoder_gives_the_same_vectors_in_app_cli_and_preprocessing(mon
     np.testing.assert_array_equal(prep.tensors.x0.numpy(), app_ecx.emb.x0)
     assert prep.tensors.x0.shape[1] == 256
     # prepare_dataset without an encoder uses the same factory (its cache folder is keyed by the name)
-    from toporag_core.tasks import register_task, unregister_task
+    from toporag_core.tasks import Task, register_task, unregister_task
 
-    register_task("one_graph", lambda _: {"train": [raw], "val": [raw], "test": [raw]})
+    register_task(Task("one_graph", lambda _: {"train": [raw], "val": [raw], "test": [raw]}))
     try:
         data = prepare_dataset("one_graph", PrepConfig(RS("whole")), cache_dir=tmp_path / "prep", show_progress=False)
         np.testing.assert_array_equal(data["test"][0].tensors.x0.numpy(), app_ecx.emb.x0)
@@ -226,7 +226,7 @@ def test_a_task_checkpoint_reads_a_users_question_in_its_training_prompt_form(tm
     from toporag_core.graph import TextualGraph
     from toporag_core.model import QUESTION_FORMS, TopoRAGConfig
     from toporag_core.answering.pipeline import TopoRAGPipeline
-    from toporag_core.tasks import get_task, register_task, unregister_task
+    from toporag_core.tasks import Task, get_task, register_task, unregister_task
     from toporag_core.model.tiny import build_tiny_checkpoint
 
     q, form = "What is on the table?", "Question: What is on the table?\nAnswer:"
@@ -235,7 +235,7 @@ def test_a_task_checkpoint_reads_a_users_question_in_its_training_prompt_form(tm
     graphqa = QUESTION_FORMS["graphqa"]
     assert graphqa(q) == form == graphqa(form) and QUESTION_FORMS["plain"](q) == q
     with pytest.raises(ValueError, match="prompt form 'chat'"):
-        register_task("bad_form", lambda d: {}, prompt="chat")
+        register_task(Task("bad_form", lambda d: {}, prompt="chat"))
     unregister_task("bad_form")
     with pytest.raises(ValueError, match="question_form"):
         TopoRAGConfig(question_form="chat")

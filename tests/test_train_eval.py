@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from toporag_core.retrieval import RetrievalSetting
-from toporag_core.tasks import RawExample, register_task
+from toporag_core.tasks import RawExample, Task, register_task
 from toporag_core.tasks.prep import Example, PrepConfig, load_split, prepare_dataset, prepare_example, save_split
 from toporag_core.embed import HashingEncoder
 from toporag_core.evaluation.evaluate import evaluate, score
@@ -222,7 +222,7 @@ def test_registered_dataset_is_prepared_once(tmp_path):
         raw = raw_examples()
         return {"train": raw[:4], "val": raw[4:5], "test": raw[5:]}
 
-    register_task("tiny_test_set", loader, metric="expla_graphs")
+    register_task(Task("tiny_test_set", loader, metric="expla_graphs"))
     setting = PrepConfig(RetrievalSetting("whole"), use_cells2=False)
     d = prepare_dataset("tiny_test_set", setting, encoder=ENC, cache_dir=tmp_path, show_progress=False)
     again = prepare_dataset("tiny_test_set", setting, encoder=ENC, cache_dir=tmp_path, show_progress=False)

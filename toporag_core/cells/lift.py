@@ -27,6 +27,7 @@ line reads the names and labels for its ``--tree`` choices without loading scipy
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -369,7 +370,30 @@ LIFTING_SPECS: dict[str, Lifting] = {
     "rings": Lifting("rings", "every cycle of 3 or 4 edges (beyond the paper: a question's closed loop is "
                               "always a 2-cell)", "bfs", _rings),
 }
-LIFTINGS = tuple(LIFTING_SPECS)  # the names, in registry order
+
+
+class _LiftingNames(Sequence):
+    """The registered liftings' names, in registry order, read from :data:`LIFTING_SPECS` on every use: a
+    lifting added to the registry after import is a valid ``tree`` everywhere that checks against
+    :data:`LIFTINGS` (the service's validation, preprocessing), not only in freshly built ``--tree`` choices."""
+
+    def __getitem__(self, i):
+        return tuple(LIFTING_SPECS)[i]
+
+    def __len__(self) -> int:
+        return len(LIFTING_SPECS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in LIFTING_SPECS
+
+    def __iter__(self):
+        return iter(tuple(LIFTING_SPECS))
+
+    def __repr__(self) -> str:
+        return repr(tuple(LIFTING_SPECS))
+
+
+LIFTINGS: Sequence[str] = _LiftingNames()  # the names, in registry order (a live view of LIFTING_SPECS)
 
 
 def lifting_names() -> list[str]:

@@ -45,7 +45,7 @@ def graphqa_prompt(question: str) -> str:
 # How a checkpoint's training examples phrased a question (``TopoRAGConfig.question_form``): applied to a
 # user's question at answer time, so the LLM reads the form it was trained on (a scene checkpoint answered a
 # bare "What is behind the stone table?" with "no" and its trained form with "dresser"). Tasks name theirs
-# in the task registry (``register_task(prompt=...)``); training copies it into the config.
+# in the task registry (``Task(prompt=...)``); training copies it into the config.
 QUESTION_FORMS: dict[str, Callable[[str], str]] = {"plain": lambda q: q, "graphqa": graphqa_prompt}
 
 

@@ -134,7 +134,7 @@ def generate(model, batch: QABatch, max_new_tokens: int | None = None, soft: Ten
     ``lookup``: draft tokens per step for prompt-lookup decoding (one row only; ``None``:
     :func:`default_lookup`, 0 = off). ``constrain``: citation-constrained decoding (``None``: the
     model's ``constrain_citations`` attribute, off by default). Off by default because it was measured
-    not to change accuracy (``benchmarks/bench_constrained.py``: 0.712 either way on the scene test's
+    not to change accuracy (``experiments/bench_constrained.py``: 0.712 either way on the scene test's
     354 open questions, 11 / 11 discordant) while it hides the best warning sign there is: greedy
     answers citing a line the context does not have are right 0.47 of the time, against 0.84 for real
     citations, and the error analysis and the Ask page flag them; constrained, those answers cite real

@@ -220,7 +220,7 @@ class TopoRAGModel(nn.Module):
 
     def answer_token_nll(self, batch: QABatch, soft: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """``(K,)`` cross-entropy of every answer token of the batch (+ EOS), ``(K,)`` the row it belongs to and
-        ``(K,)`` its token id, rows in order (which tokens a graph path helps: benchmarks/bench_readback_tokens.py);
+        ``(K,)`` its token id, rows in order (which tokens a graph path helps: experiments/bench_readback_tokens.py);
         ``soft`` as in :meth:`answer_nll`."""
         if batch.answers is None:
             raise ValueError("forward() needs batch.answers (training targets); use answer() otherwise")

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from ..io.explagraphs import EXPLAGRAPHS_FILE, explagraphs_question, explagraphs_row_to_graph, read_explagraphs
-from .registry import SPLITS, RawExample, data_dir_or_shared, register_task, seeded_split
+from .registry import SPLITS, RawExample, Task, data_dir_or_shared, register_task, seeded_split
 
 LABELS = ("support", "counter")
 
@@ -36,5 +36,5 @@ def load_expla_graphs(data_dir: Path | None) -> dict[str, list[RawExample]]:
     return explagraphs_examples(data_dir_or_shared(data_dir) / EXPLAGRAPHS_FILE)
 
 
-register_task("expla_graphs", load_expla_graphs, metric="expla_graphs", label="ExplaGraphs (stance)",
-              answer_set=LABELS, matches=lambda g: bool(g.meta.get("arg1")) and bool(g.meta.get("arg2")))
+register_task(Task("expla_graphs", load_expla_graphs, metric="expla_graphs", label="ExplaGraphs (stance)",
+                   answer_set=LABELS, matches=lambda g: bool(g.meta.get("arg1")) and bool(g.meta.get("arg2"))))

@@ -59,42 +59,45 @@ LoaderFn = Callable[[Path | None], dict[str, list[RawExample]]]
 
 @dataclass(frozen=True)
 class Task:
-    """A registered dataset (see the module docstring)."""
+    """A registered dataset (see the module docstring); ``metric`` and ``label`` default to ``name``.
+
+    ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is none),
+    for ``toporag train --answer-style evidence``; ``citation``: the context lines an open answer rests on,
+    per raw example and its prepared example, for ``--answer-style cited``; ``prompt``: the
+    :data:`~toporag_core.model.QUESTION_FORMS` name of how the task's examples phrase a question for the
+    LLM; training stores it as the checkpoint's ``question_form`` and the pipeline applies it to a user's
+    question, so a checkpoint reads at answer time what it read in training.
+    """
 
     name: str
     loader: LoaderFn
-    metric: str
-    label: str = ""
+    metric: str = ""  # a toporag_core.metrics function name; "" = name
+    label: str = ""  # the name the pages show; "" = name
     answer_set: tuple[str, ...] | None = None
     matches: Callable[[TextualGraph], bool] | None = None
     evidence: Callable[[RawExample], str | None] | None = None  # answer_style="evidence" targets
     citation: Callable[..., str | None] | None = None  # styles with open_citations: (raw, Example)
     prompt: str = "plain"  # a model.QUESTION_FORMS name: how the task's examples phrase a question
 
+    def __post_init__(self) -> None:
+        if self.prompt not in QUESTION_FORMS:
+            raise ValueError(f"Task({self.name!r}): unknown prompt form {self.prompt!r}; choose one of "
+                             f"{sorted(QUESTION_FORMS)}")
+        object.__setattr__(self, "metric", self.metric or self.name)
+        object.__setattr__(self, "label", self.label or self.name)
+        object.__setattr__(self, "answer_set", tuple(self.answer_set) if self.answer_set else None)
+
 
 TASKS: dict[str, Task] = {}
 
 
-def register_task(name: str, loader: LoaderFn, metric: str | None = None, label: str = "",
-                  answer_set: tuple[str, ...] | None = None,
-                  matches: Callable[[TextualGraph], bool] | None = None,
-                  evidence: Callable[[RawExample], str | None] | None = None,
-                  citation: Callable[..., str | None] | None = None,
-                  prompt: str = "plain") -> Task:
-    """Make ``name`` available to ``toporag train/eval --dataset name`` (the same name replaces).
-    ``evidence``: the sentence a yes/no answer rests on, per raw example (``None`` where there is
-    none), for ``toporag train --answer-style evidence``; ``citation``: the context lines an open
-    answer rests on, per raw example and its prepared example, for ``--answer-style cited``; ``prompt``:
-    the :data:`~toporag_core.model.QUESTION_FORMS` name of how the task's examples phrase a question for
-    the LLM; training stores it as the checkpoint's ``question_form`` and the pipeline applies it to a
-    user's question, so a checkpoint reads at answer time what it read in training."""
-    if prompt not in QUESTION_FORMS:
-        raise ValueError(f"register_task({name!r}): unknown prompt form {prompt!r}; choose one of "
-                         f"{sorted(QUESTION_FORMS)}")
-    t = Task(name, loader, metric or name, label or name, tuple(answer_set) if answer_set else None, matches,
-             evidence, citation, prompt)
-    TASKS[name] = t
-    return t
+def register_task(task: Task) -> Task:
+    """Make ``task.name`` available to ``toporag train/eval --dataset`` and :func:`get_task` (the same
+    name replaces); returns ``task``."""
+    if not isinstance(task, Task):
+        raise TypeError(f"register_task takes a Task, got {type(task).__name__}")
+    TASKS[task.name] = task
+    return task
 
 
 def unregister_task(name: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..io.webqsp import WEBQSP_FILE, read_webqsp, webqsp_record_to_graph
 from ..model import graphqa_prompt
-from .registry import SPLITS, RawExample, data_dir_or_shared, register_task, seeded_split
+from .registry import SPLITS, RawExample, Task, data_dir_or_shared, register_task, seeded_split
 
 
 def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
@@ -25,5 +25,5 @@ def load_webqsp(data_dir: Path | None) -> dict[str, list[RawExample]]:
     return out
 
 
-register_task("webqsp", load_webqsp, metric="webqsp", label="WebQSP (KGQA)",
-              matches=lambda g: "q_entity" in g.meta or "answers" in g.meta, prompt="graphqa")
+register_task(Task("webqsp", load_webqsp, metric="webqsp", label="WebQSP (KGQA)",
+                   matches=lambda g: "q_entity" in g.meta or "answers" in g.meta, prompt="graphqa"))

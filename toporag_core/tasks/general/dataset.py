@@ -33,7 +33,7 @@ import numpy as np
 
 from ...graph import TextualGraph
 from ...model import graphqa_prompt
-from ..registry import SPLITS, RawExample, register_task, seeded_split
+from ..registry import SPLITS, RawExample, Task, register_task, seeded_split
 from .facts import STYLES, FactStore, add_type_noise, make_world
 from .questions import KINDS, make_questions
 
@@ -225,5 +225,5 @@ def load_general(data_dir: Path | None = None) -> dict[str, list[RawExample]]:
     return {s: [x for i in idx for x in by_graph[keys[i]]] for s, idx in zip(SPLITS, seeded_split(len(keys), 42))}
 
 
-register_task("general", load_general, metric="webqsp", label="General open questions (any textual graph)",
-              prompt="graphqa")
+register_task(Task("general", load_general, metric="webqsp", label="General open questions (any textual graph)",
+                   prompt="graphqa"))

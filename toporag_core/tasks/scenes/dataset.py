@@ -28,7 +28,7 @@ from ...retrieval import EmbeddedComplex, RetrievalSetting, retrieve, textualize
 from ...retrieval.citations import CITATION_SEP
 from ...retrieval.textualize import node_label
 from ..prep import support_covered
-from ..registry import SPLITS, RawExample, register_task
+from ..registry import SPLITS, RawExample, Task, register_task
 
 DEFAULT_SCENES = 200  # scenes in the generated default set (about 3,000 questions)
 DEFAULT_SEED = 0
@@ -185,9 +185,9 @@ def load_scene_examples(data_dir: Path | None = None) -> dict[str, list[SceneRaw
     return {s: [to_raw(e) for e in part] for s, part in zip(SPLITS, parts)}
 
 
-register_task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
-              matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation,
-              prompt="graphqa")
+register_task(Task("scene_graphs", load_scene_examples, metric="scene_graphs", label="SceneGraphs (GQA format)",
+                   matches=lambda g: "image_id" in g.meta, evidence=scene_evidence, citation=scene_citation,
+                   prompt="graphqa"))
 
 
 # ----------------------------------------------------------------------------- subsets
