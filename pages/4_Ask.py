@@ -5,6 +5,7 @@ import streamlit as st
 from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import resources
 from toporag_core.studio import ask, claim, core, errors, state
+from toporag_core.studio.ask_inputs import AskInputs
 from toporag_core.studio.controls import setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, show_view
@@ -97,7 +98,8 @@ gold = ask.gold_for(graph, question)
 decision = ask.route(checkpoint, graph, question, options) if remote is None else None
 if decision is not None and question.strip():
     (st.warning if decision.rerouted else st.caption)(decision.line())
-inputs = (key, tree, seed, checkpoint, llm, question, tuple(settings.values()), max_new)
+inputs = AskInputs(graph_key=key, tree=tree, seed=seed, checkpoint=checkpoint, llm=llm, question=question,
+                   settings=tuple(settings.values()), max_new_tokens=max_new)
 ARMS_NOTE = ("Own = the answer's graph tokens; zeroed = none (the text alone); permuted = the same cells with each "
              "rank's features moved by a seeded derangement. Same text and question in every column.")
 
@@ -109,11 +111,12 @@ EFFECT_COST = ("Re-scores this answer (and its gold answer, when known) with zer
 def measure_effect(m, a) -> None:
     """Answer ``a`` under own / zeroed / permuted graph tokens, kept with the answer (``ask_last``: the same
     question, graph, checkpoint and controls) so a rerun reuses it; an error text when it cannot be measured."""
-    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
-    asked = last["inputs"][5]
+    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"].llm, encoder_choice())
+    asked = last["inputs"].question
     try:
         last["effects"][m] = ask.graph_effect(asker, get_embedded(key, tree, seed, graph), asked, a,
-                                              max_new_tokens=last["inputs"][7], gold=ask.gold_for(graph, asked))
+                                              max_new_tokens=last["inputs"].max_new_tokens,
+                                              gold=ask.gold_for(graph, asked))
     except Exception as e:  # noqa: BLE001 - the answer stands without its measurement
         last["effects"][m] = f"{type(e).__name__}: {e}"
 
@@ -153,7 +156,7 @@ def show_graph_effect(m, a, effects) -> None:
         return
     st.dataframe(pd.DataFrame(effect.table()), hide_index=True, key=f"ask_arms_{m}")
     st.caption(ARMS_NOTE)
-    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"][4], encoder_choice())
+    asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"].llm, encoder_choice())
     note = ask.token_text_note(asker)
     if note:
         st.caption(note)
@@ -164,7 +167,7 @@ def show_graph_effect(m, a, effects) -> None:
     if effect.cells is None:
         if st.button("Explain the answer (which cells mattered)", key=f"ask_explain_{m}"):
             with st.spinner("Leaving out one cell at a time (its graph tokens and its context lines) ..."):
-                ask.explain_cells(asker, get_embedded(key, tree, seed, graph), last["inputs"][5], a, effect)
+                ask.explain_cells(asker, get_embedded(key, tree, seed, graph), last["inputs"].question, a, effect)
             st.rerun()
         return
     st.markdown("**Cells by attribution**: the change in the answer's log-probability when the cell (and what is "
@@ -203,7 +206,7 @@ if st.button("Ask", key="ask_go", type="primary"):
         st.warning(str(e))
 
 last = ss.get("ask_last")
-if not last or last["inputs"][:3] != inputs[:3]:
+if not last or not last["inputs"].same_graph(inputs):
     st.info("Type a question and press **Ask**.")
     st.stop()
 if last["inputs"] != inputs:
@@ -212,7 +215,7 @@ answers = last["answers"]
 if last.get("route") is not None:
     st.markdown(last["route"].line())
 
-asked = last["inputs"][5]
+asked = last["inputs"].question
 gold = ask.gold_for(graph, asked)
 cols = st.columns(len(answers))
 for col, (m, a) in zip(cols, answers.items()):
