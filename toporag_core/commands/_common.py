@@ -8,7 +8,7 @@
   each validated at parse time with the option's name.
 * :func:`add_config_args` / :func:`config_values`: options made from a config dataclass's fields
   (type, default and help in one place, the field's ``metadata``: ``help``, and optionally ``flag``,
-  ``choices`` (a sequence or a function returning one) and ``advanced`` (left out of the main
+  ``metavar``, ``choices`` (a sequence or a function returning one) and ``advanced`` (left out of the main
   ``--help``, listed by ``--help-all``)).
 * :class:`RecipeAction`: ``--recipe NAME``: a TOML file of option values (``recipes/NAME.toml`` or a
   path); options given after it override it.
@@ -252,6 +252,7 @@ class ConfigOption:
     help: str
     choices: tuple | None
     advanced: bool
+    metavar: str | None = None  # default: the field's name in capitals
 
 
 def config_options(cls: type, names: tuple[str, ...] | None = None, exclude: frozenset[str] = frozenset(),
@@ -273,7 +274,7 @@ def config_options(cls: type, names: tuple[str, ...] | None = None, exclude: fro
         out.append(ConfigOption(name, meta.get("flag") or (f"--no-{name.replace('_', '-')}" if default is True
                                                             else f"--{name.replace('_', '-')}"),
                                 option_type(hints[name]), default, meta.get("help", ""), choices,
-                                bool(meta.get("advanced"))))
+                                bool(meta.get("advanced")), meta.get("metavar")))
     return out
 
 
@@ -293,7 +294,7 @@ def add_config_args(p: argparse.ArgumentParser, options: list[ConfigOption], sho
             continue
         kind = comma_list if o.type is tuple else o.type
         p.add_argument(o.flag, dest=o.dest, type=kind, default=default, choices=o.choices, help=text,
-                       metavar=o.dest.upper() if o.choices is None else None)
+                       metavar=(o.metavar or o.dest.upper()) if o.choices is None else None)
 
 
 def config_values(args: argparse.Namespace, cls: type) -> dict[str, Any]:

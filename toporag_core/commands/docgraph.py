@@ -20,6 +20,14 @@ A whole corpus (:mod:`toporag_core.docgraph.index`, :mod:`toporag_core.docgraph.
 * ``convert HOTPOTQA.json --out corpus.jsonl``: a HotpotQA / 2Wiki file's paragraphs as a JSONL corpus;
 * ``generate-corpus --articles N --questions Q --out DIR``: a generated corpus with HotpotQA-format
   multi-hop questions asked against it (``corpus.jsonl``, ``questions.json``).
+
+The options that set a config are made from its fields (type, default, help and choices in the
+field's metadata; :func:`~toporag_core.commands._common.config_options`): the traversal's from
+:class:`~toporag_core.docgraph.TraversalConfig` and :class:`~toporag_core.docgraph.FGWConfig`,
+``--theta`` from :class:`~toporag_core.docgraph.BuildConfig`, the ``--index`` search's from
+:class:`~toporag_core.docgraph.corpus_search.SearchConfig`, ``index``'s from
+:class:`~toporag_core.docgraph.index.IndexConfig`; the rest (files, ``--json``, ``--encoder``, sizes
+of a run) are the command's own.
 """
 from __future__ import annotations
 
@@ -31,26 +39,73 @@ from pathlib import Path
 from ._common import emit
 
 
+# ----------------------------------------------------------------------------- options from the configs
+TRAVERSAL_FIELDS = ("epsilon", "max_depth", "keep_ratio")
+TRAVERSAL_MORE_FIELDS = ("graft_semantic", "mention_bonus", "graft_mentions", "query_update", "search",
+                         "fuse_embedding")
+FGW_FIELDS = ("feature_weight", "structure", "node_mass")
+SEARCH_FIELDS = ("max_articles", "bm25_candidates", "dense_candidates", "seed", "k")
+INDEX_FIELDS = ("embed", "sentence_nodes", "neighbours", "chunk_size")
+
+
+def traversal_options() -> list:
+    """The traversal's options (:class:`~toporag_core.docgraph.TraversalConfig`, its
+    :class:`~toporag_core.docgraph.FGWConfig`) in ``--help`` order; ``--fuse-embedding``'s parsed
+    default is ``None`` (re-encode, or the mean with ``--index``)."""
+    from dataclasses import replace
+
+    from ..docgraph import FGWConfig, TraversalConfig
+    from ._common import config_options
+
+    more = config_options(TraversalConfig, TRAVERSAL_MORE_FIELDS)
+    more = [replace(o, help=o.help + "; mean with --index") if o.dest == "fuse_embedding" else o for o in more]
+    return [*config_options(TraversalConfig, TRAVERSAL_FIELDS), *config_options(FGWConfig, FGW_FIELDS), *more]
+
+
+def theta_options() -> list:
+    """``--theta``: :attr:`~toporag_core.docgraph.BuildConfig.sim_threshold` (the corpus search's
+    neighbourhood takes the same value)."""
+    from ..docgraph import BuildConfig
+    from ._common import config_options
+
+    return config_options(BuildConfig, ("sim_threshold",))
+
+
+def search_options() -> list:
+    """The corpus search's options (:class:`~toporag_core.docgraph.corpus_search.SearchConfig`), read
+    with ``--index``."""
+    from dataclasses import replace
+
+    from ..docgraph.corpus_search import SearchConfig
+    from ._common import config_options
+
+    return [replace(o, help="index: " + o.help) for o in config_options(SearchConfig, SEARCH_FIELDS)]
+
+
+def index_options() -> list:
+    """``docgraph index``'s layout options (:class:`~toporag_core.docgraph.index.IndexConfig`)."""
+    from ..docgraph.index import IndexConfig
+    from ._common import config_options
+
+    return config_options(IndexConfig, INDEX_FIELDS)
+
+
+def _values(args: argparse.Namespace, options: list) -> dict:
+    return {o.dest: getattr(args, o.dest) for o in options}
+
+
 def _traversal_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--epsilon", type=float, default=0.05, help="FGW budget (default 0.05; 0 = plain greedy path)")
-    p.add_argument("--max-depth", type=int, default=3, help="moves from the root (default 3)")
-    p.add_argument("--keep-ratio", type=float, default=0.8, help="tau of the keep rule (default 0.8)")
-    p.add_argument("--feature-weight", type=float, default=0.5, help="alpha: weight of the feature term (default 0.5)")
-    p.add_argument("--structure", default="paths", choices=("paths", "embedding"), help="structure matrix")
-    p.add_argument("--node-mass", default="fused", choices=("fused", "uniform"), help="node masses of FGW")
-    p.add_argument("--no-semantic-graft", action="store_true", help="graft tree grandchildren only (literal)")
-    p.add_argument("--mention-bonus", type=float, default=0.5,
-                   help="score bonus of a child whose document title the question names (default 0.5; 0 = literal)")
-    p.add_argument("--no-mention-graft", action="store_true",
-                   help="do not graft sections of documents named on the path (literal reading)")
-    p.add_argument("--query-update", type=float, default=0.0,
-                   help="after each move q <- normalise(q + w * x_next) (default 0: the question alone)")
-    p.add_argument("--search", default="binary", choices=("binary", "linear"))
-    p.add_argument("--fuse-embedding", default=None, choices=("reencode", "mean"),
-                   help="vector of a fused node: re-encode its text, or its members' mean (default: reencode; "
-                        "mean with --index)")
+    from ._common import add_config_args
+
+    add_config_args(p, traversal_options(), show_all=True, defaults={"fuse_embedding": None})
     p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
-    p.add_argument("--theta", type=float, default=0.6, help="semantic edge threshold (default 0.6)")
+    add_config_args(p, theta_options(), show_all=True)
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    from ._common import add_config_args
+
+    add_config_args(p, search_options(), show_all=True)
 
 
 def _source_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
@@ -60,6 +115,8 @@ def _source_args(p: argparse.ArgumentParser, optional: bool = False) -> None:
 
 
 def register(subparsers) -> None:
+    from ._common import add_config_args
+
     p = subparsers.add_parser("docgraph", help="document-graph retrieval with fused Gromov-Wasserstein constraints")
     sub = p.add_subparsers(dest="docgraph_command", required=True)
     g = sub.add_parser("generate", help="HotpotQA-distractor-format questions with a fact table")
@@ -71,7 +128,7 @@ def register(subparsers) -> None:
     _source_args(b)
     b.add_argument("--out", required=True, help="folder for graph.json + tensors.safetensors")
     b.add_argument("--encoder", default=None)
-    b.add_argument("--theta", type=float, default=0.6)
+    add_config_args(b, theta_options(), show_all=True)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=run_build)
     r = sub.add_parser("retrieve", help="traverse the graph for a question (or rank a corpus index's documents)")
@@ -94,17 +151,27 @@ def register(subparsers) -> None:
     e.add_argument("--out", default=None, help="write per-question rows as JSON lines")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=run_eval)
+    _register_corpus(sub)
+    c = sub.add_parser("cluster", help="cluster questions by FGW between the graphs their traversals deform")
+    c.add_argument("data", help="generator output folder or HotpotQA-distractor JSON")
+    c.add_argument("--n", type=int, default=40, help="first N records (default 40; Q^2 / 2 FGW calls)")
+    c.add_argument("--k", type=int, default=2, help="clusters (default 2)")
+    _traversal_args(c)
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_cluster)
+
+
+def _register_corpus(sub) -> None:
+    """``index``, ``convert`` and ``generate-corpus``: the whole-corpus sub-commands."""
+    from ._common import add_config_args
+
     ix = sub.add_parser("index", help="index a corpus (JSONL / folder / BEIR / HotpotQA file) into DIR")
     ix.add_argument("corpus", help="a JSONL of {id|title, text}, a folder of .txt/.md, a BEIR folder, or a "
                                    "HotpotQA/2Wiki JSON file")
     ix.add_argument("--out", required=True, help="index folder (an existing index is extended)")
     ix.add_argument("--format", default="auto", help="corpus format (auto, jsonl, folder, beir, hotpotqa)")
     ix.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
-    ix.add_argument("--embed", default="pooled", choices=("pooled", "every"),
-                    help="pooled (default): encode paragraphs, sections/documents get their mean; every: each node")
-    ix.add_argument("--sentences", action="store_true", help="store sentence nodes too (~5x the texts to encode)")
-    ix.add_argument("--neighbours", type=int, default=4, help="semantic neighbours stored per paragraph (default 4)")
-    ix.add_argument("--chunk-size", type=int, default=256, help="texts per encoder call / resumable chunk")
+    add_config_args(ix, index_options(), show_all=True)
     ix.add_argument("--prune", action="store_true", help="drop indexed documents that are not in CORPUS")
     ix.add_argument("--rebuild", action="store_true", help="ignore an existing index in --out")
     ix.add_argument("--json", action="store_true")
@@ -119,22 +186,6 @@ def register(subparsers) -> None:
     gc.add_argument("--seed", type=int, default=0)
     gc.add_argument("--out", required=True, help="folder for corpus.jsonl and questions.json")
     gc.set_defaults(func=run_generate_corpus)
-    c = sub.add_parser("cluster", help="cluster questions by FGW between the graphs their traversals deform")
-    c.add_argument("data", help="generator output folder or HotpotQA-distractor JSON")
-    c.add_argument("--n", type=int, default=40, help="first N records (default 40; Q^2 / 2 FGW calls)")
-    c.add_argument("--k", type=int, default=2, help="clusters (default 2)")
-    _traversal_args(c)
-    c.add_argument("--json", action="store_true")
-    c.set_defaults(func=run_cluster)
-
-
-def _search_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-articles", type=int, default=10, help="index: documents in the neighbourhood (default 10)")
-    p.add_argument("--bm25-candidates", type=int, default=8, help="index: BM25 candidates (default 8)")
-    p.add_argument("--dense-candidates", type=int, default=8, help="index: dense candidates (default 8)")
-    p.add_argument("--seed-candidates", type=int, default=3,
-                   help="index: best candidates whose named titles and neighbours join (default 3)")
-    p.add_argument("--k", type=int, default=10, help="index: length of the ranking (default 10)")
 
 
 def _search_config(args):
@@ -143,9 +194,7 @@ def _search_config(args):
     cfg = _config(args)
     cfg.mention_scope = "content"
     cfg.fuse_embedding = args.fuse_embedding or "mean"
-    return SearchConfig(bm25_candidates=args.bm25_candidates, dense_candidates=args.dense_candidates,
-                        seed=args.seed_candidates, max_articles=args.max_articles, theta=args.theta, k=args.k,
-                        traversal=cfg)
+    return SearchConfig(**_values(args, search_options()), theta=args.sim_threshold, traversal=cfg)
 
 
 def _open_index(args):
@@ -162,12 +211,10 @@ def _open_index(args):
 def _config(args):
     from ..docgraph import FGWConfig, TraversalConfig
 
-    return TraversalConfig(max_depth=args.max_depth, keep_ratio=args.keep_ratio, epsilon=args.epsilon,
-                           graft_semantic=not args.no_semantic_graft, search=args.search,
-                           mention_bonus=args.mention_bonus, graft_mentions=not args.no_mention_graft,
-                           query_update=args.query_update, fuse_embedding=args.fuse_embedding or "reencode",
-                           fgw=FGWConfig(feature_weight=args.feature_weight, structure=args.structure,
-                                         node_mass=args.node_mass))
+    values = _values(args, traversal_options())
+    fgw = FGWConfig(**{name: values.pop(name) for name in FGW_FIELDS})
+    values["fuse_embedding"] = values["fuse_embedding"] or "reencode"
+    return TraversalConfig(**values, fgw=fgw)
 
 
 def load_source(source: str, record: int, encoder, theta: float = 0.6):
@@ -208,7 +255,7 @@ def run_generate(args: argparse.Namespace) -> int:
 def run_build(args: argparse.Namespace) -> int:
     from ..embed import get_encoder
 
-    g, _, skipped = load_source(args.source, args.record, get_encoder(args.encoder), args.theta)
+    g, _, skipped = load_source(args.source, args.record, get_encoder(args.encoder), args.sim_threshold)
     for msg in skipped:
         print(f"toporag: skipped {msg}", file=sys.stderr)
     g.save(args.out)
@@ -226,8 +273,7 @@ def run_index(args: argparse.Namespace) -> int:
     from ..docgraph.index import IndexConfig, build_index
     from ..embed import encoder_spec, get_encoder, stderr_progress
 
-    cfg = IndexConfig(embed=args.embed, sentence_nodes=args.sentences, neighbours=args.neighbours,
-                      chunk_size=args.chunk_size)
+    cfg = IndexConfig(**_values(args, index_options()))
     corpus = read_corpus(args.corpus, args.format)
     for msg in corpus.skipped:
         print(f"toporag: skipped {msg}", file=sys.stderr)
@@ -339,7 +385,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
         raise ValueError("give a SOURCE (documents, generator output or a built graph) or --index DIR")
     cfg = _config(args)
     enc = get_encoder(args.encoder)
-    g, rec, skipped = load_source(args.source, args.record, enc, args.theta)
+    g, rec, skipped = load_source(args.source, args.record, enc, args.sim_threshold)
     for msg in skipped:
         print(f"toporag: skipped {msg}", file=sys.stderr)
     question = args.question or (rec or {}).get("question")
@@ -399,7 +445,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         raise ValueError("--k must be >= 1")
     cfg = _config(args)
     recs = load_records(args.data)[: args.n]
-    out = cluster_records(recs, get_encoder(args.encoder), cfg, BuildConfig(sim_threshold=args.theta), args.k)
+    out = cluster_records(recs, get_encoder(args.encoder), cfg, BuildConfig(sim_threshold=args.sim_threshold), args.k)
     sizes = {int(lab): out["labels"].count(lab) for lab in sorted(set(out["labels"]))}
     ari = "n/a (no question types)" if out["ari_vs_type"] is None else f"{out['ari_vs_type']:.3f}"
     emit(out, args.json, f"{len(recs)} questions, {args.k} clusters, sizes {sizes}; adjusted Rand index against "

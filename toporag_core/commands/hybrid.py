@@ -14,6 +14,11 @@
   Recall@10 overall and per answer source, ablations, paired tests, p50 and first-query latency;
 * ``generate --out DIR [--n-docs 400] [--n-questions 150] [--seed 0]``: the fact-store corpus
   (the generator lives here rather than under ``toporag data`` to keep the hybrid commands together).
+
+The options that set a config are made from its fields (type, default, help and choices in the
+field's metadata; :func:`~toporag_core.commands._common.config_options`): ``route``'s from
+:class:`~toporag_core.hybrid.RouterConfig`, ``search``'s and ``eval --k`` from
+:class:`~toporag_core.hybrid.SearchConfig`, ``generate``'s from :class:`~toporag_core.hybrid.GeneratorConfig`.
 """
 from __future__ import annotations
 
@@ -23,14 +28,48 @@ import sys
 from ._common import emit
 
 
+ROUTER_FIELDS = ("tau", "window")
+SEARCH_FIELDS = ("route", "k", "table_score", "fusion")
+GENERATOR_FIELDS = ("n_docs", "n_questions", "seed")
+
+
+def router_options() -> list:
+    """``hybrid route``'s options (:class:`~toporag_core.hybrid.RouterConfig`)."""
+    from ..hybrid import RouterConfig
+    from ._common import config_options
+
+    return config_options(RouterConfig, ROUTER_FIELDS)
+
+
+def search_options(names: tuple[str, ...] = SEARCH_FIELDS) -> list:
+    """``hybrid search``'s query options (:class:`~toporag_core.hybrid.SearchConfig`); ``eval`` takes ``k``."""
+    from ..hybrid import SearchConfig
+    from ._common import config_options
+
+    return config_options(SearchConfig, names)
+
+
+def generator_options() -> list:
+    """``hybrid generate``'s options (:class:`~toporag_core.hybrid.GeneratorConfig`)."""
+    from ..hybrid import GeneratorConfig
+    from ._common import config_options
+
+    return config_options(GeneratorConfig, GENERATOR_FIELDS)
+
+
+def _values(args: argparse.Namespace, options: list) -> dict:
+    return {o.dest: getattr(args, o.dest) for o in options}
+
+
 def register(subparsers) -> None:
+    from ._common import add_config_args
+
     p = subparsers.add_parser("hybrid", help="hybrid text-and-table retrieval (router, CALI, fusion)")
     sub = p.add_subparsers(dest="hybrid_command", required=True)
 
     r = sub.add_parser("route", help="split a document into narrative and table blocks (SDS router)")
     r.add_argument("path", help="text document (Markdown, HTML, TSV, CSV, plain text)")
-    r.add_argument("--tau", type=float, default=0.4, help="SDS threshold (default 0.4)")
-    r.add_argument("--window", type=int, default=5, help="window length in lines (default 5)")
+    add_config_args(r, router_options(), show_all=True)
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.set_defaults(func=run_route)
 
@@ -48,12 +87,7 @@ def register(subparsers) -> None:
     s = sub.add_parser("search", help="search an index folder (or build one in memory from documents)")
     s.add_argument("path", help="index folder from `toporag hybrid index`, or a folder/file of documents")
     s.add_argument("-q", "--question", required=True)
-    s.add_argument("--route", default="both", choices=("narrative", "table", "both"))
-    s.add_argument("--k", type=int, default=10, help="top-k per route and after fusion (default 10)")
-    s.add_argument("--score", default="rowaware", choices=("rowaware", "maxsim"), help="table score")
-    s.add_argument("--fusion", default="linear", choices=("linear", "weighted", "minmax"),
-                   help="linear: BM25 + dense + CALI with the fitted weights (default); weighted/minmax: the "
-                        "two-route fusions of dense prose + CALI")
+    add_config_args(s, search_options(), show_all=True)
     s.add_argument("--reranker", default=None, help="local CrossEncoder folder (optional)")
     s.add_argument("--answer", action="store_true", help="also answer with the frozen LLM")
     s.add_argument("--llm", default=None, help="LLM folder (default: packaged SmolLM2)")
@@ -76,7 +110,7 @@ def register(subparsers) -> None:
     e.add_argument("--no-ablations", action="store_true", help="TAT-QA: skip the ablation rows")
     e.add_argument("--latency-questions", type=int, default=150,
                    help="TAT-QA: questions timed one by one with query encoding for p50/p95 (default 150)")
-    e.add_argument("--k", type=int, default=10)
+    add_config_args(e, search_options(("k",)), show_all=True)
     e.add_argument("--split", default="auto", choices=("auto", "all", "val", "test", "fit", "report"),
                    help="generated data: all/val/test; TAT-QA: report (the half not fitted on; auto when the "
                         "index was fitted), fit, or all")
@@ -86,16 +120,14 @@ def register(subparsers) -> None:
 
     g = sub.add_parser("generate", help="write the fact-store corpus (documents, questions, router labels)")
     g.add_argument("--out", required=True, help="output folder")
-    g.add_argument("--n-docs", type=int, default=400)
-    g.add_argument("--n-questions", type=int, default=150)
-    g.add_argument("--seed", type=int, default=0)
+    add_config_args(g, generator_options(), show_all=True)
     g.set_defaults(func=run_generate)
 
 
 def _router(args):
     from ..hybrid import RouterConfig
 
-    return RouterConfig(tau=args.tau, window=args.window)
+    return RouterConfig(**_values(args, router_options()))
 
 
 def run_route(args: argparse.Namespace) -> int:
@@ -172,7 +204,7 @@ def run_search(args: argparse.Namespace) -> int:
     from ..hybrid import SearchConfig
 
     idx = _open_index(args.path, args.encoder)
-    cfg = SearchConfig(k=args.k, route=args.route, table_score=args.score, fusion=args.fusion)
+    cfg = SearchConfig(**_values(args, search_options()))
     res = idx.search(args.question, cfg, reranker=args.reranker)
     for hit in res["table"]:
         ex = idx.explain_table(res, hit["unit"])
@@ -331,8 +363,7 @@ def _file_name(p: str) -> str:
 def run_generate(args: argparse.Namespace) -> int:
     from ..hybrid import GeneratorConfig, generate, write_dataset
 
-    st = write_dataset(generate(GeneratorConfig(n_docs=args.n_docs, n_questions=args.n_questions,
-                                                seed=args.seed)), args.out)
+    st = write_dataset(generate(GeneratorConfig(**_values(args, generator_options()))), args.out)
     print(f"wrote {st['documents']} documents to {args.out} ({', '.join(f'{v} {k}' for k, v in st['kinds'].items())}); "
           f"{st['questions']} questions ({', '.join(f'{v} {k}' for k, v in sorted(st['types'].items()))}); "
           f"{st['table_lines']} table lines labelled")

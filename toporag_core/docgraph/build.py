@@ -48,6 +48,7 @@ _SENT_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]*[A-Z0-9])")
 @dataclass
 class BuildConfig:
     """How documents become a graph.
+    ``toporag docgraph``'s options are made from the fields whose metadata carries a ``help``.
 
     Attributes:
         sim_threshold: theta; a semantic edge joins two nodes with cosine above it.
@@ -59,7 +60,8 @@ class BuildConfig:
             at paragraphs, and sentences would multiply the texts to embed by ~5).
     """
 
-    sim_threshold: float = 0.6
+    sim_threshold: float = field(default=0.6, metadata={"help": "semantic edge threshold", "flag": "--theta",
+                                                        "metavar": "THETA"})
     semantic_scope: str = "same_level"
     max_paragraph_chars: int = 20_000
     sentence_nodes: bool = True

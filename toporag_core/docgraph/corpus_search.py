@@ -42,6 +42,7 @@ from .traverse import TraversalConfig, TraversalResult, Traverser
 @dataclass
 class SearchConfig:
     """Candidate generation and neighbourhood settings (see the module docstring).
+    ``toporag docgraph``'s options are made from the fields whose metadata carries a ``help``.
 
     Attributes:
         bm25_candidates, dense_candidates: top documents taken from each list, ``>= 1``.
@@ -55,13 +56,14 @@ class SearchConfig:
             its members' mean: no encoder call inside the walk, which re-encoding made ~4x slower).
     """
 
-    bm25_candidates: int = 8
-    dense_candidates: int = 8
-    seed: int = 3
-    max_articles: int = 10
+    bm25_candidates: int = field(default=8, metadata={"help": "BM25 candidates"})
+    dense_candidates: int = field(default=8, metadata={"help": "dense candidates"})
+    seed: int = field(default=3, metadata={"help": "best candidates whose named titles and neighbours join",
+                                           "flag": "--seed-candidates", "metavar": "SEED_CANDIDATES"})
+    max_articles: int = field(default=10, metadata={"help": "documents in the neighbourhood"})
     rrf_k: int = 60
     theta: float = 0.6
-    k: int = 10
+    k: int = field(default=10, metadata={"help": "length of the ranking"})
     traversal: TraversalConfig = field(default_factory=lambda: TraversalConfig(mention_scope="content",
                                                                                fuse_embedding="mean"))
 

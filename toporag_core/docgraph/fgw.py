@@ -54,6 +54,7 @@ NODE_MASSES = ("fused", "uniform")
 @dataclass
 class FGWConfig:
     """Settings of the FGW comparison.
+    ``toporag docgraph``'s options are made from the fields whose metadata carries a ``help``.
 
     Attributes:
         feature_weight: alpha of the source (weight of the feature term), in ``[0, 1]``.
@@ -63,10 +64,10 @@ class FGWConfig:
         max_iter: conditional-gradient iterations at most.
     """
 
-    feature_weight: float = 0.5
+    feature_weight: float = field(default=0.5, metadata={"help": "alpha: weight of the feature term"})
     dissim_power: float = 1.0
-    structure: str = "paths"
-    node_mass: str = "fused"
+    structure: str = field(default="paths", metadata={"help": "structure matrix", "choices": STRUCTURES})
+    node_mass: str = field(default="fused", metadata={"help": "node masses of FGW", "choices": NODE_MASSES})
     max_iter: int = 100
 
     def __post_init__(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ EMBED_MODES = ("pooled", "every")
 @dataclass
 class IndexConfig:
     """How a corpus becomes a stored document graph (one source of defaults; see the module docstring).
+    ``toporag docgraph``'s options are made from the fields whose metadata carries a ``help``.
 
     Attributes:
         embed: ``"pooled"`` (encode paragraphs; sections and documents get their mean) or ``"every"``.
@@ -40,10 +41,13 @@ class IndexConfig:
         bm25_k1, bm25_b: BM25 parameters.
     """
 
-    embed: str = "pooled"
-    sentence_nodes: bool = False
-    neighbours: int = 4
-    chunk_size: int = 256
+    embed: str = field(default="pooled", metadata={
+        "help": "pooled: encode paragraphs, sections/documents get their mean; every: each node",
+        "choices": EMBED_MODES})
+    sentence_nodes: bool = field(default=False, metadata={"help": "store sentence nodes too (~5x the texts to encode)",
+                                                          "flag": "--sentences"})
+    neighbours: int = field(default=4, metadata={"help": "semantic neighbours stored per paragraph"})
+    chunk_size: int = field(default=256, metadata={"help": "texts per encoder call / resumable chunk"})
     max_paragraph_chars: int = 20_000
     bm25_k1: float = 1.5
     bm25_b: float = 0.75

@@ -80,6 +80,7 @@ MENTION_SCOPES = ("own", "content")
 @dataclass
 class TraversalConfig:
     """Traversal settings (defaults as stated in the module docstring and docs/docgraph.md).
+    ``toporag docgraph``'s options are made from the fields whose metadata carries a ``help``.
 
     Attributes:
         max_depth: moves from the root, ``>= 1``.
@@ -108,20 +109,26 @@ class TraversalConfig:
         fgw: the FGW settings.
     """
 
-    max_depth: int = 3
-    keep_ratio: float = 0.8
-    epsilon: float = 0.05
+    max_depth: int = field(default=3, metadata={"help": "moves from the root"})
+    keep_ratio: float = field(default=0.8, metadata={"help": "tau of the keep rule"})
+    epsilon: float = field(default=0.05, metadata={"help": "FGW budget; 0 = plain greedy path"})
     graft_gain: float = 0.5
     graft_center: float = 0.5
     graft_base: float | None = None
     max_graft: int = 3
-    graft_semantic: bool = True
-    mention_bonus: float = 0.5
-    graft_mentions: bool = True
+    graft_semantic: bool = field(default=True, metadata={"help": "graft tree grandchildren only (literal)",
+                                                         "flag": "--no-semantic-graft"})
+    mention_bonus: float = field(default=0.5, metadata={
+        "help": "score bonus of a child whose document title the question names; 0 = literal"})
+    graft_mentions: bool = field(default=True, metadata={
+        "help": "do not graft sections of documents named on the path (literal reading)", "flag": "--no-mention-graft"})
     mention_scope: str = "own"
-    query_update: float = 0.0
-    fuse_embedding: str = "reencode"
-    search: str = "binary"
+    query_update: float = field(default=0.0, metadata={
+        "help": "after each move q <- normalise(q + w * x_next); 0 = the question alone"})
+    fuse_embedding: str = field(default="reencode", metadata={
+        "help": "vector of a fused node: re-encode its text, or its members' mean", "choices": FUSE_EMBEDDINGS})
+    search: str = field(default="binary", metadata={"help": "how the largest feasible prefix is found",
+                                                     "choices": SEARCHES})
     fgw: FGWConfig = field(default_factory=FGWConfig)
 
     def __post_init__(self) -> None:

@@ -31,7 +31,7 @@ The fact store (:mod:`.facts`), the renderers (:mod:`.render`) and the dataset's
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .dataset import HybridDataset, load_dataset, stats, write_dataset
 from .facts import ASK, BUYERS, COLUMNS, QTYPES, TABLE_FORMATS, VARIETIES, build_facts
@@ -41,11 +41,12 @@ from .width import generate_width_corpus
 
 @dataclass
 class GeneratorConfig:
-    """Corpus size and seed. Defaults: ~400 documents, 150 questions (50 of each type)."""
+    """Corpus size and seed. Defaults: ~400 documents, 150 questions (50 of each type).
+    ``toporag hybrid``'s options are made from the fields whose metadata carries a ``help``."""
 
-    n_docs: int = 400
-    n_questions: int = 150
-    seed: int = 0
+    n_docs: int = field(default=400, metadata={"help": "documents"})
+    n_questions: int = field(default=150, metadata={"help": "questions"})
+    seed: int = field(default=0, metadata={"help": "seed of the generator"})
     rows_per_table: int = 8
     val_share: float = 0.3
 

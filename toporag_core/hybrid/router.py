@@ -46,10 +46,11 @@ _SENT_END = {".", "!", "?", ":"}
 
 @dataclass
 class RouterConfig:
-    """Router settings (see the module docstring)."""
+    """Router settings (see the module docstring).
+    ``toporag hybrid``'s options are made from the fields whose metadata carries a ``help``."""
 
-    tau: float = 0.4
-    window: int = 5
+    tau: float = field(default=0.4, metadata={"help": "SDS threshold"})
+    window: int = field(default=5, metadata={"help": "window length in lines"})
     min_run: int = 2
     short_line: int = 40
 

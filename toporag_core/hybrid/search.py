@@ -33,7 +33,7 @@ import json
 import os
 import time
 import uuid
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from .tables import Table, table_text
 
 ROUTES = ("narrative", "table", "both")
 FUSIONS = ("linear", "weighted", "minmax")
+TABLE_SCORES = ("rowaware", "maxsim")
 TABLE_SCALE = 1.6  # fitted on the validation split of the default corpus (docs/hybrid.md)
 INDEX_VERSION = 2
 FUSION_FILE = "fusion.json"  # fitted fusion weights + question router (toporag hybrid fit), optional
@@ -54,13 +55,16 @@ FUSION_FILE = "fusion.json"  # fitted fusion weights + question router (toporag 
 
 @dataclass
 class SearchConfig:
-    """Query-time settings."""
+    """Query-time settings. ``toporag hybrid``'s options are made from the fields whose metadata carries a ``help``."""
 
-    k: int = 10
-    route: str = "both"
-    table_score: str = "rowaware"  # "maxsim" | "rowaware"
+    k: int = field(default=10, metadata={"help": "top-k per route and after fusion"})
+    route: str = field(default="both", metadata={"help": "the routes searched", "choices": ROUTES})
+    table_score: str = field(default="rowaware", metadata={"help": "table score", "flag": "--score",
+                                                           "choices": TABLE_SCORES})
     lam: float = 0.5
-    fusion: str = "linear"
+    fusion: str = field(default="linear", metadata={
+        "help": "linear: BM25 + dense + CALI with the fitted weights; weighted/minmax: the two-route fusions of "
+                "dense prose + CALI", "choices": FUSIONS})
     weights: FusionWeights | None = None  # linear fusion; None: the index's fitted weights, else the defaults
     table_scale: float = TABLE_SCALE
     rows_per_table: int = 3
@@ -70,7 +74,7 @@ class SearchConfig:
             raise ValueError(f"k must be >= 1, got {self.k}")
         if self.route not in ROUTES:
             raise ValueError(f"route must be one of {ROUTES}, got {self.route!r}")
-        if self.table_score not in ("maxsim", "rowaware"):
+        if self.table_score not in TABLE_SCORES:
             raise ValueError(f"table_score must be 'maxsim' or 'rowaware', got {self.table_score!r}")
         if not 0.0 <= self.lam <= 1.0:
             raise ValueError(f"lam must be in [0, 1], got {self.lam}")
