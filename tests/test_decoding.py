@@ -16,7 +16,7 @@ from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model import QABatch, TopoRAGModel, is_clean, short_answer
 from toporag_core.model.tiny import tiny_model
 from toporag_core.training.batching import make_batch
-from toporag_core.training import KVStore, TrainConfig, train
+from toporag_core.training import DiskKVShards, TrainConfig, train
 
 from .test_train_eval import DIM, ENC, raw_examples
 
@@ -146,7 +146,7 @@ def test_short_answer_and_clean_check():
 def test_frozen_cache_precomputed_equals_inline_and_lora_leaves_it_alone(examples, tmp_path, question_first):
     m = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4,
                    question_first=question_first)
-    store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
+    store = DiskKVShards(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
     assert len(store) == len(examples)
     batch = make_batch(examples)
     cached = make_batch(examples, kv=store)
@@ -209,7 +209,7 @@ def test_cached_training_with_kv_store_learns_through_the_graph(examples, tmp_pa
 
     same = [dataclasses.replace(e, question="Q?", context="") for e in examples[:4]]
     m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=4, answer_set=("support", "counter"))
-    store = KVStore(tmp_path / "kv")
+    store = DiskKVShards(tmp_path / "kv")
     cfg = TrainConfig(lr=1e-2, weight_decay=0.0, batch_size=2, epochs=40, patience=100, grad_clip=0.0,
                       select="accuracy", show_progress=False, bucket=2, lr_schedule="cosine", warmup_steps=2)
     summary = train(m, same, same, cfg, tmp_path / "run", kv=store)
@@ -277,7 +277,7 @@ def test_a_kv_cache_of_another_length_is_refused(examples, tmp_path):
     """A cached frozen part that does not match the current prompt (other layout / budget) raises
     instead of silently conditioning the tail on the wrong text."""
     m = tiny_model(in_dim=DIM, graph_position="before_question", tokens=2, answer_set=("support", "counter"))
-    store = KVStore(tmp_path / "kv").build(m, examples[:2], show_progress=False)
+    store = DiskKVShards(tmp_path / "kv").build(m, examples[:2], show_progress=False)
     assert float(m(make_batch(examples[:2], kv=store))) > 0  # the matching cache is used
     short = [t[:, :, :, 1:] for t in store.get([e.id for e in examples[:2]])]  # one position too few
     batch = make_batch(examples[:2])
@@ -537,71 +537,6 @@ def test_citation_grammar_allows_exactly_real_lines_then_a_free_label():
     assert CitationGrammar(None).lines == [] and not CitationGrammar("").allows("cup [5]")
 
 
-def scripted_model(script: str, context: str) -> TopoRAGModel:
-    """A tiny cited model that wants to write ``script``: at generation step ``j`` the logits put 5 on
-    ``script[j]`` (EOS after it), 1 on every character of ``context`` and 0 elsewhere, whatever the
-    prompt; the real LLM still runs, so caches, drafts and crops are exercised."""
-    m = tiny_model(in_dim=DIM, use_graph=False, graph_position="before_question", answer_style="cited",
-                   max_new_tokens=len(script) + 4).eval()
-    tok, real = m.tokenizer, m.llm.forward
-    vocab = m.llm.get_output_embeddings().weight.shape[0]
-    base = torch.zeros(vocab)
-    base[[tok.convert_tokens_to_ids(t) for t in {*tok.tokenize(context)}]] = 1.0
-    first = {}
-
-    def forward(*a, **kw):
-        out = real(*a, **kw)
-        pos = kw["position_ids"]  # (B, T)
-        first.setdefault("p", pos.max(1).values.tolist())  # the prompt pass: each row's last position is step 0
-        logits = base.expand(*pos.shape, vocab).clone()
-        for b, row in enumerate(pos.tolist()):
-            for i, q in enumerate(row):
-                j = q - first["p"][b]
-                ch = script[j] if 0 <= j < len(script) else None
-                logits[b, i, tok.convert_tokens_to_ids(tok.tokenize(ch)[0]) if ch else tok.eos_token_id] = 5.0
-        out.logits = logits.to(out.logits.dtype)
-        return out
-
-    m.llm.forward = forward
-    return m
-
-
-@pytest.mark.parametrize("lookup", [0, 6])
-def test_constrained_decoding_replaces_a_hallucinated_cited_line_by_a_real_one(examples, lookup):
-    """Greedy decoding writes the line the model wants, "cup [5] on mug [2]", which the context does not
-    have; constrained decoding takes, where greedy's token is refused, the likeliest allowed one and
-    cites the real "cup [5] on jug [2]" (the label after the cue stays free). Both generate paths (one
-    token per step, and prompt-lookup drafts checked against the constrained choice) agree."""
-    from toporag_core.retrieval.citations import CitationGrammar
-
-    ctx = "nodes\ncup [5]: red\njug [2]: blue\n\nrelations\ncup [5] on jug [2]"
-    script = "cup [5] on mug [2]. Answer: mug"
-    row = make_batch([dataclasses.replace(examples[0], context=ctx, question="Question: What is the cup on?\nAnswer:")],
-                     with_answers=False)
-    assert scripted_model(script, ctx).generate(row, lookup=lookup, constrain=False) == [script]
-    (fixed,) = scripted_model(script, ctx).generate(row, lookup=lookup, constrain=True)
-    assert fixed == "cup [5] on jug [2]. Answer: mug"
-    assert CitationGrammar(ctx).state(fixed) == "done"
-    m = scripted_model(script, ctx)
-    assert m.generate(row, lookup=lookup) == [script]  # off by default: a hallucinated line stays visible
-    m.constrain_citations = True  # the switch benchmarks use
-    assert m.generate(row, lookup=lookup) == [fixed]
-
-
-def test_constrained_decoding_leaves_real_citations_and_bare_labels_alone(examples):
-    """Where greedy's text is allowed at every step (real lines, or no citation at all), constrained
-    decoding writes exactly greedy's text, in one row or a batch."""
-    ctx = "nodes\ncup [5]: red\njug [2]: blue\n\nrelations\ncup [5] on jug [2]"
-    q = "Question: What is the cup on?\nAnswer:"
-    for script in ("cup [5]: red; cup [5] on jug [2]. Answer: jug", "jug"):
-        one = make_batch([dataclasses.replace(examples[0], context=ctx, question=q)], with_answers=False)
-        two = make_batch([dataclasses.replace(examples[i], context=ctx, question=q) for i in (0, 1)],
-                         with_answers=False)
-        for batch in (one, two):
-            out = scripted_model(script, ctx).generate(batch, constrain=True)
-            assert out == scripted_model(script, ctx).generate(batch, constrain=False) == [script] * len(batch)
-
-
 def test_kv_build_refuses_up_front_when_the_disk_cannot_hold_it(examples, tmp_path, monkeypatch):
     """The KV cache estimate is close to what the build writes, and a build the free space cannot hold
     is refused before any forward pass, naming the folder, the need and the free space; nothing is lost."""
@@ -609,15 +544,15 @@ def test_kv_build_refuses_up_front_when_the_disk_cannot_hold_it(examples, tmp_pa
     from collections import namedtuple
 
     m = tiny_model(in_dim=DIM, graph_position="before_question", mode="lora", tokens=2, seed=4)
-    need = KVStore(tmp_path / "probe").check_space(m, examples, margin=1.0)
-    store = KVStore(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
+    need = DiskKVShards(tmp_path / "probe").check_space(m, examples, margin=1.0)
+    store = DiskKVShards(tmp_path / "kv").build(m, examples, batch_size=4, shard_size=4, show_progress=False)
     stored = sum(t.numel() * 2 for t in store.get([e.id for e in examples]))  # float16 bytes
     assert 0.5 * stored <= need <= 1.5 * stored
     assert store.check_space(m, examples) == 0  # all cached: nothing to add
 
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**12, 0, need // 2))
-    small = KVStore(tmp_path / "small")
+    small = DiskKVShards(tmp_path / "small")
     with pytest.raises(OSError, match=r"kv cache .*small: about [\d.]+ GB needed for \d+ examples, [\d.]+ GB free"):
         small.build(m, examples, show_progress=False)
     assert len(small) == 0 and not list((tmp_path / "small").iterdir())

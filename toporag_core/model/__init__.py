@@ -9,7 +9,7 @@ One concept per file, read in this order:
   :mod:`.kvstore` - :class:`FrozenKVStore`, those caches deduplicated and reused across batches (serving);
 * :mod:`.graph_tokens` - :class:`CellTokens`, one graph token per retrieved cell (``graph_path="cells"``);
 * :mod:`.module` - :class:`TopoRAGModel`, the ``nn.Module``: graph tokens, inputs, loss;
-* :mod:`.decode` - greedy / prompt-lookup / citation-constrained generation, label scoring;
+* :mod:`.decode` - greedy / prompt-lookup generation, label scoring;
 * :mod:`.answering` - task decoding (which decoder answers which row); :mod:`.answers` - answer text;
 * :mod:`.checkpoint` - save / load of the trainable weights + ``config.json``.
 """
@@ -18,7 +18,7 @@ from .batch import QABatch
 from .checkpoint import warm_start
 from .config import (CACHEABLE_POSITIONS, GRAPH_PATHS, GRAPH_POSITIONS, MODES, QUESTION_FORMS, RETIRED_KEYS,
                      RETIRED_VALUES, TopoRAGConfig, graphqa_prompt)
-from .decode import CONSTRAIN_TOP_K, lookup_draft
+from .decode import lookup_draft
 from .graph_tokens import CellTokens
 from .kvstore import FrozenKVStore
 from .module import IGNORE_INDEX, TopoRAGModel
@@ -28,5 +28,5 @@ from .styles import ANSWER_STYLES, LOOKUP_TOKENS, AnswerStyle, get_style, regist
 __all__ = ["TopoRAGConfig", "TopoRAGModel", "QABatch", "Prompter", "AnswerStyle", "ANSWER_STYLES", "get_style",
            "register_style", "QUESTION_FORMS", "graphqa_prompt", "choices_for", "question_prompt", "short_answer",
            "is_clean", "is_yes_no", "yes_no_choices", "evidence_target", "split_evidence", "lookup_draft",
-           "LOOKUP_TOKENS", "CONSTRAIN_TOP_K", "IGNORE_INDEX", "MODES", "GRAPH_POSITIONS", "CACHEABLE_POSITIONS",
+           "LOOKUP_TOKENS", "IGNORE_INDEX", "MODES", "GRAPH_POSITIONS", "CACHEABLE_POSITIONS",
            "RETIRED_KEYS", "RETIRED_VALUES", "GRAPH_PATHS", "CellTokens", "warm_start", "FrozenKVStore"]

@@ -160,7 +160,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
 def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_tokens) -> list[dict[str, Any]]:
     prompt = model.prompt_pass(sub, soft)
     raws = model.generate(sub, soft=soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
-                          max_new_tokens=max_new_tokens, lookup=0, constrain=False)
+                          max_new_tokens=max_new_tokens, lookup=0)
     evid = [split_evidence(t)[0] for t in raws]
     sc = model.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid], prompt=prompt,
                              truncate=False)

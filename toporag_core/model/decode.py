@@ -1,5 +1,5 @@
 """Decoders of a :class:`~toporag_core.model.TopoRAGModel` (passed in as ``model``): greedy generation
-with a KV cache, its prompt-lookup and citation-constrained variants, and label scoring.
+with a KV cache, its prompt-lookup variant, and label scoring.
 
 * :func:`generate`: greedy decoding, at most ``max_new_tokens``, stopping at EOS or at the end of
   the first line (:class:`StopTokens`).
@@ -8,8 +8,6 @@ with a KV cache, its prompt-lookup and citation-constrained variants, and label 
   forward pass checks all drafts, the longest prefix that greedy decoding would have produced is
   kept and the cache is cropped to it. The output is greedy decoding's (up to float rounding between
   one-token and many-token passes), in fewer passes when the model copies.
-* **Citation-constrained** (:class:`CitationConstraint`): each row's text stays one its
-  :class:`~toporag_core.retrieval.citations.CitationGrammar` allows.
 * :func:`score_choices`: a closed answer set scored, as lm-evaluation-harness scores multiple choice,
   by ``score(c) = sum_t log p(c_t | prompt, c_<t) + log p(<eos> | prompt, c)`` - the log probability
   of answering exactly ``c`` and stopping, the sequence training fits; no length normalisation.
@@ -22,12 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..retrieval.citations import CitationGrammar
 from .batch import QABatch
 from .styles import get_style
-
-CONSTRAIN_TOP_K = 32  # candidates a constrained step tries, most likely first (none allowed: greedy, unconstrained)
-
 
 def lookup_draft(source, generated: Sequence[int], k: int, max_ngram: int = 3) -> list[int]:
     """Prompt-lookup draft: the (up to) ``k`` tokens that follow the first occurrence in ``source``
@@ -76,42 +70,6 @@ class StopTokens:
         return text.split("\n")[0].strip() if stop_at_newline else text
 
 
-class CitationConstraint:
-    """Citation-constrained choices for the rows of one generation: at a step whose arg-max a row's
-    grammar refuses, the most likely allowed token of the top :data:`CONSTRAIN_TOP_K` is taken (a
-    stopping token only where the text may stop); a row with none loses its grammar and runs on
-    unconstrained. A row where greedy cites real lines is unchanged."""
-
-    def __init__(self, grammars: list[CitationGrammar | None], tokenizer, stops: StopTokens,
-                 stop_at_newline: bool) -> None:
-        self.grammars, self.tokenizer, self.stops, self.stop_at_newline = grammars, tokenizer, stops, stop_at_newline
-
-    def _ok(self, grammar: CitationGrammar, ids: list[int], t: int, has_text: bool) -> bool:
-        if self.stops.ends(t, has_text, self.stop_at_newline):
-            return grammar.may_stop(self.tokenizer.decode(ids, skip_special_tokens=True).split("\n")[0])
-        return grammar.allows(self.tokenizer.decode(ids + [t], skip_special_tokens=True))
-
-    def choose_row(self, r: int, logits: Tensor, t: int, ids: list[int], has_text: bool) -> int:
-        """Row ``r``'s token after ``ids``: ``t`` (its arg-max) unless its grammar refuses it."""
-        grammar = self.grammars[r]
-        if grammar is None or self._ok(grammar, ids, t, has_text):
-            return t
-        top = torch.topk(logits.float(), min(CONSTRAIN_TOP_K, logits.shape[-1])).indices.tolist()
-        choice = next((c for c in top if self._ok(grammar, ids, c, has_text)), None)
-        if choice is None:
-            self.grammars[r] = None
-            return t
-        return choice
-
-    def choose(self, logits: Tensor, nxt: Tensor, so_far: list[list[int]], done: Tensor, has_text: Tensor) -> Tensor:
-        """``nxt`` (``(B,)`` arg-max tokens) with each live row's token replaced where its grammar refuses it."""
-        nxt = nxt.clone()
-        for r in range(len(self.grammars)):
-            if self.grammars[r] is not None and not bool(done[r]):
-                nxt[r] = self.choose_row(r, logits[r], int(nxt[r]), so_far[r], bool(has_text[r]))
-        return nxt
-
-
 def default_lookup(model) -> int:
     """Prompt-lookup draft length when ``generate`` is given none: the model's ``lookup_tokens``
     attribute when set (benchmarks switch it), else its answer style's (cited: on)."""
@@ -122,8 +80,7 @@ def default_lookup(model) -> int:
 
 @torch.no_grad()
 def generate(model, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
-             stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None,
-             constrain: bool | None = None) -> list[str]:
+             stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None) -> list[str]:
     """Greedy decoding with a KV cache. A row stops at EOS, after ``max_new_tokens``, or (when
     ``stop_at_newline``) at a token holding a newline once the row has produced some non-space
     text; the returned text is cut at that newline and stripped. ``soft``: precomputed
@@ -132,44 +89,25 @@ def generate(model, batch: QABatch, max_new_tokens: int | None = None, soft: Ten
     in place).
 
     ``lookup``: draft tokens per step for prompt-lookup decoding (one row only; ``None``:
-    :func:`default_lookup`, 0 = off). ``constrain``: citation-constrained decoding (``None``: the
-    model's ``constrain_citations`` attribute, off by default). Off by default because it was measured
-    not to change accuracy (``experiments/bench_constrained.py``: 0.712 either way on the scene test's
-    354 open questions, 11 / 11 discordant) while it hides the best warning sign there is: greedy
-    answers citing a line the context does not have are right 0.47 of the time, against 0.84 for real
-    citations, and the error analysis and the Ask page flag them; constrained, those answers cite real
-    lines."""
+    :func:`default_lookup`, 0 = off)."""
     max_new = model.config.max_new_tokens if max_new_tokens is None else max_new_tokens
     lookup = default_lookup(model) if lookup is None else lookup
-    constrain = bool(model.constrain_citations) if constrain is None else constrain
-    stops = model.stops
-    constraint = CitationConstraint([CitationGrammar(c) for c in batch.contexts], model.tokenizer, stops,
-                                    stop_at_newline) if constrain else None
     prompt = prompt if prompt is not None else model.prompt_pass(batch, soft)
     if lookup > 0 and len(batch) == 1 and max_new > 0:
-        return [_generate_lookup(model, batch.contexts[0], prompt, max_new, stop_at_newline, lookup, constraint)]
-    return _generate_greedy(model, len(batch), prompt, max_new, stop_at_newline, constraint)
+        return [_generate_lookup(model, batch.contexts[0], prompt, max_new, stop_at_newline, lookup)]
+    return _generate_greedy(model, len(batch), prompt, max_new, stop_at_newline)
 
 
-def _generate_greedy(model, n: int, prompt: tuple, max_new: int, stop_at_newline: bool,
-                     constraint: CitationConstraint | None) -> list[str]:
+def _generate_greedy(model, n: int, prompt: tuple, max_new: int, stop_at_newline: bool) -> list[str]:
     """:func:`generate` for ``n`` rows at once, one token per row and step."""
     stops = model.stops
     past, mask, pos, logits = prompt
     tokens = []
     done = torch.zeros(n, dtype=torch.bool, device=model.device)
     has_text = torch.zeros_like(done)
-    so_far: list[list[int]] = [[] for _ in range(n)]
-
-    def pick(last: Tensor) -> Tensor:
-        return last.argmax(-1) if constraint is None else constraint.choose(last, last.argmax(-1), so_far, done,
-                                                                          has_text)
-    nxt = pick(logits)
+    nxt = logits.argmax(-1)
     for _ in range(max_new):
         tokens.append(torch.where(done, -1, nxt))
-        for r, t in enumerate(tokens[-1].tolist() if constraint is not None else ()):
-            if t >= 0:
-                so_far[r].append(t)
         done |= torch.isin(nxt, stops.ids)
         if stop_at_newline:
             done |= stops.newline[nxt] & (has_text | stops.nonspace[nxt])
@@ -181,7 +119,7 @@ def _generate_greedy(model, n: int, prompt: tuple, max_new: int, stop_at_newline
         out = model.llm(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos, past_key_values=past,
                         use_cache=True)
         past = out.past_key_values
-        nxt = pick(out.logits[:, -1])
+        nxt = out.logits[:, -1].argmax(-1)
     rows = torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(n)]
     return [stops.text(model.tokenizer, [t for t in row if t >= 0], stop_at_newline) for row in rows]
 
@@ -203,8 +141,8 @@ class _Row:
 
 
 def _accepted(logits: Tensor, draft: list[int], row: _Row, choose) -> tuple[int, int]:
-    """``(accepted draft tokens, the token after them)``: the greedy (or constrained) token at each
-    position of one verification pass, while it equals the draft."""
+    """``(accepted draft tokens, the token after them)``: the greedy token at each position of one
+    verification pass, while it equals the draft."""
     ok, text_before = 0, row.has_text
     while True:
         c = choose(logits[ok], row.ids + draft[:ok], text_before)
@@ -215,16 +153,13 @@ def _accepted(logits: Tensor, draft: list[int], row: _Row, choose) -> tuple[int,
         return ok, c
 
 
-def _generate_lookup(model, context: str, prompt: tuple, max_new: int, stop_at_newline: bool, k: int,
-                     constraint: CitationConstraint | None) -> str:
-    """:func:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens; with ``constraint``,
-    the token each position keeps is the constrained choice."""
+def _generate_lookup(model, context: str, prompt: tuple, max_new: int, stop_at_newline: bool, k: int) -> str:
+    """:func:`generate` for one row with prompt-lookup drafts of up to ``k`` tokens."""
     stops = model.stops
     device = model.device
 
     def choose(logits_i: Tensor, ids: list[int], text_before: bool) -> int:
-        t = int(logits_i.argmax(-1))
-        return t if constraint is None else constraint.choose_row(0, logits_i, t, ids, text_before)
+        return int(logits_i.argmax(-1))
 
     source = np.asarray(model.tokenizer(context or "", add_special_tokens=False)["input_ids"], dtype=np.int64)
     past, mask, pos, logits = prompt

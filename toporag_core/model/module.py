@@ -79,7 +79,6 @@ class TopoRAGModel(nn.Module):
         self.prompter = Prompter(config, tokenizer)
         self._stops: decode.StopTokens | None = None
         self.lookup_tokens: int | None = None  # prompt-lookup drafts of generate (None: by answer_style)
-        self.constrain_citations = False  # citation-constrained generate by default (benchmarks switch it)
         self.to(self.device)
 
     # -- properties ---------------------------------------------------------------
@@ -251,11 +250,10 @@ class TopoRAGModel(nn.Module):
 
     # -- decoding (model/decode.py, model/answering.py) -------------------------------
     def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
-                 stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None,
-                 constrain: bool | None = None) -> list[str]:
+                 stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None) -> list[str]:
         """Greedy decoding (:func:`~toporag_core.model.decode.generate`)."""
         return decode.generate(self, batch, max_new_tokens=max_new_tokens, soft=soft,
-                               stop_at_newline=stop_at_newline, prompt=prompt, lookup=lookup, constrain=constrain)
+                               stop_at_newline=stop_at_newline, prompt=prompt, lookup=lookup)
 
     def score_choices(self, batch: QABatch, choices, soft: Tensor | None = None,
                       prompt: tuple | None = None, truncate: bool = True) -> Tensor:

@@ -25,16 +25,14 @@ CITATION_CUE = ". " + EVIDENCE_CUE  # between a cited answer's lines and its lab
 
 
 class CitationGrammar:
-    """What a cited open answer may be, given its row's context (constrained decoding, beyond the paper).
+    """What a cited open answer may be, given its row's context (beyond the paper).
 
     A cited answer (``answer_style="cited"``) is ``L ("; " L)* ". Answer: " label``, where every ``L``
     is a whole line of the context that names a node (``cabinet [5]: yellow, wooden``, ``cabinet [5] in
     front of clock [9]``), or a bare ``label`` (a text with no ``[`` and no ``;``: the model cited
-    nothing). Greedy decoding alone can write a line the context does not have (a two-hop answer's
-    second relation, typically); :meth:`~toporag_core.model.TopoRAGModel.generate` with ``constrain``
-    takes at each step the most likely of the top ``CONSTRAIN_TOP_K`` tokens whose text :meth:`allows`
-    (and a stop only where :meth:`may_stop`), so every cited line is a real one. What the grammar allows
-    is a superset of what greedy writes whenever greedy cites real lines: those answers are unchanged.
+    nothing). Greedy decoding can write a line the context does not have (a two-hop answer's second
+    relation, typically); the error analysis and the Ask page read an answer against this grammar
+    (:meth:`allows`, :meth:`may_stop`) to flag such citations.
 
     :meth:`state` of a text so far: ``"free"`` (no citation started: a bare label, or a line's first
     word), ``"open"`` (complete lines, then a prefix of a line, of ``"; "`` or of ``". Answer:"``),
