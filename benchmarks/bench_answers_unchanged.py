@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,7 +44,9 @@ def eval_records(name: str, limit: int, threads: int) -> list[dict]:
         cmd = [sys.executable, "-m", "toporag_core.cli", "eval", "--dataset", dataset, "--checkpoint",
                f"assets/checkpoints/{name}", "--split", "test", "--limit", str(limit), "--threads", str(threads),
                *extra, "--out", str(out)]
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the LLM's precision as the reference ran it (auto: bfloat16 on a CPU), whatever a test run pins
+        env = {k: v for k, v in os.environ.items() if k != "TOPORAG_CPU_BF16"}
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
         return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
