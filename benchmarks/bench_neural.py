@@ -111,7 +111,7 @@ def main() -> None:
     plain = TopoRAGModel(TopoRAGConfig(use_graph=False, llm=llm_name or DEFAULT_LLM), llm, tok)
 
     # -- training throughput ------------------------------------------------------------
-    from toporag_core.training import KVStore
+    from toporag_core.training import DiskKVShards
 
     n_train = args.steps * bs
     chunks = [exs[i * bs:(i + 1) * bs] for i in range(args.steps)]
@@ -148,7 +148,7 @@ def main() -> None:
         if position != "prefix":
             import tempfile
 
-            kv = KVStore(tempfile.mkdtemp(prefix="bench_kv_"))
+            kv = DiskKVShards(tempfile.mkdtemp(prefix="bench_kv_"))
             t_kv = timed(lambda m=m, kv=kv: kv.build(m, exs[:n_train], batch_size=bs, show_progress=False), sync)
         rows.append((name, throughput(m, kv)))
         del m, llm_l

@@ -2,19 +2,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..evaluation.arms import ARMS, READBACK_TARGETS
+from ..training.config import config_field as _opt
 from .train import add_data_args, prep_config_from_args
 
 
 SPLITS = ("train", "val", "test", "all")
-
-
-def _opt(default: Any, help: str, **cli: Any) -> Any:
-    return field(default=default, metadata={"help": help, **cli})
 
 
 @dataclass

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from ..retrieval.textualize import DEFAULT_TEXT
+from ..training.config import config_field as _opt
 
 # TopoRAGConfig fields set in a recipe only (recipes/*.toml), never options: the adapter mode and the
 # prompt layout of a shipped checkpoint
@@ -24,12 +25,6 @@ RECIPE_ONLY_FIELDS = frozenset({"mode", "graph_position", "cell_order"})
 # TopoRAGConfig fields set from the data and the task, not by options: cwn.in_dim (the embedding width),
 # the closed answer set (--answer-set), the answer length limit and the question form
 DERIVED_MODEL_FIELDS = frozenset({"cwn", "answer_set", "max_new_tokens", "question_form"})
-
-
-def _opt(default: Any, help: str, **cli: Any) -> Any:
-    """A field whose metadata carries its option's help (``flag``, ``choices``, ``advanced``: see
-    :func:`~toporag_core.commands._common.config_options`)."""
-    return field(default=default, metadata={"help": help, **cli})
 
 
 def _task_names() -> list[str]:

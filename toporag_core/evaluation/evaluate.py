@@ -62,6 +62,112 @@ def _margin(pred: dict[str, Any]) -> float | None:
     return float(top[0] - (top[1] if len(top) > 1 else 0.0))
 
 
+class _Tally:
+    """Running counts of one evaluation: right answers in all, per question type and per support coverage,
+    unclean answers, and the sums of the graph tokens and of their squares (for their spread)."""
+
+    def __init__(self, correct: int = 0, n: int = 0) -> None:
+        self.correct, self.n, self.unclean = correct, n, 0
+        self.by_type: dict[str, list[int]] = {}
+        self.by_cov: dict[bool, list[int]] = {}
+        self.soft_sum = self.soft_sq = None
+        self.n_soft = 0
+
+    def add(self, qtype: str | None, covered: bool | None, ok: bool, clean: bool) -> None:
+        """One answer: ``ok`` (scored right), ``clean``, its question type and support coverage."""
+        self.correct += ok
+        self.n += 1
+        self.unclean += not clean
+        self.by_type.setdefault(qtype or "all", [0, 0])
+        self.by_type[qtype or "all"][0] += ok
+        self.by_type[qtype or "all"][1] += 1
+        if covered is not None:
+            self.by_cov.setdefault(covered, [0, 0])
+            self.by_cov[covered][0] += ok
+            self.by_cov[covered][1] += 1
+
+    def add_tokens(self, soft) -> None:
+        """A batch's graph tokens ``(B, T, H)``, flattened to ``(B, T * H)`` into the running moments."""
+        flat = soft.float().flatten(1)
+        self.soft_sum = flat.sum(0) if self.soft_sum is None else self.soft_sum + flat.sum(0)
+        self.soft_sq = (flat ** 2).sum(0) if self.soft_sq is None else self.soft_sq + (flat ** 2).sum(0)
+        self.n_soft += flat.shape[0]
+
+    def recount(self, path: Path) -> None:
+        """The answer counts again from the predictions file (the truth: it includes lines from before a
+        resume); the graph tokens' moments stay those of this run."""
+        self.by_type, self.by_cov = {}, {}
+        self.unclean = 0
+        for rec in read_records(path, ("id", "correct")):
+            self.unclean += not rec.get("clean", True)
+            if isinstance(rec.get("support_covered"), bool):
+                self.by_cov.setdefault(rec["support_covered"], [0, 0])
+                self.by_cov[rec["support_covered"]][0] += bool(rec["correct"])
+                self.by_cov[rec["support_covered"]][1] += 1
+            self.by_type.setdefault(rec.get("qtype") or "all", [0, 0])
+            self.by_type[rec.get("qtype") or "all"][0] += bool(rec["correct"])
+            self.by_type[rec.get("qtype") or "all"][1] += 1
+        self.correct = sum(v[0] for v in self.by_type.values())
+        self.n = sum(v[1] for v in self.by_type.values())
+
+    def spread(self) -> float | None:
+        """``||std|| / ||mean||`` of the graph tokens seen (``None`` below two examples)."""
+        if self.n_soft <= 1:
+            return None
+        mean = self.soft_sum / self.n_soft
+        std = (self.soft_sq / self.n_soft - mean ** 2).clamp(min=0).sqrt()
+        return float(std.norm() / mean.norm().clamp(min=1e-12))
+
+    def summary(self, secs: float, answered: int) -> dict[str, Any]:
+        """:func:`evaluate`'s result (``answered``: examples answered by this run, for its speed)."""
+        return {"accuracy": self.correct / max(self.n, 1), "correct": self.correct, "n": self.n,
+                "unclean": self.unclean, "seconds": secs, "examples_per_s": answered / max(secs, 1e-9),
+                "by_type": {k: v[0] / v[1] for k, v in self.by_type.items()}, "graph_token_rel_std": self.spread(),
+                "by_coverage": {COVERAGE_GROUPS[k]: {"n": v[1], "accuracy": v[0] / v[1]}
+                                for k, v in sorted(self.by_cov.items())}}
+
+
+def _open_predictions(path: Path | None, resume: bool) -> tuple[set[str], _Tally]:
+    """The ids already answered and the starting counts: with ``resume``, those of the existing file
+    (:func:`_resume`); else the file is removed."""
+    done, correct, n = (_resume(path) if (path is not None and resume) else (set(), 0, 0))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not resume and path.exists():
+            path.unlink()
+    return done, _Tally(correct, n)
+
+
+def _answer_batch(model: TopoRAGModel, arm: GraphTokenArm, chunk: list[Example], choices,
+                  tally: _Tally) -> tuple[list[dict[str, Any]], float]:
+    """The predictions of one batch (with the arm's graph tokens, else the model's own) and the batch's
+    seconds per example; the graph tokens go into ``tally``."""
+    import torch
+
+    tb = time.perf_counter()
+    batch = make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device)
+    with torch.no_grad():
+        soft = arm.tokens(model, batch, chunk)
+        if soft is None and model.config.use_graph:
+            soft = model.graph_tokens(batch.cells)
+        preds = model.answer(batch, choices=choices, soft=soft)
+    secs_each = (time.perf_counter() - tb) / len(chunk)
+    if soft is not None:
+        tally.add_tokens(soft)
+    return preds, secs_each
+
+
+def _record(ex: Example, pred: dict[str, Any], ok: bool, secs_each: float, method: str, dataset: str,
+            graph_tokens: str) -> dict[str, Any]:
+    """One predictions line (:func:`~toporag_core.predictions.eval_record`)."""
+    return eval_record(
+        id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
+        probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
+        raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
+        cells=ex.cells, context=ex.context, method=method, dataset=dataset,
+        graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=pred.get("kind"))
+
+
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
              batch_size: int = 8, method: str = "toporag", resume: bool = False,
              show_progress: bool = True, choices=None, graph_tokens: str = "normal",
@@ -77,23 +183,13 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     separates retrieval misses from reading mistakes; empty otherwise. ``graph_tokens``/``arm_seed``:
     the ablation arm (:class:`~toporag_core.evaluation.arms.GraphTokenArm`) and its derangement seed.
     """
-    import torch
     from tqdm.auto import tqdm
 
     path = Path(out) if out is not None else None
-    done, correct, n = (_resume(path) if (path is not None and resume) else (set(), 0, 0))
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not resume and path.exists():
-            path.unlink()
+    done, tally = _open_predictions(path, resume)
     arm = GraphTokenArm(check_arm(graph_tokens, model.config.use_graph), examples, seed=arm_seed,
                         batch_size=batch_size)
     todo = [e for e in examples if str(e.id) not in done]
-    by_type: dict[str, list[int]] = {}
-    by_cov: dict[bool, list[int]] = {}
-    unclean = 0
-    soft_sum = soft_sq = None
-    n_soft = 0
     fh = open(path, "a") if path is not None else None
     model.eval()
     t0 = time.perf_counter()
@@ -101,69 +197,23 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     try:
         for i in range(0, len(todo), batch_size):
             chunk = arm.inputs(todo[i:i + batch_size])
-            tb = time.perf_counter()
-            batch = make_batch(chunk, with_answers=False, use_graph=model.config.use_graph).to(model.device)
-            with torch.no_grad():
-                soft = arm.tokens(model, batch, chunk)
-                if soft is None and model.config.use_graph:
-                    soft = model.graph_tokens(batch.cells)
-                preds = model.answer(batch, choices=choices, soft=soft)
-            secs_each = (time.perf_counter() - tb) / len(chunk)
-            if soft is not None:
-                flat = soft.float().flatten(1)
-                soft_sum = flat.sum(0) if soft_sum is None else soft_sum + flat.sum(0)
-                soft_sq = (flat ** 2).sum(0) if soft_sq is None else soft_sq + (flat ** 2).sum(0)
-                n_soft += flat.shape[0]
+            preds, secs_each = _answer_batch(model, arm, chunk, choices, tally)
             for ex, pred in zip(chunk, preds):
                 ok = score(dataset, pred["answer"], ex.label)
-                correct += ok
-                n += 1
-                unclean += not pred["clean"]
-                by_type.setdefault(ex.qtype or "all", [0, 0])
-                by_type[ex.qtype or "all"][0] += ok
-                by_type[ex.qtype or "all"][1] += 1
-                if ex.covered is not None:
-                    by_cov.setdefault(ex.covered, [0, 0])
-                    by_cov[ex.covered][0] += ok
-                    by_cov[ex.covered][1] += 1
+                tally.add(ex.qtype, ex.covered, ok, pred["clean"])
                 if fh is not None:
-                    fh.write(record_line(eval_record(
-                        id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
-                        probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
-                        raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
-                        cells=ex.cells, context=ex.context, method=method, dataset=dataset,
-                        graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=pred.get("kind"))))
+                    fh.write(record_line(_record(ex, pred, ok, secs_each, method, dataset, graph_tokens)))
                     fh.flush()
             bar.update(len(chunk))
-            bar.set_postfix(acc=f"{correct / max(n, 1):.3f}")
+            bar.set_postfix(acc=f"{tally.correct / max(tally.n, 1):.3f}")
     finally:
         bar.close()
         if fh is not None:
             fh.close()
     secs = time.perf_counter() - t0
-    if path is not None:  # the file is the truth (it includes lines from before a resume)
-        by_type, by_cov = {}, {}
-        unclean = 0
-        for rec in read_records(path, ("id", "correct")):
-            unclean += not rec.get("clean", True)
-            if isinstance(rec.get("support_covered"), bool):
-                by_cov.setdefault(rec["support_covered"], [0, 0])
-                by_cov[rec["support_covered"]][0] += bool(rec["correct"])
-                by_cov[rec["support_covered"]][1] += 1
-            by_type.setdefault(rec.get("qtype") or "all", [0, 0])
-            by_type[rec.get("qtype") or "all"][0] += bool(rec["correct"])
-            by_type[rec.get("qtype") or "all"][1] += 1
-        correct, n = sum(v[0] for v in by_type.values()), sum(v[1] for v in by_type.values())
-    spread = None
-    if n_soft > 1:
-        mean = soft_sum / n_soft
-        std = (soft_sq / n_soft - mean ** 2).clamp(min=0).sqrt()
-        spread = float(std.norm() / mean.norm().clamp(min=1e-12))
-    return {"accuracy": correct / max(n, 1), "correct": correct, "n": n, "unclean": unclean, "seconds": secs,
-            "examples_per_s": len(todo) / max(secs, 1e-9),
-            "by_type": {k: v[0] / v[1] for k, v in by_type.items()}, "graph_token_rel_std": spread,
-            "by_coverage": {COVERAGE_GROUPS[k]: {"n": v[1], "accuracy": v[0] / v[1]}
-                            for k, v in sorted(by_cov.items())}}
+    if path is not None:
+        tally.recount(path)
+    return tally.summary(secs, len(todo))
 
 
 COVERAGE_GROUPS = {True: "answer objects retrieved", False: "answer objects missed"}

@@ -24,7 +24,7 @@ A stored cache is the one the row gets when it is computed alone up to float rou
 batched matrix products (exactly it when every miss is computed in a pass of its own: batching off).
 ``max_bytes=0`` keeps nothing across batches and still deduplicates within one. Thread-safe: the
 map is under a lock; misses are computed outside it (two workers missing the same part at once both
-compute it; the result is the same). Training's :class:`~toporag_core.training.KVStore` is another
+compute it; the result is the same). Training's :class:`~toporag_core.training.DiskKVShards` is another
 thing: every example's cache precomputed once, in float16 shards on disk, keyed by example id.
 """
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Alignment stage: teach the LLM to read a subcomplex's cells from its graph tokens, before the joint stage.
 
-Why: trained jointly with the text in view, the graph tokens settle into whatever helps every question
-alike (the format), and the LLM never learns to read a cell from its token
-(:func:`~toporag_core.evaluation.arms.readback` measures that: with the shipped checkpoints, and after training
-on readback rows with the plain loss, a
-question's own tokens make its node lines no likelier than another question's). LLaVA's first stage
-teaches the reading with the LLM frozen; here the target is the textualized subcomplex itself.
+Why: trained jointly with the text in view, nothing requires the LLM to read a cell from its token, and the
+graph tokens can settle into whatever helps every question alike (the format);
+:func:`~toporag_core.evaluation.arms.readback` measures whether a question's own tokens make its node lines
+likelier than another question's. LLaVA's first stage teaches the reading with the LLM frozen; here the target
+is the textualized subcomplex itself.
 
 Rows (:func:`~toporag_core.evaluation.arms.readback_rows`): no context, the question "List the nodes of the graph.",
 as target ``y_i`` the first block of example ``i``'s textualized subcomplex (its node lines, cut at
@@ -24,30 +23,26 @@ stage starts from the LLM it was trained with). Every ``eval_every`` steps the f
 examples are read back (own against another example's tokens, :func:`~toporag_core.evaluation.arms.readback`) and the
 state with the widest gap ``nll_other - nll_own`` is kept.
 
-The joint stage forgets the reading when it trains on answers alone (measured on the first 64 SceneGraphs test
-questions: own tokens lower on 48 / 64 rows after alignment, on 29 / 64 after 100 joint steps).
-:class:`JointReadback` keeps the same loss as a term of the joint loss, with weight ``lambda``
+The joint stage can forget the reading when it trains on answers alone. :class:`JointReadback` keeps the same
+loss as a term of the joint loss, with weight ``lambda``
 (``TrainConfig.joint_align_weight``)::
 
     loss_step = L_answer(answer rows) + lambda * loss(B readback rows drawn for this step)
 
 and reads back the validation examples at every evaluation of the joint stage (``log.jsonl``: ``readback_*``).
-Measured with ``lambda = 1``: the reading stays (56 / 64 test rows after 120 joint steps), but with one token per
-node the answers do not depend on a question's own tokens; with four tokens per node and the word targets below
-they do when the text is absent (SceneGraphs test: 0.570 with own tokens, 0.350 with another question's).
 
-**Word targets** (``TrainConfig.align_words``, weight ``beta``). Through the frozen LLM alone the loss above
-taught the names (2.3 nats per name token below another question's tokens) and not the attributes (0.07),
-though a linear probe reads the first attribute off a node's token at 0.92: SmolLM2-135M reads a soft token
-about as one word. With ``k = tokens_per_cell`` tokens per node slot (nodes first), :func:`word_loss` gives the
-``j``-th token of node slot ``s`` a direct target, the LLM's own input embedding ``E(w_{s,j})`` of the ``j``-th
-word of that node's line (name, then attributes; a word of several tokens: their mean)::
+**Word targets** (``TrainConfig.align_words``, weight ``beta``): a direct target for every graph token, for
+what the readback loss through the frozen LLM does not teach (a soft token is read about as one word, so a
+node's attributes need tokens of their own). With ``k = tokens_per_cell`` tokens per node slot (nodes first),
+:func:`word_loss` gives the ``j``-th token of node slot ``s`` as target the LLM's own input embedding
+``E(w_{s,j})`` of the ``j``-th word of that node's line (name, then attributes; a word of several tokens: their
+mean)::
 
     L_words = mean_{(i, s, j)} 1 - cos(G_i[(1 + s) k + j], E(w_{i,s,j}))
     loss    = (the contrastive readback loss) + beta * L_words
 
-``L_words`` needs no LLM forward, so ``TrainConfig.word_steps`` steps of it alone (a few milliseconds each) can
-come first: within the LM-bound alignment steps it only reached the distance of a per-position mean word.
+``L_words`` needs no LLM forward, so ``TrainConfig.word_steps`` steps of it alone (encoder and projector only)
+can come first.
 
 **Relations** (``TopoRAGConfig.token_text = "relations"``, relations first, CSV text: ExplaGraphs, whose stance
 lives in the relations). The readback rows ask for the relation block (``List the relations of the graph.`` ->

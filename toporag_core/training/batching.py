@@ -5,7 +5,7 @@ the graph-token arms and the alignment stage).
 :class:`~toporag_core.model.QABatch`: the ``B`` subcomplexes collated into one
 :class:`~toporag_core.nn.CellBatch` (cells of every example concatenated, with per-cell example indices),
 the questions, contexts and (for training and scoring) answers as lists, and optionally the cached
-frozen-part key/values of every example (``kv.get(ids)``, a :class:`~toporag_core.training.KVStore`).
+frozen-part key/values of every example (``kv.get(ids)``, a :class:`~toporag_core.training.DiskKVShards`).
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ holds for any ``W``:
   ``trainer.json``), ``log.jsonl`` (one line per step with the global-batch loss and lr, one per
   evaluation) and ``summary.json``;
 * **resume**: every rank reads ``last/`` (a shared folder) and skips the batches already done;
-* **not supported with W > 1**: the :class:`~toporag_core.training.KVStore` (every rank would build
+* **not supported with W > 1**: the :class:`~toporag_core.training.DiskKVShards` (every rank would build
   the same shard files in one folder; ``train`` raises and names ``--no-kv-cache``).
 
 ``tests/test_distributed.py`` checks that 2 gloo processes give the one-process loss curve, with
@@ -53,7 +53,7 @@ import torch.distributed as dist
 
 from ..model import TopoRAGModel
 from ..tasks.prep import Example
-from . import ProcessEnv
+from .env import ProcessEnv
 
 
 # ----------------------------------------------------------------------------- the process group
