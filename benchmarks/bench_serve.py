@@ -361,7 +361,7 @@ def decode_profile(checkpoint: str, jobs, sizes=(1, 16)) -> list[dict]:
     """Where an answer's neural time goes, one row against a batch (in process, torch on one thread,
     the service's default on 2 cores; best of 2 for one row, 1 for a batch), seconds per row of:
 
-    * ``frozen``: the frozen part's pass (chat prefix + context, :func:`~toporag_core.model.kv.context_kv`;
+    * ``frozen``: the frozen part's pass (chat prefix + context, :func:`~toporag_core.model.frozen_kv.context_kv`;
       cacheable layouts only);
     * ``two_pass``: tail + label scoring as before this change (``prompt_pass``, then the candidates as
       ``B x C`` rows over a repeated cache), from precomputed frozen caches;
@@ -372,7 +372,7 @@ def decode_profile(checkpoint: str, jobs, sizes=(1, 16)) -> list[dict]:
     import torch
 
     from toporag_core.model import FrozenKVStore, QABatch
-    from toporag_core.model.kv import context_kv
+    from toporag_core.model.frozen_kv import context_kv
     from toporag_core.nn import collate, subcomplex_tensors
     from toporag_core.answering.pipeline import DecodeJob, TopoRAGPipeline
     from toporag_core.retrieval import EmbeddedComplex, retrieve

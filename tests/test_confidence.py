@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from toporag_core.model import QABatch, short_answer
-from toporag_core.model.answering import answer_prefix, answer_probability
+from toporag_core.model.dispatch import answer_prefix, answer_probability
 from toporag_core.model.styles import get_style
 from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record

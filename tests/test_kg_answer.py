@@ -230,7 +230,7 @@ def test_kg_eval_summary_predictions_and_bad_lines(store_files, tmp_path, monkey
 
 def test_path_priors_rank_the_names_the_questions_relations_lead_to(movie_ecx):
     from toporag_core.model import QABatch
-    from toporag_core.model.answering import _named_rows
+    from toporag_core.model.dispatch import _named_rows
     from toporag_core.retrieval.candidates import candidate_priors
     from toporag_core.model.tiny import tiny_model
 

@@ -16,7 +16,7 @@ pytest.importorskip("uvicorn")
 
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.model import FrozenKVStore, QABatch  # noqa: E402
-from toporag_core.model.kv import context_kv  # noqa: E402
+from toporag_core.model.frozen_kv import context_kv  # noqa: E402
 from toporag_core.answering.pipeline import DecodeJob, TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve  # noqa: E402
 from toporag_core.serve import BatchConfig  # noqa: E402

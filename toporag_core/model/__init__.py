@@ -13,14 +13,14 @@ One concept per file, read in this order:
 * :mod:`.answering` - task decoding (which decoder answers which row); :mod:`.answers` - answer text;
 * :mod:`.checkpoint` - save / load of the trainable weights + ``config.json``.
 """
-from .answers import evidence_target, is_clean, is_yes_no, short_answer, split_evidence, yes_no_choices
-from .batch import QABatch
+from .answer_text import evidence_target, is_clean, is_yes_no, short_answer, split_evidence, yes_no_choices
+from .qa_batch import QABatch
 from .checkpoint import warm_start
 from .config import (CACHEABLE_POSITIONS, GRAPH_PATHS, GRAPH_POSITIONS, MODES, QUESTION_FORMS, RETIRED_KEYS,
                      RETIRED_VALUES, TopoRAGConfig, graphqa_prompt)
 from .decode import lookup_draft
 from .graph_tokens import CellTokens
-from .kvstore import FrozenKVStore
+from .kv_cache import FrozenKVStore
 from .module import IGNORE_INDEX, TopoRAGModel
 from .prompt import Prompter, choices_for, question_prompt
 from .styles import ANSWER_STYLES, LOOKUP_TOKENS, AnswerStyle, get_style, register_style

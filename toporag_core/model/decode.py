@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .batch import QABatch
+from .qa_batch import QABatch
 from .styles import get_style
 
 def lookup_draft(source, generated: Sequence[int], k: int, max_ngram: int = 3) -> list[int]:

@@ -7,8 +7,8 @@
   encoder's mean-pooled ``(B, hidden)`` through G-Retriever's MLP projector (the older checkpoints);
 * ``forward(batch) -> loss``: mean cross-entropy over the answer tokens and the closing EOS (labels are
   ``-100`` everywhere else); in the cacheable layout the frozen part comes from its key/value cache
-  (:mod:`~toporag_core.model.kv`) and only the tail runs with grad;
-* decoding: :meth:`TopoRAGModel.answer` (:mod:`~toporag_core.model.answering`) over the decoders of
+  (:mod:`~toporag_core.model.frozen_kv`) and only the tail runs with grad;
+* decoding: :meth:`TopoRAGModel.answer` (:mod:`~toporag_core.model.dispatch`) over the decoders of
   :mod:`~toporag_core.model.decode`; ``save`` / ``load``: :mod:`~toporag_core.model.checkpoint`.
 
 Modes: ``"soft_prompt"`` (graph tokens only, the paper's frozen setting) and ``"lora"`` (plus peft LoRA,
@@ -33,8 +33,8 @@ import torch
 from torch import Tensor, nn
 
 from ..nn import CellBatch, build_encoder
-from . import answering, checkpoint, decode, kv
-from .batch import QABatch
+from . import checkpoint, decode, dispatch, frozen_kv
+from .qa_batch import QABatch
 from .config import CACHEABLE_POSITIONS, TopoRAGConfig
 from .graph_tokens import CellTokens, embedding_rms
 from .prompt import Prompter
@@ -145,8 +145,8 @@ class TopoRAGModel(nn.Module):
 
     # -- the model ----------------------------------------------------------------
     def context_kv(self, batch: QABatch) -> list[Tensor]:
-        """The frozen part's key/value cache per example (:func:`~toporag_core.model.kv.context_kv`)."""
-        return kv.context_kv(self, batch)
+        """The frozen part's key/value cache per example (:func:`~toporag_core.model.frozen_kv.context_kv`)."""
+        return frozen_kv.context_kv(self, batch)
 
     def pooled(self, cells: CellBatch) -> Tensor:
         """``(B, d_enc)`` float32: the encoder's mean-pooled subcomplex."""
@@ -176,7 +176,7 @@ class TopoRAGModel(nn.Module):
         rows = [self.prompter.row(ctx, q) for ctx, q in zip(batch.contexts, batch.questions)]
         past, fmask = None, torch.zeros((len(batch), 0), dtype=torch.long, device=dev)
         if self.cacheable:
-            past, fmask = kv.frozen_cache(self, batch, [r[0] for r in rows])
+            past, fmask = frozen_kv.frozen_cache(self, batch, [r[0] for r in rows])
         seqs, labels = [], []
         for i, (_, before, after) in enumerate(rows):
             ans = self.answer_ids(batch.answers[i]) if with_answers else []
@@ -248,7 +248,7 @@ class TopoRAGModel(nn.Module):
                        use_cache=True, logits_to_keep=1)
         return out.past_key_values, mask, pos[:, -1:], out.logits[:, -1].float()
 
-    # -- decoding (model/decode.py, model/answering.py) -------------------------------
+    # -- decoding (model/decode.py, model/dispatch.py) -------------------------------
     def generate(self, batch: QABatch, max_new_tokens: int | None = None, soft: Tensor | None = None,
                  stop_at_newline: bool = True, prompt: tuple | None = None, lookup: int | None = None) -> list[str]:
         """Greedy decoding (:func:`~toporag_core.model.decode.generate`)."""
@@ -263,9 +263,9 @@ class TopoRAGModel(nn.Module):
     def answer(self, batch: QABatch, choices=None, soft: Tensor | None = None,
                max_new_tokens: int | None = None, names=None, list_ratio: float = 0.5, priors=None,
                path_weight: float = 0.0) -> list[dict[str, Any]]:
-        """Task decoding, one dict per row (:func:`~toporag_core.model.answering.answer`; ``names``: candidate
+        """Task decoding, one dict per row (:func:`~toporag_core.model.dispatch.answer`; ``names``: candidate
         names per row for open rows read from the graph's entities)."""
-        return answering.answer(self, batch, choices=choices, soft=soft, max_new_tokens=max_new_tokens,
+        return dispatch.answer(self, batch, choices=choices, soft=soft, max_new_tokens=max_new_tokens,
                                 names=names, list_ratio=list_ratio, priors=priors, path_weight=path_weight)
 
     def uses_evidence(self, choices: tuple[str, ...] | None) -> bool:

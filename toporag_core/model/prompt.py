@@ -21,7 +21,7 @@ context by prize first (:func:`~toporag_core.retrieval.budget.fit_context`); :me
 prefix cut is only the last-resort safety net for contexts that come in unfitted (prepared datasets).
 In ``"before_question"`` everything left of ``|`` (the *frozen part*) is read by the plain frozen LLM
 (LoRA off, no soft token before it), so its key/value cache depends on nothing trainable
-(:func:`~toporag_core.model.kv.context_kv`); the question moves into the *tail*, after the graph
+(:func:`~toporag_core.model.frozen_kv.context_kv`); the question moves into the *tail*, after the graph
 tokens, so LoRA re-reads it with the graph tokens in view while the context stays cached.
 
 What the context says is ``config.reads(context)``: the context as written, or, for a model with
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .answers import yes_no_choices
+from .answer_text import yes_no_choices
 from .config import CACHEABLE_POSITIONS, QUESTION_FORMS, TopoRAGConfig
 
 _SPLIT = "\x00TOPORAG_USER\x00"  # placeholder to cut the chat template around the user content
@@ -128,7 +128,7 @@ class Prompter:
         return [], lay["pre"], c + lay["sep"] + q + lay["post"]
 
     def frozen_ids(self, context: str, question: str) -> list[int]:
-        """Token ids of the frozen part (what :func:`~toporag_core.model.kv.context_kv` caches) of one
+        """Token ids of the frozen part (what :func:`~toporag_core.model.frozen_kv.context_kv` caches) of one
         example; ``ValueError`` in a layout without one."""
         if self.config.graph_position not in CACHEABLE_POSITIONS:
             raise ValueError(f"frozen_ids: graph_position {self.config.graph_position!r} has no frozen part "

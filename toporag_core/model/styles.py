@@ -6,18 +6,18 @@ style's fields, never its name.
 * ``"evidence"`` (beyond the paper): polar questions train on ``"<evidence>. Answer: <label>"`` (the
   dataset's full answer with its yes/no removed: ``"The metal cup is orange. Answer: no"``), so a yes/no
   becomes "read the attribute, then compare"; at answer time the evidence is generated greedily and the
-  labels are scored after it (:func:`~toporag_core.model.answering.answer`).
+  labels are scored after it (:func:`~toporag_core.model.dispatch.answer`).
 * ``"cited"``: that, and open questions train on the context lines their answer rests on, copied
   verbatim with their node ids, then the label (``"cabinet [5]: yellow, wooden; cabinet [5] in front of
   clock [9]. Answer: clock"``); a generated open answer is read after its last ``Answer:``
-  (:func:`~toporag_core.model.answers.split_evidence`), and generation drafts with prompt lookup
+  (:func:`~toporag_core.model.answer_text.split_evidence`), and generation drafts with prompt lookup
   (copied lines are in the prompt).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .answers import is_yes_no, split_evidence
+from .answer_text import is_yes_no, split_evidence
 
 LOOKUP_TOKENS = 10  # prompt-lookup draft length of a cited model's generation (decode.generate)
 

@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from .batch import CellBatch, SubcomplexTensors, collate, subcomplex_tensors, upper_pairs
+from .cell_batch import CellBatch, SubcomplexTensors, collate, subcomplex_tensors, upper_pairs
 from .cwn import CWEncoder, CWNConfig
 from .gcn import GCNEncoder
 from .registry import (ENCODERS, GraphEncoder, build_encoder, encoder_names, get_graph_encoder, register_encoder,

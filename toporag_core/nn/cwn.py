@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import scatter
 
-from .batch import CellBatch
+from .cell_batch import CellBatch
 
 
 @dataclass

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 from torch_geometric.utils import scatter
 
-from .batch import CellBatch
+from .cell_batch import CellBatch
 from .cwn import CWNConfig
 
 

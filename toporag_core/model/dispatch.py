@@ -3,10 +3,10 @@
 Rows are grouped by their closed answer set (``None``: open). A **closed set** is scored
 (:func:`~toporag_core.model.decode.score_choices`): the label is the arg max, its probability
 ``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
-(:func:`~toporag_core.model.answers.short_answer`), with the per-token geometric-mean probability of that
+(:func:`~toporag_core.model.answer_text.short_answer`), with the per-token geometric-mean probability of that
 phrase under the same prompt and what was generated before it (a cited answer's evidence),
 ``exp(ll / n_tokens)`` (:func:`answer_probability`), as its ``probability``;
-:func:`~toporag_core.model.answers.is_clean` flags an
+:func:`~toporag_core.model.answer_text.is_clean` flags an
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
 ``polar_evidence``): the evidence is generated greedily and the labels are scored after it, one prompt
@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .answers import evidence_target, is_clean, short_answer, split_evidence
-from .batch import QABatch
+from .answer_text import evidence_target, is_clean, short_answer, split_evidence
+from .qa_batch import QABatch
 from .prompt import choices_for
 from .styles import get_style
 
@@ -186,7 +186,7 @@ def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
     list with one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
     its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open rows
     get greedy generation cut to a short phrase (``probability``: :func:`answer_probability`); ``clean`` is
-    :func:`~toporag_core.model.answers.is_clean`. Yes/no rows of an evidence-first style first generate
+    :func:`~toporag_core.model.answer_text.is_clean`. Yes/no rows of an evidence-first style first generate
     their evidence greedily (``raw``; ``evidence`` is the part before ``Answer:``), then score
     ``"<evidence>. Answer: yes"`` against ``"... no"`` from the same prompt cache.
 

@@ -9,7 +9,7 @@ import contextlib
 import torch
 from torch import Tensor
 
-from .batch import QABatch, left_pad
+from .qa_batch import QABatch, left_pad
 
 
 @contextlib.contextmanager

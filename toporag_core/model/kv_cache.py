@@ -1,6 +1,6 @@
 """A bounded store of frozen-part key/value caches, so a context is read by the LLM once.
 
-In the cacheable layout (``graph_position="before_question"``, :mod:`~toporag_core.model.kv`) the
+In the cacheable layout (``graph_position="before_question"``, :mod:`~toporag_core.model.frozen_kv`) the
 frozen part ``[chat prefix] context \\n`` of a row (``S_i`` tokens, 150-300 for ExplaGraphs) is read
 by the plain frozen LLM; its cache
 
@@ -35,8 +35,8 @@ from collections import OrderedDict
 import numpy as np
 from torch import Tensor
 
-from .batch import QABatch
-from .kv import context_kv
+from .qa_batch import QABatch
+from .frozen_kv import context_kv
 
 
 class FrozenKVStore:
