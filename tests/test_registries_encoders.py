@@ -145,3 +145,10 @@ def test_an_unregistered_text_encoder_is_gone():
     register_text_encoder(name="toy", build=lambda s: ToyTextEncoder())
     unregister_text_encoder("toy")
     assert "toy" not in TEXT_ENCODERS
+
+
+@pytest.mark.parametrize("command", [["retrieve"], ["kg", "retrieve"], ["hybrid", "index"], ["docgraph", "build"]])
+def test_a_registered_text_encoder_is_named_in_every_encoder_help(toy_text_encoder, command, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*command, "--help"])
+    assert "toy" in " ".join(capsys.readouterr().out.split())

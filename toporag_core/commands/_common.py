@@ -64,6 +64,13 @@ def encoder_option(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def encoder_help(default: str = "the packaged MiniLM or $TOPORAG_ENCODER") -> str:
+    """``--encoder``'s help: the registered text encoders (``embed.TEXT_ENCODERS``), or a model folder."""
+    from ..embed.registry import text_encoder_names
+
+    return f"text encoder: {', '.join(text_encoder_names())}, or a SentenceTransformer folder (default: {default})"
+
+
 def tree_help() -> str:
     """``--tree``'s help: every registered lifting with its label."""
     from ..cells.lift import LIFTING_SPECS

@@ -36,7 +36,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import emit
+from ._common import emit, encoder_help
 
 
 # ----------------------------------------------------------------------------- options from the configs
@@ -98,7 +98,7 @@ def _traversal_args(p: argparse.ArgumentParser) -> None:
     from ._common import add_config_args
 
     add_config_args(p, traversal_options(), show_all=True, defaults={"fuse_embedding": None})
-    p.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
+    p.add_argument("--encoder", default=None, help=encoder_help())
     add_config_args(p, theta_options(), show_all=True)
 
 
@@ -127,7 +127,7 @@ def register(subparsers) -> None:
     b = sub.add_parser("build", help="build a document graph")
     _source_args(b)
     b.add_argument("--out", required=True, help="folder for graph.json + tensors.safetensors")
-    b.add_argument("--encoder", default=None)
+    b.add_argument("--encoder", default=None, help=encoder_help())
     add_config_args(b, theta_options(), show_all=True)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=run_build)
@@ -170,7 +170,7 @@ def _register_corpus(sub) -> None:
                                    "HotpotQA/2Wiki JSON file")
     ix.add_argument("--out", required=True, help="index folder (an existing index is extended)")
     ix.add_argument("--format", default="auto", help="corpus format (auto, jsonl, folder, beir, hotpotqa)")
-    ix.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
+    ix.add_argument("--encoder", default=None, help=encoder_help())
     add_config_args(ix, index_options(), show_all=True)
     ix.add_argument("--prune", action="store_true", help="drop indexed documents that are not in CORPUS")
     ix.add_argument("--rebuild", action="store_true", help="ignore an existing index in --out")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import emit
+from ._common import emit, encoder_help
 
 
 ROUTER_FIELDS = ("tau", "window")
@@ -80,7 +80,7 @@ def register(subparsers) -> None:
     i.add_argument("--reduce", action="store_true",
                    help="drop stop-word cells, merge near duplicates (cos>=0.98), PQ 48x16")
     i.add_argument("--row-tag", action="store_true", help="embed cells as [ROW: id] [COL: h] [VAL: v] (ablation)")
-    i.add_argument("--encoder", default=None, help="encoder spec (default: packaged MiniLM or $TOPORAG_ENCODER)")
+    i.add_argument("--encoder", default=None, help=encoder_help())
     i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(func=run_index)
 
@@ -91,7 +91,7 @@ def register(subparsers) -> None:
     s.add_argument("--reranker", default=None, help="local CrossEncoder folder (optional)")
     s.add_argument("--answer", action="store_true", help="also answer with the frozen LLM")
     s.add_argument("--llm", default=None, help="LLM folder (default: packaged SmolLM2)")
-    s.add_argument("--encoder", default=None, help="encoder spec (must match the index's)")
+    s.add_argument("--encoder", default=None, help=encoder_help("the index's; must match it"))
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=run_search)
 
@@ -100,7 +100,7 @@ def register(subparsers) -> None:
     f.add_argument("--index", required=True, help="index folder from `toporag hybrid index`")
     f.add_argument("--seed", type=int, default=0, help="seed of the split by context (default 0)")
     f.add_argument("--fit-fraction", type=float, default=0.5, help="share of contexts fitted on (default 0.5)")
-    f.add_argument("--encoder", default=None, help="encoder spec (default: the index's MiniLM, in numpy)")
+    f.add_argument("--encoder", default=None, help=encoder_help("the index's MiniLM, in numpy"))
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=run_fit)
 
@@ -114,7 +114,7 @@ def register(subparsers) -> None:
     e.add_argument("--split", default="auto", choices=("auto", "all", "val", "test", "fit", "report"),
                    help="generated data: all/val/test; TAT-QA: report (the half not fitted on; auto when the "
                         "index was fitted), fit, or all")
-    e.add_argument("--encoder", default=None)
+    e.add_argument("--encoder", default=None, help=encoder_help())
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.set_defaults(func=run_eval)
 

@@ -17,7 +17,7 @@ import csv
 import sys
 import time
 
-from ._common import add_method_args, emit, setting_from_args, warn
+from ._common import add_method_args, emit, encoder_help, setting_from_args, warn
 
 
 def _add_extract_args(p: argparse.ArgumentParser) -> None:
@@ -70,7 +70,7 @@ def register(sub) -> None:
     r = kg.add_parser("retrieve", help="extract the k-hop subgraph, lift it and retrieve")
     _add_extract_args(r)
     add_method_args(r, dimension="cells", default=KG_METHOD)
-    r.add_argument("--encoder", default=None, help="'default' (all-MiniLM-L6-v2), 'hashing', or a model folder")
+    r.add_argument("--encoder", default=None, help=encoder_help())
     r.set_defaults(func=run_retrieve)
     a = kg.add_parser("ask", help="answer a question from the store: link, k-hop subgraph, retrieve, answer")
     _add_extract_args(a)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import add_graph_args, add_method_args, check_question_args, emit, encoder_option, load_from_args, \
-    setting_from_args, warn
+from ._common import (add_graph_args, add_method_args, check_question_args, emit, encoder_help, encoder_option,
+                      load_from_args, setting_from_args, warn)
 
 
 def register(sub) -> None:
@@ -14,8 +14,7 @@ def register(sub) -> None:
     p.add_argument("--question", "-q", default=None, help="the question (node methods: or --target NODE)")
     add_method_args(p)
     p.add_argument("--encoder", type=encoder_option, default=None,
-                   help="'default' (all-MiniLM-L6-v2), 'hashing', 'hashing-<dim>', 'onnx', 'onnx-int8', or a model "
-                        "folder (default: $TOPORAG_ENCODER, else all-MiniLM-L6-v2)")
+                   help=encoder_help("$TOPORAG_ENCODER, else all-MiniLM-L6-v2"))
     p.add_argument("--context", action="store_true", help="also print the textualized context")
     from ..retrieval.textualize import DEFAULT_TEXT, TEXT_FORMATS
 

@@ -48,7 +48,7 @@ def _lifting_names() -> list[str]:
 def _encoder_names() -> tuple[str, ...]:
     from ..nn import ENCODERS
 
-    return ENCODERS
+    return tuple(ENCODERS)
 
 
 def _answer_styles() -> list[str]:
@@ -95,7 +95,8 @@ class RunOptions:
 
 # The TopoRAGConfig fields that are options, with their help (the model module keeps none), in --help order
 MODEL_OPTIONS: dict[str, dict[str, Any]] = {
-    "encoder": {"help": "graph encoder: cwn (TopoRAG) or gcn ('w/o MTR')", "choices": _encoder_names},
+    "encoder": {"help": "graph encoder (nn.ENCODERS; built in: cwn = TopoRAG, gcn = 'w/o MTR')",
+                "choices": _encoder_names},
     "llm": {"help": "local HF folder, hub id or packaged name of the frozen LLM"},
     "num_graph_tokens": {"flag": "--graph-tokens", "help": "soft-prompt tokens (cells path: a whole-subcomplex slot "
                                                            "and up to N-1 cells)"},
