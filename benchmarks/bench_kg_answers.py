@@ -31,7 +31,7 @@ import numpy as np
 
 from _common import ROOT, SHARED
 from toporag_core.metrics import mcnemar_exact
-from toporag_core.tasks.kg_questions import hit, hit1
+from toporag_core.evaluation.kg_questions import hit, hit1
 
 ARMS = ("paper+generate", "seeded+generate", "seeded+names")
 

@@ -33,7 +33,7 @@ def main() -> None:
     from toporag_core.model import LOOKUP_TOKENS
     from toporag_core.retrieval.report import format_table
     from toporag_core.tasks import metric_of
-    from toporag_core.training.batching import make_batch
+    from toporag_core.tasks.batching import make_batch
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default="assets/checkpoints/scene_graphs")

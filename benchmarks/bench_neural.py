@@ -91,7 +91,7 @@ def main() -> None:
     from toporag_core.model import QABatch, TopoRAGConfig, TopoRAGModel
     from toporag_core.nn import CWNConfig
     from toporag_core.answering.pipeline import DEFAULT_CHECKPOINT, TopoRAGPipeline
-    from toporag_core.training.batching import make_batch
+    from toporag_core.tasks.batching import make_batch
 
     bs = 8
     exs, raws, source = load_examples(max(args.steps * bs, args.answers))

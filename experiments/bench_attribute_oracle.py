@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from toporag_core.evaluation.arms import derangement, readback_rows, token_lines
-    from toporag_core.training.batching import make_batch
+    from toporag_core.tasks.batching import make_batch
     from toporag_core.metrics import mcnemar_exact
 
     model, examples = eval_model_and_split(args)

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from toporag_core.training.batching import make_batch
+    from toporag_core.tasks.batching import make_batch
 
     model, examples = eval_model_and_split(args)
     if model.config.graph_path != "cells":

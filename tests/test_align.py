@@ -17,7 +17,7 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model.tiny import tiny_model
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 from toporag_core.training import TrainConfig, train
 
 DIM = 16

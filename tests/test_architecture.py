@@ -4,7 +4,7 @@ section promises.
 Layers, bottom to top (a module may import its own layer and those below, never above):
 
     base -> io -> cells -> embeddings -> topology -> retrieval -> neural -> stores -> tasks
-         -> answering -> systems -> experiments -> app
+         -> predictions -> answering -> systems -> experiments -> app
 
 Each layer is a set of top-level folders of ``toporag_core/``; only the base layer's two modules
 (``graph``, ``metrics``) and ``cli`` are loose files.
@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("retrieval", ("retrieval",)),
     ("neural", ("nn", "model")),
     ("stores", ("kg",)),
-    ("tasks", ("tasks", "predictions")),
+    ("tasks", ("tasks",)),
+    ("predictions", ("predictions",)),
     ("answering", ("answering",)),
     ("systems", ("hybrid", "docgraph", "serve")),
     ("experiments", ("training", "evaluation")),

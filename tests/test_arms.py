@@ -12,7 +12,7 @@ from toporag_core.evaluation.evaluate import evaluate
 from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model.tiny import tiny_model
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 
 from .test_train_eval import DIM, ENC, raw_examples
 

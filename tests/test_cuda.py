@@ -22,7 +22,7 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model.tiny import tiny_model
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 
 DEVICE = os.environ.get("TOPORAG_TEST_DEVICE", "cuda")  # "cpu": a dry run of these tests without a GPU
 pytestmark = pytest.mark.skipif(DEVICE.startswith("cuda") and not torch.cuda.is_available(),

@@ -17,7 +17,7 @@ from toporag_core.retrieval import RetrievalSetting
 from toporag_core.tasks import RawExample
 from toporag_core.tasks.prep import PrepConfig, prepare_example
 from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 from toporag_core.training import GRAPH_ONLY_SUFFIX, TrainConfig, token_spread, train, with_graph_only_rows
 
 DIM = 16

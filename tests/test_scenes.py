@@ -389,7 +389,7 @@ def test_question_template_reads_back_the_template_that_wrote_each_question():
 
 
 def test_accuracy_by_template_splits_types_by_template():
-    from toporag_core.tasks.scenes import accuracy_by_template
+    from toporag_core.evaluation.scene_accuracy import accuracy_by_template
 
     recs = [{"qtype": "0-cell", "question": "Question: What colour is the cup?\nAnswer:", "correct": True},
             {"qtype": "0-cell", "question": "Question: Is the cup red?\nAnswer:", "correct": False},

@@ -19,8 +19,9 @@ from toporag_core.cells.lift import lift
 from toporag_core.retrieval.result import make_subcomplex
 from toporag_core.tasks.scenes import QUESTION_TYPES, read_gqa, write_dataset
 from toporag_core.tasks.scenes import dataset as sd
-from toporag_core.tasks.scenes.dataset import (CoverageSetting, SceneRawExample, accuracy_by_type, paper_settings,
-                                         scene_retrieval_coverage, stratified_subset, support_covered)
+from toporag_core.evaluation.scene_accuracy import accuracy_by_type
+from toporag_core.tasks.scenes.dataset import (CoverageSetting, SceneRawExample, paper_settings, scene_retrieval_coverage,
+                                         stratified_subset, support_covered)
 
 ENC = HashingEncoder(dim=16)
 

@@ -12,7 +12,7 @@ import torch
 
 from toporag_core.training.align import check_word_targets, word_loss
 from toporag_core.evaluation.arms import readback, readback_rows, readback_target, slot_words
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGConfig, TopoRAGModel

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from toporag_core.evaluation.arms import node_words, readback_rows
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.model import TopoRAGConfig, TopoRAGModel

@@ -18,7 +18,7 @@ from toporag_core.graph import TextualGraph
 from toporag_core.model import IGNORE_INDEX, TopoRAGConfig, TopoRAGModel
 from toporag_core.nn import CWNConfig
 from toporag_core.model.tiny import tiny_llm, tiny_tokenizer
-from toporag_core.training.batching import make_batch
+from toporag_core.tasks.batching import make_batch
 from toporag_core.training import TrainConfig, train
 
 DIM = 16

@@ -251,7 +251,7 @@ def run_ask(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from ..tasks.kg_questions import evaluate_store, read_questions
+    from ..evaluation.kg_questions import evaluate_store, read_questions
 
     questions = read_questions(args.questions)  # every line checked before the model loads
     if args.limit is not None:

@@ -134,7 +134,7 @@ def readback(model, examples: Sequence[Any], batch_size: int = 8, seed: int = 0,
     import torch
 
     from ..metrics import mcnemar_exact
-    from ..training.batching import make_batch
+    from ..tasks.batching import make_batch
 
     rows = readback_rows(examples, target, token_lines(model))
     if len(rows) < 2:
@@ -232,7 +232,7 @@ class GraphTokenArm:
         return model.graph_tokens(self._cells(model, [self.partner(e) for e in chunk]))
 
     def _cells(self, model, examples: Sequence[Any]):
-        from ..training.batching import make_batch
+        from ..tasks.batching import make_batch
 
         return make_batch(list(examples), with_answers=False, use_graph=True).to(model.device).cells
 

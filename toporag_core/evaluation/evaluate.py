@@ -29,7 +29,7 @@ from ..tasks import metric_of
 from ..tasks.prep import Example
 from ..metrics import is_correct
 from ..model import TopoRAGModel
-from ..training.batching import make_batch
+from ..tasks.batching import make_batch
 from .arms import GraphTokenArm, check_arm
 from ..predictions import eval_record, read_predictions, read_records, record_line, write_predictions
 

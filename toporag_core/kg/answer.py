@@ -13,7 +13,7 @@
 4. **answer** with the pipeline (:meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.answer`: the name reader of
    the general checkpoint scores the subcomplex's entity names).
 
-Question files (``toporag kg eval``) are read, answered and scored by :mod:`toporag_core.tasks.kg_questions`.
+Question files (``toporag kg eval``) are read, answered and scored by :mod:`toporag_core.evaluation.kg_questions`.
 """
 from __future__ import annotations
 

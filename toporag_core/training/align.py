@@ -65,7 +65,7 @@ import torch
 from torch import Tensor, nn
 
 from ..evaluation.arms import readback, readback_rows, readback_target, slot_words
-from .batching import make_batch
+from ..tasks.batching import make_batch
 
 VAL_EXAMPLES = 64  # validation examples read back at each alignment check
 

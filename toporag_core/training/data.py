@@ -7,7 +7,7 @@
 * Order: :func:`epoch_batches` derives epoch ``e``'s batches from ``randperm(seed + e)``, so a resumed run
   skips exactly the batches already done and sees the same data as an uninterrupted run. With ``bucket > 1``
   the batches are cut from length-sorted windows of ``bucket x batch_size`` shuffled examples (less padding,
-  since :func:`~toporag_core.training.batching.make_batch` pads each batch to its own longest row), then
+  since :func:`~toporag_core.tasks.batching.make_batch` pads each batch to its own longest row), then
   shuffled. Under ``torchrun`` rank ``r`` of ``W`` takes ``batch[r::W]`` of the same global batches.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import torch
 
 from ..tasks.prep import Example
-from .batching import make_batch
+from ..tasks.batching import make_batch
 from ..model import TopoRAGModel
 
 

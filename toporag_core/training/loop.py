@@ -3,7 +3,7 @@
 :func:`train` checks its inputs (:func:`check_training_inputs`) and runs a :class:`TrainingRun`.
 
 * Batches: :func:`~toporag_core.training.data.epoch_batches` (the data order) collated by
-  :func:`~toporag_core.training.batching.make_batch`; ``grad_accum`` sums gradients over several batches per
+  :func:`~toporag_core.tasks.batching.make_batch`; ``grad_accum`` sums gradients over several batches per
   optimiser step; the learning rate is :meth:`~toporag_core.training.config.TrainConfig.lr_at` of the step.
 * Cheap steps: with ``graph_position="before_question"`` the frozen part of every example has a key/value cache
   (:class:`~toporag_core.training.kv_shards.DiskKVShards`, built once before the first step) and a step runs
@@ -48,7 +48,7 @@ import torch
 from ..tasks.prep import Example
 from .align import JointReadback, check_word_targets
 from ..evaluation.arms import readback_target
-from .batching import make_batch
+from ..tasks.batching import make_batch
 from .config import TrainConfig
 from .data import epoch_batches, with_graph_only_rows
 from .env import ProcessEnv, seed_everything

@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 
 from ..tasks.prep import Example
-from .batching import make_batch
+from ..tasks.batching import make_batch
 from .kv_shards import DiskKVShards
 from ..model import TopoRAGModel
 

@@ -1,4 +1,4 @@
-"""SceneGraphs as a training/evaluation dataset: registry loader, retrieval coverage, per-type accuracy.
+"""SceneGraphs as a training/evaluation dataset: registry loader, retrieval coverage, question templates.
 
 * :func:`load_scene_examples` is registered as ``scene_graphs`` in
   :mod:`toporag_core.tasks` (metric ``scene_graphs``: the label is contained in the
@@ -7,8 +7,8 @@
 * :func:`scene_retrieval_coverage`: per retrieval setting, the share of questions whose
   answer-bearing objects (``support``) are *all* inside the retrieved subcomplex, overall and per
   question type. No model is involved, so it is cheap and exact.
-* :func:`accuracy_by_type` reads a ``toporag eval`` predictions JSONL (which carries ``qtype``)
-  and gives accuracy overall and per question type.
+* :func:`record_template`: the generator template that wrote a predictions record's question
+  (per-template accuracy: :mod:`toporag_core.evaluation.scene_accuracy`).
 """
 from __future__ import annotations
 
@@ -292,43 +292,6 @@ def scene_retrieval_coverage(examples: Sequence[SceneRawExample], encoder,
     return rows
 
 
-# ----------------------------------------------------------------------------- accuracy
-def _records(predictions: str | os.PathLike | Sequence[dict]) -> list[dict]:
-    if not isinstance(predictions, (str, os.PathLike)):
-        return list(predictions)
-    from ...predictions.strict import read_records
-
-    return read_records(predictions, ("correct",), skip_cut=True)
-
-
-def _accuracy_by(recs: Sequence[dict], group: Callable[[dict], str | None]) -> dict[str, dict[str, float]]:
-    tally: dict[str, list[int]] = {"all": [0, 0]}
-    for r in recs:
-        g = group(r)
-        for k in ["all"] + ([g] if g else []):
-            tally.setdefault(k, [0, 0])
-            tally[k][0] += bool(r["correct"])
-            tally[k][1] += 1
-    return {k: {"accuracy": c / n if n else float("nan"), "correct": c, "n": n} for k, (c, n) in tally.items()}
-
-
-def accuracy_by_type(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
-    """Accuracy overall and per question type from a ``toporag eval`` predictions JSONL.
-
-    Args:
-        predictions: the JSONL path (lines with ``correct`` and ``qtype``; unparsable lines,
-            e.g. one cut by a kill, are skipped) or the already parsed records.
-
-    Returns:
-        ``{"all": {"accuracy", "correct", "n"}, "<qtype>": {...}, ...}``; records without a
-        type count only in ``"all"``.
-
-    Raises:
-        ValueError: a record without a ``correct`` field (names the line).
-    """
-    return _accuracy_by(_records(predictions), lambda r: r.get("qtype"))
-
-
 def record_template(record: dict) -> str | None:
     """``"<qtype>/<template>"`` of a predictions record (``"1-cell/two-hop"``: its type, then
     :func:`~.questions.question_template` of its ``question``); ``None`` when no template wrote it."""
@@ -336,9 +299,3 @@ def record_template(record: dict) -> str | None:
 
     t = question_template(str(record.get("question") or ""), record.get("qtype"))
     return f"{record['qtype']}/{t}" if t else None
-
-
-def accuracy_by_template(predictions: str | os.PathLike | Sequence[dict]) -> dict[str, dict[str, float]]:
-    """As :func:`accuracy_by_type`, per generator template (:func:`record_template`); records no
-    template wrote count only in ``"all"``."""
-    return _accuracy_by(_records(predictions), record_template)
