@@ -7,23 +7,22 @@ from pathlib import Path
 
 import streamlit as st
 
-from toporag_core.io import FORMATS, format_names, load_csv_pair_from_bytes, load_graph_from_text, upload_extensions
-from toporag_core.cells.lift import LIFTING_SPECS, lifting_names
 from toporag_core.studio import resources
-from toporag_core.io import samples
 from toporag_core.studio import kg_source, state, uploads
+from toporag_core.studio import sources
+from toporag_core.studio.controls import lifting_label, lifting_names
 from toporag_core.studio.figures import boundary_length_histogram
 from toporag_core.studio.resources import get_complex
 
 
 @st.cache_data(show_spinner="Reading ExplaGraphs ...")
 def explagraphs_rows():
-    return samples.explagraphs_rows()
+    return sources.explagraphs_rows()
 
 
 @st.cache_data(show_spinner="Reading WebQSP ...")
 def webqsp_records():
-    return samples.webqsp_records()
+    return sources.webqsp_records()
 
 
 def knowledge_graph_source(ss) -> None:
@@ -88,9 +87,9 @@ def lifting_sidebar(ss) -> None:
     with st.sidebar:
         st.header("Lifting")
         tree_now, seed_now = state.tree_settings(ss)
-        names = lifting_names()  # every registered lifting (LIFTING_SPECS), rings included
+        names = lifting_names()  # every registered lifting, rings included
         ss[state.TREE] = st.selectbox("Lifting", names, index=names.index(tree_now) if tree_now in names else 0,
-                                      format_func=lambda n: LIFTING_SPECS[n].label,
+                                      format_func=lifting_label,
                                       help="bfs / dfs / random: one 2-cell on each fundamental cycle of that spanning "
                                            "forest (b1 and the number of 2-cells do not depend on it; which cycles "
                                            "you get does); rings: a 2-cell on every cycle of 3 or 4 edges.")
@@ -100,16 +99,16 @@ def lifting_sidebar(ss) -> None:
 
 def sample_source(ss) -> None:
     """A built-in sample graph."""
-    key = st.selectbox("Sample", samples.SAMPLE_KEYS, format_func=lambda k: samples.sample(k).title,
+    key = st.selectbox("Sample", sources.SAMPLE_KEYS, format_func=lambda k: sources.sample(k).title,
                        key="sample_pick")
-    st.caption(samples.sample(key).description)
+    st.caption(sources.sample(key).description)
     if st.button("Load sample", key="load_sample", type="primary"):
-        state.try_load(ss, lambda: samples.load_sample(key), samples.sample(key).title)
+        state.try_load(ss, lambda: sources.load_sample(key), sources.sample(key).title)
 
 
 def benchmark_source(ss) -> None:
     """An ExplaGraphs row or a WebQSP question's graph from ../shared/data."""
-    if samples.shared_data_dir() is None:
+    if sources.shared_data_dir() is None:
         st.info("No benchmark data on this machine (../shared/data is missing); the built-in samples and "
                 "uploads work.")
         return
@@ -119,22 +118,23 @@ def benchmark_source(ss) -> None:
                                 key="expla_row"))
         st.caption(f"**{rows[i]['label']}** \u2014 {rows[i]['arg1']} / {rows[i]['arg2']}")
         if st.button("Load ExplaGraphs row", key="load_expla"):
-            state.try_load(ss, lambda: samples.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
+            state.try_load(ss, lambda: sources.explagraphs_graph(rows[i]), f"ExplaGraphs row {i}")
     recs = webqsp_records()
     if recs:
         j = st.selectbox("WebQSP question", range(len(recs)), key="webqsp_pick",
                          format_func=lambda j: f"{recs[j].get('id', j)}: {recs[j].get('question', '')}")
         if st.button("Load WebQSP graph", key="load_webqsp"):
-            state.try_load(ss, lambda: samples.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
+            state.try_load(ss, lambda: sources.webqsp_graph(recs[j], j), f"WebQSP {recs[j].get('id', j)}")
 
 
 def upload_source(ss) -> None:
     """One uploaded file (with a record and a question picker where it has several), or a CSV pair."""
-    st.caption("One file in any registered format: " + "; ".join(FORMATS[n].label for n in format_names()) +
+    st.caption("One file in any registered format: "
+               + "; ".join(uploads.format_label(n) for n in uploads.format_names()) +
                ". Multi-record files (a WebQSP list, an ExplaGraphs TSV, GQA scene graphs) offer a record "
                "picker. Or G-Retriever's pair: nodes.csv (node_id,node_attr) + edges.csv (src,edge_attr,dst).")
-    up = st.file_uploader("Graph file", type=upload_extensions(), key="upload_one")
-    up_format = st.selectbox("Format", ["auto", *format_names()], key="upload_format")
+    up = st.file_uploader("Graph file", type=uploads.upload_extensions(), key="upload_one")
+    up_format = st.selectbox("Format", ["auto", *uploads.format_names()], key="upload_format")
     records = uploads.upload_records(up.getvalue(), up.name, up_format) if up is not None else []
     record = None
     if len(records) > 1:
@@ -167,18 +167,18 @@ def csv_pair_source(ss) -> None:
     up_edges = c2.file_uploader("edges.csv", type=["csv"], key="upload_edges")
     if st.button("Load CSV pair", key="load_pair", disabled=up_nodes is None or up_edges is None) \
             and up_nodes is not None and up_edges is not None:
-        state.try_load(ss, lambda: load_csv_pair_from_bytes(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
-                                                            up_edges.name), f"{up_nodes.name} + {up_edges.name}")
+        state.try_load(ss, lambda: uploads.load_csv_pair(up_nodes.getvalue(), up_edges.getvalue(), up_nodes.name,
+                                                         up_edges.name), f"{up_nodes.name} + {up_edges.name}")
 
 
 def paste_source(ss) -> None:
     """Triples pasted as text."""
-    fmt = st.selectbox("Format", ["auto", *format_names()], key="paste_format",
+    fmt = st.selectbox("Format", ["auto", *uploads.format_names()], key="paste_format",
                        help="auto: JSON, an ExplaGraphs '(h; r; t)...' string, or a head,relation,tail table")
     text = st.text_area("Triples", key="paste_text", height=160,
                         placeholder="head,relation,tail\ncup,on,table\nplate,on,table\ncup,left of,plate")
     if st.button("Load pasted graph", key="load_paste"):
-        state.try_load(ss, lambda: load_graph_from_text(text, format=fmt, name="pasted text"), "pasted text")
+        state.try_load(ss, lambda: uploads.load_pasted(text, format=fmt, name="pasted text"), "pasted text")
 
 
 def load_outcome(ss) -> None:

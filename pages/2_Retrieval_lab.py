@@ -5,15 +5,13 @@ Next to the cell-complex methods, the two topology-aware node retrievers of Wang
 """
 import streamlit as st
 
-from toporag_core.retrieval import TEXT_FORMATS, method_label, method_names, textualize
 from toporag_core.studio import resources
 from toporag_core.studio import lab, state, topo_view
-from toporag_core.studio.controls import setting_controls
+from toporag_core.studio.controls import cell_methods, method_label, setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_view
 from toporag_core.studio.sweep import DEFAULT_C2_VALUES, sweep_c2, sweep_k
-from toporag_core.topo import build_topo_prompt
 
 st.set_page_config(page_title="Retrieval lab", layout="wide")
 
@@ -35,7 +33,7 @@ graph = resources.current_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
-ALL_METHODS = [*method_names("cells"), *topo_view.node_methods()]
+ALL_METHODS = [*cell_methods(), *topo_view.node_methods()]
 is_node = topo_view.is_node_method
 
 # ---------------------------------------------------------------- sidebar: every control
@@ -165,17 +163,17 @@ if subs:
         st.plotly_chart(prize_chart(table), key="prize_chart")
         st.dataframe(table, hide_index=True)
 with tabs["Context for the LLM"]:
-    text_fmt = st.radio("Text format", tuple(TEXT_FORMATS), horizontal=True, key="lab_text",
+    text_fmt = st.radio("Text format", lab.text_formats(), horizontal=True, key="lab_text",
                         help="csv: G-Retriever's nodes/edges tables (the paper's); compact: 'cup [0]: red', "
                              "relations name both ends, letter-free fields such as boxes dropped. A checkpoint "
                              "reads the format it was trained with.")
     for col, (m, res) in zip(st.columns(len(results)), results.items()):
         if is_node(m):
             col.markdown(f"**{method_label(m)}**: the prompt of topology-aware RAG")
-            col.code(build_topo_prompt(graph, res, partial), language=None)
+            col.code(topo_view.topo_prompt(graph, res, partial), language=None)
         else:
             col.markdown(f"**{method_label(m)}**: exactly the text the LLM reads ({text_fmt})")
-            col.code(textualize(res, fmt=text_fmt), language=None)
+            col.code(lab.context_text(res, text_fmt), language=None)
 with tabs["Sweep: k and C2"]:
     if is_node(method):
         st.info("The sweeps vary k and C2 of the cell-complex methods: pick one as the first method.")

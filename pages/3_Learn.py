@@ -2,8 +2,8 @@
 import streamlit as st
 
 from toporag_core.studio import resources
-from toporag_core.io import samples
 from toporag_core.studio import learn, learn_hodge, learn_messages, state
+from toporag_core.studio import sources
 from toporag_core.studio.figures import incidence_heatmap, laplacian_heatmap, spectrum_chart
 from toporag_core.studio.graph_view import legend_html, render_view
 from toporag_core.studio.resources import get_complex, get_embedded, show_view
@@ -16,10 +16,10 @@ tree, seed = state.tree_settings(ss)
 # ---------------------------------------------------------------- sidebar
 with st.sidebar:
     st.header("Teaching graph")
-    options = (["current"] if current.num_nodes <= learn.MAX_TEACHING_NODES else []) + list(samples.SAMPLE_KEYS)
+    options = (["current"] if current.num_nodes <= learn.MAX_TEACHING_NODES else []) + list(sources.SAMPLE_KEYS)
     pick = st.selectbox("Graph", options, key="learn_graph",
                         format_func=lambda o: f"current: {current.name or 'unnamed'}" if o == "current"
-                        else samples.sample(o).title)
+                        else sources.sample(o).title)
     if current.num_nodes > learn.MAX_TEACHING_NODES:
         st.caption(f"The loaded graph has {current.num_nodes} nodes; the tables here need at most "
                    f"{learn.MAX_TEACHING_NODES}, so pick a small one.")
@@ -29,7 +29,7 @@ with st.sidebar:
     c2 = st.slider("C2", 0.0, 3.0, start["c2"], 0.05, key="learn_c2")
     edge_cost = st.slider("Edge cost", 0.0, 2.0, start["edge_cost"], 0.05, key="learn_edge_cost")
 
-graph = current if pick == "current" else samples.load_sample(pick)
+graph = current if pick == "current" else sources.load_sample(pick)
 gkey = state.graph_fingerprint(graph)
 cx = get_complex(gkey, tree, seed, graph)
 nums = learn.euler_numbers(cx)
@@ -102,9 +102,7 @@ with tab_maps:
 
 # ---------------------------------------------------------------- 4. Hodge Laplacians
 with tab_hodge:
-    from toporag_core.topo.hodge import DENSE_MAX, hodge_numbers
-
-    hn = hodge_numbers(cx)
+    hn = learn_hodge.hodge_numbers(cx)
     st.markdown(
         "The **Hodge Laplacians** are built from the boundary maps of tab 2: "
         "**L0 = B1 B1^T** (nodes x nodes: the graph Laplacian), **L1 = B1^T B1 + B2 B2^T** (1-cells x 1-cells: "
@@ -133,7 +131,7 @@ with tab_hodge:
     st.subheader("Gluing 2-cells removes harmonic cycles")
     if not learn_hodge.small_enough(cx):
         st.info(f"This complex has {cx.shape} cells per rank; the step-by-step pictures need at most "
-                f"{DENSE_MAX} per rank. Pick a smaller teaching graph.")
+                f"{learn_hodge.DENSE_MAX} per rank. Pick a smaller teaching graph.")
     else:
         frame = learn_hodge.glue_frame(cx)
         glued = (st.slider("2-cells glued", 0, cx.num_cells2, 0, key=f"learn_glue_{gkey}_{tree}")
@@ -161,12 +159,13 @@ with tab_hodge:
 
         st.subheader("The ring lifting: 2-cells that enclose a cavity")
         ring_graph, ring_cx = graph, get_complex(gkey, "rings", seed, graph)
-        if hodge_numbers(ring_cx).harmonic[2] == 0:  # this graph's rings enclose nothing: show the breakfast table's
-            ring_graph = samples.load_sample("scene")
+        # this graph's rings enclose nothing: show the breakfast table's
+        if learn_hodge.hodge_numbers(ring_cx).harmonic[2] == 0:
+            ring_graph = sources.load_sample("scene")
             ring_cx = get_complex(state.graph_fingerprint(ring_graph), "rings", seed, ring_graph)
             st.caption(f"The ring lifting of {graph.name or 'this graph'} encloses no cavity, so this part shows the "
                        "breakfast table's.")
-        rh = hodge_numbers(ring_cx)
+        rh = learn_hodge.hodge_numbers(ring_cx)
         holes = learn_hodge.cavities(ring_cx) if learn_hodge.small_enough(ring_cx) else []
         st.markdown(
             f"With `--tree rings` every cycle of 3 or 4 edges of **{ring_graph.name}** gets a 2-cell: "
@@ -199,7 +198,6 @@ with tab_msgs:
     if tab_msgs.open is False:
         st.caption("Open this tab to run the checkpoint's encoder.")
     else:
-        from toporag_core.retrieval import retrieve
         from toporag_core.studio import ask
         from toporag_core.studio.resources import encoder_choice
 
@@ -217,7 +215,7 @@ with tab_msgs:
             ecx = get_embedded(gkey, tree, seed, graph)
             ask.check_compatible(pipe, ecx)
             setting = pipe.default_setting()
-            sub = retrieve(ecx, question or " ".join(graph.node_text[:3]), setting=setting)
+            sub = learn_messages.retrieve_for_trace(ecx, question or " ".join(graph.node_text[:3]), setting)
             trace = learn_messages.trace_encoder(pipe, ecx, sub)
         except Exception as e:  # noqa: BLE001 - a checkpoint that cannot run here must leave the page usable
             st.warning(f"The checkpoint's encoder cannot run on this graph: {e}")

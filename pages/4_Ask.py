@@ -1,12 +1,10 @@
 """Ask: what does the trained model answer about this graph, from which cells, and how fast?"""
-import pandas as pd
 import streamlit as st
 
-from toporag_core.retrieval import method_label, method_names
 from toporag_core.studio import resources
 from toporag_core.studio import ask, claim, core, errors, state
 from toporag_core.studio.ask_inputs import AskInputs
-from toporag_core.studio.controls import setting_controls
+from toporag_core.studio.controls import cell_methods, method_label, setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
 from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, show_view
 
@@ -64,7 +62,7 @@ mismatch = ask.task_warning(dataset, graph) if remote is not None else None  # a
 if mismatch:
     st.warning(mismatch)
 # trained: the checkpoint's training setting; the controls start from it
-METHODS = method_names("cells")
+METHODS = cell_methods()
 
 # ---------------------------------------------------------------- sidebar: retrieval (the lab's controls)
 with st.sidebar:
@@ -154,7 +152,7 @@ def show_graph_effect(m, a, effects) -> None:
     st.info(errors.escape_markdown(effect.verdict()))
     if not effect.has_graph:
         return
-    st.dataframe(pd.DataFrame(effect.table()), hide_index=True, key=f"ask_arms_{m}")
+    st.dataframe(ask.arms_frame(effect), hide_index=True, key=f"ask_arms_{m}")
     st.caption(ARMS_NOTE)
     asker = ask.get_pipeline(last.get("answerer", checkpoint), last["inputs"].llm, encoder_choice())
     note = ask.token_text_note(asker)
@@ -174,7 +172,7 @@ def show_graph_effect(m, a, effects) -> None:
                 "on it) is left out of both the graph tokens and the context text; negative = the cell supported "
                 "the answer")
     st.caption(line)
-    st.dataframe(pd.DataFrame(ask.cells_effect_table(effect)), hide_index=True, key=f"ask_cells_effect_{m}")
+    st.dataframe(ask.cells_effect_frame(effect), hide_index=True, key=f"ask_cells_effect_{m}")
 
 
 if st.button("Ask", key="ask_go", type="primary"):

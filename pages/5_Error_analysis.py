@@ -1,14 +1,8 @@
 """Error analysis: where does the model fail - retrieval or reasoning - and on which examples?"""
-import time
-
 import streamlit as st
 
-from toporag_core.retrieval import method_label, method_names
-from toporag_core.tasks import SPLITS, TASKS
-from toporag_core.tasks.prep import PrepConfig
-from toporag_core.embed import default_cache_dir
-from toporag_core.cells.lift import lift
 from toporag_core.studio import ask, errors
+from toporag_core.studio.controls import cell_methods, method_label
 from toporag_core.studio.graph_view import render_view
 from toporag_core.studio.resources import encoder_choice, show_view
 
@@ -82,7 +76,7 @@ def drill(rec: dict, key: str) -> None:
     if graph.num_nodes == 0:
         st.info(errors.cells_note(rec))
     else:
-        cx = lift(graph)
+        cx = errors.subcomplex_complex(graph)
         gold = errors.gold_nodes(graph.node_text, rec["label"])
         view = render_view(cx, focus_cells2=errors.matching_cells2(cx, rec), cap=200, height_px=420,
                            highlight_nodes={i: f"holds the gold answer {g!r}" for i, g in gold.items()})
@@ -111,23 +105,22 @@ with tab_run:
     c1, c2, c3 = st.columns(3)
     checkpoint = c1.selectbox("Checkpoint", list(opts), format_func=opts.get, key="err_checkpoint")
     llm = c1.text_input("LLM", value=ask.default_llm(), key="err_llm")
-    names = sorted(TASKS)
+    names = errors.task_names()
     dataset = c2.selectbox("Dataset", names, key="err_dataset",
                            index=names.index("expla_graphs") if "expla_graphs" in names else 0)
-    split = c2.selectbox("Split", SPLITS, index=2, key="err_split")
+    split = c2.selectbox("Split", errors.SPLITS, index=2, key="err_split")
     start = int(c3.number_input("First example", 0, 100_000, 0, key="err_start"))
     count = int(c3.number_input("Examples", 1, 5_000, 20, key="err_count"))
-    method = c2.selectbox("Retrieval method", method_names("cells"), format_func=method_label, key="err_method")
+    method = c2.selectbox("Retrieval method", cell_methods(), format_func=method_label, key="err_method")
     if st.button("Run evaluation", key="err_run", type="primary"):
         ss["err_stop_flag"] = False
         st.button("Stop", key="err_stop", on_click=lambda: ss.update(err_stop_flag=True),
                   help="Stops between examples; everything answered so far is kept and shown.")
-        out = default_cache_dir() / "studio_eval" / f"{dataset}-{split}-{start}-{start + count}-{method}-" \
-                                                   f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+        out = errors.eval_output_path(dataset, split, start, count, method)
         bar = st.progress(0.0, text="Loading the model ...")
         try:
             pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
-            setting = PrepConfig(pipe.default_setting(method=method), use_cells2=pipe.use_cells2)
+            setting = errors.prep_setting(pipe, method)
             examples = errors.prepare_slice(dataset, split, start, count, pipe.encoder, setting,
                                             on_progress=lambda i, n: bar.progress(i / n, f"Retrieving {i}/{n} ..."))
             if not examples:

@@ -5,7 +5,6 @@ opens too: the question's neighbourhood graph is walked, and the page shows the 
 Logic lives in toporag_core.docgraph (reached through toporag_core.studio.docgraph_page)."""
 import streamlit as st
 
-from toporag_core.graph import GraphFormatError
 from toporag_core.studio import docgraph_page as dg
 from toporag_core.studio import state
 from toporag_core.studio.resources import encoder_choice, get_encoder
@@ -63,7 +62,7 @@ try:
         articles = dg.pasted_articles(pasted)
     if source != "Corpus index":
         graph = dg.document_graph(articles, enc, theta, name=str(rec["_id"]) if rec else "pasted documents")
-except (GraphFormatError, ValueError, FileNotFoundError) as e:
+except (dg.GraphFormatError, ValueError, FileNotFoundError) as e:
     st.error(f"Cannot run: {e}")
     st.stop()
 

@@ -4,8 +4,8 @@ Each test adds a toy entry the way its README row says (one registry call or one
 checks every place that row names: the CLI's choices (``toporag_core.cli.build_parser()`` reads the
 registries each time it is built, so an entry added after import is offered), the library's look-up and
 validation, and the function a page or the app lists from. Registries are module-level dicts; each
-fixture removes its toy entry again. The page row is checked over the files themselves: a page imports
-from the package only ``toporag_core.studio`` (and the standard library and streamlit). The LLM row: a
+fixture removes its toy entry again. The page row is checked over the files themselves: a page (and app.py,
+the Home page) imports from the package only ``toporag_core.studio`` (and the standard library and streamlit). The LLM row: a
 Hugging Face causal-LM folder loaded by ``load_llm`` answers through ``TopoRAGPipeline``.
 """
 from __future__ import annotations
@@ -211,20 +211,6 @@ def test_a_text_format_is_offered_by_retrieve_and_train(toy_text):
 
 # ------------------------------------------------------------------ a page
 ALLOWED_TOP = {"streamlit"}  # besides the standard library and toporag_core.studio
-# Pages that still import the library past toporag_core.studio (or another package); a page named here may keep
-# these imports until it goes through the studio, a page may never add one (and a new page starts clean).
-NOT_YET_THROUGH_STUDIO: dict[str, set[str]] = {
-    "2_Retrieval_lab.py": {"toporag_core.retrieval", "toporag_core.topo"},
-    "3_Learn.py": {"toporag_core.io", "toporag_core.topo.hodge", "toporag_core.retrieval"},
-    "4_Ask.py": {"pandas", "toporag_core.retrieval"},
-    "5_Error_analysis.py": {"toporag_core.retrieval", "toporag_core.tasks", "toporag_core.tasks.prep",
-                            "toporag_core.embed", "toporag_core.cells.lift"},
-    "7_Hybrid_tables.py": {"toporag_core.hybrid", "toporag_core.hybrid.search", "toporag_core.hybrid.answer"},
-    "8_Document_graph.py": {"toporag_core.docgraph", "toporag_core.docgraph.build", "toporag_core.docgraph.corpus_search",
-                            "toporag_core.docgraph.index", "toporag_core.docgraph.evolve",
-                            "toporag_core.docgraph.generate", "toporag_core.docgraph.traverse",
-                            "toporag_core.docgraph.views", "toporag_core.graph"},
-}
 
 
 def imports_past_studio(path: Path) -> set[str]:
@@ -259,7 +245,7 @@ def test_the_page_check_refuses_a_page_that_imports_past_the_studio(tmp_path):
 def test_every_page_calls_the_library_through_the_studio():
     pages = sorted(PAGES.glob("[0-9]*_*.py"))
     assert pages, "no pages found"
-    extra = {p.name: sorted(imports_past_studio(p) - NOT_YET_THROUGH_STUDIO.get(p.name, set())) for p in pages}
+    extra = {p.name: sorted(imports_past_studio(p)) for p in [ROOT / "app.py", *pages]}  # app.py: the Home page
     extra = {k: v for k, v in extra.items() if v}
     assert not extra, f"pages that import past toporag_core.studio (add a studio function instead): {extra}"
 

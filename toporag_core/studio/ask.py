@@ -247,6 +247,16 @@ def cells_effect_table(effect: GraphTokenEffect, top: int = 10) -> list[dict[str
     return cells_table(effect.cells or [], top)
 
 
+def cells_effect_frame(effect: GraphTokenEffect, top: int = 10) -> pd.DataFrame:
+    """:func:`cells_effect_table` as a table for the page."""
+    return pd.DataFrame(cells_effect_table(effect, top))
+
+
+def arms_frame(effect: GraphTokenEffect) -> pd.DataFrame:
+    """The answer scored with its own, zeroed and permuted graph tokens (``effect.table()``), as a table."""
+    return pd.DataFrame(effect.table())
+
+
 def attribution_note(checkpoint: str) -> tuple[bool, str]:
     """``(show the attribution as an explanation, the line to show with it)`` for the checkpoint folder
     that answered (:func:`~.attribution.attribution_verdict`: measured against a random retrieved cell in

@@ -6,6 +6,11 @@ single ``k`` slider for every k-like parameter, an "advanced" switch for separat
 then every other parameter once (shared by the methods that have it). It returns one
 :class:`~toporag_core.retrieval.RetrievalSetting` per method, so a page never assembles
 keyword dictionaries, and a newly registered method brings its own controls with it.
+
+The registry look-ups the pages' selectors list from are here too: :func:`cell_methods` and
+:func:`method_label` (the lab, Ask and Error-analysis method selectors), :func:`lifting_names` and
+:func:`lifting_label` (the Home sidebar's lifting selector). Each reads its registry on every call, so
+an entry registered after import is offered.
 """
 from __future__ import annotations
 
@@ -13,12 +18,35 @@ from typing import Sequence
 
 import streamlit as st
 
-from ..retrieval import RetrievalSetting, get_method
+from ..cells.lift import LIFTING_SPECS
+from ..cells.lift import lifting_names as _lifting_names
+from ..retrieval import RetrievalSetting, get_method, method_names
+from ..retrieval import method_label as _method_label
 from ..retrieval.registry import K_PARAMS, Param, all_params
 
 SEPARATE_K = ("k0", "k1", "k2")
 LABELS = {"k0": "k0 (0-cells)", "k1": "k1 (1-cells)", "k2": "k2 (2-cells)",
           "c2": "C2 (cost per boundary edge of a 2-cell)", "edge_cost": "Edge cost"}
+
+
+def cell_methods() -> list[str]:
+    """The registered cell-complex retrieval methods, in registry order (the method selectors list these)."""
+    return method_names("cells")
+
+
+def method_label(method: str) -> str:
+    """The label a method selector shows for a registered retrieval method (cell or node method)."""
+    return _method_label(method)
+
+
+def lifting_names() -> list[str]:
+    """Every registered lifting (``LIFTING_SPECS``), the rings included: what the lifting selector lists."""
+    return _lifting_names()
+
+
+def lifting_label(name: str) -> str:
+    """The label the lifting selector shows for a registered lifting."""
+    return LIFTING_SPECS[name].label
 
 
 def _widget(p: Param, key: str, value, disabled: bool):

@@ -9,7 +9,8 @@ documents separated by a line ``---``), or from a corpus index folder written by
 plus semantic edges above ``theta``), :func:`traversal_config` holds the walk's settings (FGW
 budget epsilon, depth, keep ratio, grafting), and :func:`evolved` is the graph after the walk's
 evolution step (the original is left as it was). The figures are
-:mod:`toporag_core.docgraph.views`', re-exported here with :func:`prefix_curve`.
+:mod:`toporag_core.docgraph.views`', re-exported here with :func:`prefix_curve`; so is
+:class:`~toporag_core.graph.GraphFormatError`, what a bad paste or document raises.
 """
 from __future__ import annotations
 
@@ -23,11 +24,12 @@ from ..docgraph import BuildConfig, FGWConfig, TraversalConfig, Traverser, build
 from ..docgraph.build import docgraph_to_textual_graph
 from ..docgraph.corpus_search import CorpusSearcher, SearchConfig
 from ..docgraph.evolve import evolve
-from ..docgraph.generate import generate, gold_titles, record_articles  # noqa: F401  (re-exported for the page)
+from ..datagen.docgraph import generate
+from ..docgraph.records import gold_titles, record_articles  # noqa: F401  (re-exported for the page)
 from ..docgraph.index import DocGraphIndex
 from ..docgraph.traverse import prefix_curve  # noqa: F401  (re-exported for the page)
 from ..docgraph.views import coupling_figure, fgw_curve_figure, tree_figure  # noqa: F401  (re-exported)
-from ..graph import GraphFormatError, TextualGraph
+from ..graph import GraphFormatError, TextualGraph  # GraphFormatError: re-exported for the page too
 from .resources import encoder_choice, get_encoder
 
 

@@ -1,6 +1,7 @@
 """Retrieval-lab support: one lab run, tables of its results (labels from the method registry), two
-retrievals compared cell by cell (:func:`membership`, :func:`compare_marks`), and why the C2 slider does
-or does not change the retrieval at the current setting (:func:`c2_effect`)."""
+retrievals compared cell by cell (:func:`membership`, :func:`compare_marks`), why the C2 slider does
+or does not change the retrieval at the current setting (:func:`c2_effect`), and the text the LLM reads
+of a retrieval in each registered text format (:func:`text_formats`, :func:`context_text`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, method_label, retrieve
+from ..retrieval import TEXT_FORMATS, EmbeddedComplex, RetrievalSetting, Subcomplex, method_label, retrieve, textualize
 
 
 def run(ecx: EmbeddedComplex, question: str, setting: RetrievalSetting) -> Subcomplex:
@@ -16,6 +17,16 @@ def run(ecx: EmbeddedComplex, question: str, setting: RetrievalSetting) -> Subco
     if not question.strip():
         raise ValueError("type a question first")
     return retrieve(ecx, question, setting=setting)
+
+
+def text_formats() -> tuple[str, ...]:
+    """The registered text formats (``TEXT_FORMATS``, read on every call), in registry order."""
+    return tuple(TEXT_FORMATS)
+
+
+def context_text(sub: Subcomplex, fmt: str) -> str:
+    """Exactly the text the LLM reads of ``sub`` in text format ``fmt`` (:func:`~toporag_core.retrieval.textualize`)."""
+    return textualize(sub, fmt=fmt)
 
 
 def counts_frame(subs: dict[str, Subcomplex]) -> pd.DataFrame:

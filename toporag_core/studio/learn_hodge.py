@@ -11,6 +11,8 @@
 * :func:`glue_frame` / :func:`glue_note`: gluing the 2-cells one by one, and what each one did.
 * :func:`cavities`: the closed surfaces of 2-cells around each cavity (a basis of ``ker L2``).
 * :func:`decomposition_frame`: a seeded random edge flow split into gradient, curl and harmonic parts.
+* :func:`hodge_numbers` (``dim ker Lk`` and the spectra) and :data:`DENSE_MAX` (the most cells per rank the
+  dense pictures take), :mod:`toporag_core.topo.hodge`'s own, re-exported for the page.
 """
 from __future__ import annotations
 

@@ -81,6 +81,14 @@ def _norms(t) -> np.ndarray:
     return t.detach().float().norm(dim=-1).cpu().numpy() if t is not None else np.zeros(0)
 
 
+def retrieve_for_trace(ecx, question: str, setting):
+    """The subcomplex ``setting`` (the checkpoint's training setting) retrieves from ``ecx`` for ``question``:
+    what :func:`trace_encoder` then runs the encoder on."""
+    from ..retrieval import retrieve
+
+    return retrieve(ecx, question, setting=setting)
+
+
 def trace_encoder(pipe, ecx, sub) -> EncoderTrace:
     """Run ``pipe``'s encoder and graph-token projector on ``sub`` (embedded in ``ecx``), recording every layer."""
     import torch

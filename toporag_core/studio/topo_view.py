@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..graph import TextualGraph
-from ..topo import (UNREACHABLE, TopoNodeIndex, TopoRetrieval, resolve_target, retrieve_nodes,
+from ..topo import (UNREACHABLE, TopoNodeIndex, TopoRetrieval, build_topo_prompt, resolve_target, retrieve_nodes,
                     text_similarity_by_distance, topology_text_correlation)
 from ..topo.retriever import SCORE_NAMES
 from ..retrieval import get_method, method_label, method_names
@@ -44,6 +44,10 @@ def node_methods() -> list[str]:
     return [m for m in method_names("nodes") if m not in BASELINES]
 
 
+def topo_prompt(graph: TextualGraph, res: TopoRetrieval, partial: str) -> str:
+    """The prompt of topology-aware RAG for a node retrieval: the target's known ``partial`` text and the
+    retrieved nodes' texts (:func:`~toporag_core.topo.build_topo_prompt`)."""
+    return build_topo_prompt(graph, res, partial)
 
 
 # ---------------------------------------------------------------------------------------- indexes

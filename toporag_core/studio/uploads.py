@@ -1,11 +1,42 @@
 """Uploads on the Home page: one graph file in any registered format, with a record picker for
-multi-record files and an optional GQA ``questions.csv``; all through the ordinary loaders."""
+multi-record files and an optional GQA ``questions.csv``, G-Retriever's ``nodes.csv`` + ``edges.csv``
+pair, or pasted text; all through the ordinary loaders. The format registry the uploaders list from
+(:func:`format_names`, :func:`format_label`, :func:`upload_extensions`) is read on every call, so a
+format registered after import is offered."""
 from __future__ import annotations
 
 from ..graph import TextualGraph
-from ..io import list_records, load_graph_from_bytes
+from ..io import FORMATS, list_records, load_csv_pair_from_bytes, load_graph_from_bytes, load_graph_from_text
+from ..io import format_names as _format_names
+from ..io import upload_extensions as _upload_extensions
 from ..io.gqa import attach_questions, scene_questions_from_text
 from ..io.text import Limits, decode
+
+
+def format_names() -> list[str]:
+    """The registered graph formats' names, in detection order (the format selectors list these)."""
+    return _format_names()
+
+
+def format_label(name: str) -> str:
+    """The label of a registered graph format (what the uploader's caption names)."""
+    return FORMATS[name].label
+
+
+def upload_extensions() -> list[str]:
+    """Every file extension some registered format accepts, sorted (the uploader's types)."""
+    return _upload_extensions()
+
+
+def load_pasted(text: str, format: str = "auto", name: str = "pasted text") -> TextualGraph:
+    """Pasted text in ``format`` (``auto``: detected) -> graph; ``name`` names it in error messages."""
+    return load_graph_from_text(text, format=format, name=name)
+
+
+def load_csv_pair(nodes: bytes, edges: bytes, nodes_name: str = "nodes.csv", edges_name: str = "edges.csv"
+                  ) -> TextualGraph:
+    """G-Retriever's uploaded pair: ``nodes.csv`` (node_id,node_attr) and ``edges.csv`` (src,edge_attr,dst)."""
+    return load_csv_pair_from_bytes(nodes, edges, nodes_name, edges_name)
 
 
 def upload_records(data: bytes, filename: str, format: str = "auto") -> list[str]:

@@ -11,16 +11,17 @@ One file per concern; the page (``pages/5_Error_analysis.py``) uses the names re
 * :mod:`.display`: the question without its prompt wrapper, the nodes holding the gold answer,
   cited evidence, Markdown-escaped file text;
 * :mod:`.tables`: the predictions table, filters, accuracy tables, confusion matrix, comparison;
-* :mod:`.exports`: the retrieved subcomplex as a graph, JSON and GraphML;
-* :mod:`.live`: an evaluation run from the page in stoppable chunks.
+* :mod:`.exports`: the retrieved subcomplex as a graph (and its re-lifted complex), JSON and GraphML;
+* :mod:`.live`: an evaluation run from the page in stoppable chunks (the registered tasks and splits, the
+  preprocessing setting, the output file).
 """
 from ...predictions import (LineError, Predictions, accepted_fields, check_record, require_records)
 from ...predictions import load_lenient as load_predictions
 from ...predictions import parse_lenient as parse_predictions
 from .display import (cells_note, citation_check, citation_note, citation_text, escape_markdown, gold_nodes,
                       gold_note, is_citation, user_question, verdict_markdown)
-from .exports import matching_cells2, subcomplex_graph, subcomplex_graphml, subcomplex_json
-from .live import prepare_slice, run_evaluation
+from .exports import matching_cells2, subcomplex_complex, subcomplex_graph, subcomplex_graphml, subcomplex_json
+from .live import SPLITS, eval_output_path, prep_setting, prepare_slice, run_evaluation, task_names
 from .tables import (CLOSED_SETS, COLUMNS, OTHER, accuracy_by_template, accuracy_by_type, accuracy_chart,
                      closed_label_set, compare, confusion_matrix, filter_frame, frame_csv, predicted_label,
                      predictions_frame, shared_ids, verdict_counts)
@@ -29,7 +30,8 @@ from .verdicts import (CORRECT, NON_ENTITY, REASONING, RETRIEVAL, UNKNOWN, VERDI
 
 ACCEPTED_FIELDS = accepted_fields()
 
-__all__ = ["ACCEPTED_FIELDS", "CLOSED_SETS", "COLUMNS", "CORRECT", "LineError", "NON_ENTITY", "OTHER", "Predictions",
+__all__ = ["ACCEPTED_FIELDS", "CLOSED_SETS", "SPLITS", "eval_output_path", "prep_setting", "subcomplex_complex",
+           "task_names", "COLUMNS", "CORRECT", "LineError", "NON_ENTITY", "OTHER", "Predictions",
            "REASONING", "RETRIEVAL", "UNKNOWN", "VERDICTS", "VERDICT_RULE", "accuracy_by_template", "accuracy_by_type",
            "accuracy_chart", "check_record", "citation_check", "citation_note", "citation_text", "closed_label_set",
            "compare", "confusion_matrix", "escape_markdown", "filter_frame", "frame_csv", "gold_answers",

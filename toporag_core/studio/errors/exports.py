@@ -1,5 +1,5 @@
 """A record's retrieved subcomplex, rebuilt from the cell texts stored in a predictions file: as a
-small graph (drawn by the drill-down), and exported as JSON or GraphML.
+small graph, re-lifted for the drill-down's view (:func:`subcomplex_complex`), and exported as JSON or GraphML.
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ...cells.complex import CellComplex
+from ...cells.lift import lift
 from ...graph import TextualGraph
 from .verdicts import verdict
 
@@ -27,6 +29,12 @@ def subcomplex_graph(rec: dict[str, Any]) -> TextualGraph:
         rel.append(r)
     return TextualGraph(node_text=list(index), edge_index=np.array([src, dst], dtype=np.int64).reshape(2, -1),
                         edge_text=rel, name=f"retrieved for {rec['id']}", meta={"question": rec.get("question", "")})
+
+
+def subcomplex_complex(graph: TextualGraph) -> CellComplex:
+    """The rebuilt subcomplex graph (:func:`subcomplex_graph`) lifted with the default lifting, for the view;
+    :func:`matching_cells2` finds the stored 2-cells in it."""
+    return lift(graph)
 
 
 def matching_cells2(cx, rec: dict[str, Any]) -> list[int]:

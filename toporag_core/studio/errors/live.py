@@ -1,12 +1,44 @@
 """Live evaluation from the Error-analysis page: preprocess a slice of a split, then answer it in
 small chunks that a Stop button can interrupt without losing what was written.
+
+The run's choices come from the registries: :func:`task_names` (every registered task) and :data:`SPLITS`;
+:func:`prep_setting` is how the slice is preprocessed (the checkpoint's setting with the picked method),
+:func:`eval_output_path` where its predictions go (under the cache directory, so ``TOPORAG_CACHE`` moves it).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import threading
+import time
+from pathlib import Path
 from typing import Any, Callable
+
+from ...tasks import SPLITS, TASKS
+
+__all__ = ["SPLITS", "eval_output_path", "prep_setting", "prepare_slice", "run_evaluation", "task_names"]
+
+
+def task_names() -> list[str]:
+    """Every registered task's name, sorted (the dataset selector lists these)."""
+    return sorted(TASKS)
+
+
+def prep_setting(pipe, method: str):
+    """How a slice is preprocessed for ``pipe``: its training setting with retrieval method ``method``, and
+    its use of 2-cells (a :class:`~toporag_core.tasks.prep.PrepConfig`)."""
+    from ...tasks.prep import PrepConfig
+
+    return PrepConfig(pipe.default_setting(method=method), use_cells2=pipe.use_cells2)
+
+
+def eval_output_path(dataset: str, split: str, start: int, count: int, method: str) -> Path:
+    """A new predictions file for a run over ``dataset/split[start:start+count]`` with ``method``, named with
+    the current time, in ``<cache>/studio_eval``."""
+    from ...embed import default_cache_dir
+
+    return default_cache_dir() / "studio_eval" / f"{dataset}-{split}-{start}-{start + count}-{method}-" \
+                                                 f"{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
 
 
 def prepare_slice(dataset: str, split: str, start: int, count: int, encoder, setting,
