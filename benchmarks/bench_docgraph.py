@@ -25,7 +25,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from toporag_core.docgraph import BuildConfig, FGWConfig, GraphState, TraversalConfig, Traverser, build_docgraph
 from toporag_core.docgraph.evaluate import LLMAnswerer, evaluate_records, llm_scores, summarize
 from toporag_core.docgraph.fgw import fgw_between, structure_matrix
-from toporag_core.docgraph.generate import generate, record_articles
+from toporag_core.datagen.docgraph import generate
+from toporag_core.docgraph.records import record_articles
 from toporag_core.docgraph.traverse import fuse, prefix_curve
 from toporag_core.embed import get_encoder, single_thread_blas
 

@@ -1,7 +1,7 @@
 """Document-graph retrieval over a stored corpus index: memory and time at 1k / 10k / 100k
 paragraphs, and recall at equal budget against BM25, dense and the no-graph title rule.
 
-Data: :func:`toporag_core.docgraph.corpus_gen.generate_corpus`, a generated world with one article
+Data: :func:`toporag_core.datagen.docgraph_corpus.generate_corpus`, a generated world with one article
 (two sections, one paragraph each) per entity and HotpotQA-format bridge / comparison questions
 asked against the *whole* corpus (no real HotpotQA file is available here). Seed 1 is reported;
 the search defaults were chosen on seed 0.
@@ -50,7 +50,7 @@ def table(header: list[str], rows: list[list]) -> str:
 
 def corpus_docs(paragraphs: int, questions: int, seed: int):
     from toporag_core.corpus import Corpus, Document
-    from toporag_core.docgraph.corpus_gen import generate_corpus
+    from toporag_core.datagen.docgraph_corpus import generate_corpus
 
     recs, docs = generate_corpus(paragraphs // 2, questions, seed)
     return recs, Corpus([Document(d["id"], d["title"], d["text"], "generated") for d in docs])

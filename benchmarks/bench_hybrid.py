@@ -19,15 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from toporag_core.datagen import generate_width_corpus  # noqa: E402
+from toporag_core.datagen.hybrid import GeneratorConfig, generate  # noqa: E402
 from toporag_core.embed import get_encoder, single_thread_blas  # noqa: E402
-from toporag_core.hybrid import (  # noqa: E402
-    GeneratorConfig,
-    HybridIndex,
-    ReductionConfig,
-    SearchConfig,
-    generate,
-    generate_width_corpus,
-)
+from toporag_core.hybrid import HybridIndex, ReductionConfig, SearchConfig  # noqa: E402
 from toporag_core.hybrid.evaluate import (  # noqa: E402
     Baselines,
     evaluate,

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("predictions", ("predictions",)),
     ("answering", ("answering",)),
     ("systems", ("hybrid", "docgraph", "serve")),
-    ("experiments", ("training", "evaluation")),
+    ("experiments", ("training", "evaluation", "datagen")),
     ("app", ("studio", "commands", "cli")),
 ]
 RANK = {top: i for i, (_, tops) in enumerate(LAYERS) for top in tops}

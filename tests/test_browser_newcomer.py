@@ -154,8 +154,8 @@ def _selected(pg, label: str) -> str:
 
 def test_hybrid_upload_ranked_first_is_shown_and_bad_uploads_say_why_in_the_browser(server, page, tmp_path):
     from toporag_core.embed import HashingEncoder
-    from toporag_core.hybrid import (GeneratorConfig, HybridIndex, RouterConfig, SearchConfig, generate,
-                                     parse_document, read_upload)
+    from toporag_core.datagen.hybrid import GeneratorConfig, generate
+    from toporag_core.hybrid import HybridIndex, RouterConfig, SearchConfig, parse_document, read_upload
 
     good = tmp_path / "cherries.csv"
     good.write_text(CHERRIES)

@@ -34,7 +34,8 @@ from toporag_core.docgraph.evaluate import (
 )
 from toporag_core.docgraph.evolve import EvolutionConfig, edge_actions, evolve
 from toporag_core.docgraph.fgw import feature_cost, fgw, fgw_between, fgw_cost, natural_coupling, structure_matrix
-from toporag_core.docgraph.generate import generate, gold_titles, load_records, record_articles
+from toporag_core.datagen.docgraph import generate
+from toporag_core.docgraph.records import gold_titles, load_records, record_articles
 from toporag_core.docgraph.deform import children, fuse
 from toporag_core.docgraph.prefix import largest_feasible_prefix
 from toporag_core.docgraph.traverse import fgw_call_bound, prefix_curve

@@ -158,7 +158,7 @@ import numpy as np  # noqa: E402
 from toporag_core.cli import main  # noqa: E402
 from toporag_core.corpus import Corpus, Document  # noqa: E402
 from toporag_core.docgraph.corpus_eval import iter_rows, summarize  # noqa: E402
-from toporag_core.docgraph.corpus_gen import generate_corpus  # noqa: E402
+from toporag_core.datagen.docgraph_corpus import generate_corpus  # noqa: E402
 from toporag_core.docgraph.corpus_search import CorpusSearcher, SearchConfig  # noqa: E402
 from toporag_core.docgraph.index import DocGraphIndex, IndexConfig, build_index, work_folder  # noqa: E402
 from toporag_core.docgraph.mentions import TitleMatcher  # noqa: E402

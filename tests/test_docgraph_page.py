@@ -10,7 +10,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from toporag_core.docgraph import TraversalConfig, Traverser, build_docgraph
-from toporag_core.docgraph.generate import generate, record_articles
+from toporag_core.datagen.docgraph import generate
+from toporag_core.docgraph.records import record_articles
 from toporag_core.embed import HashingEncoder
 from toporag_core.graph import TextualGraph
 from toporag_core.studio import state
@@ -70,7 +71,7 @@ def test_page_bad_input_gets_a_message():
 
 def test_page_opens_a_corpus_index(tmp_path):
     from toporag_core.corpus import Corpus, Document
-    from toporag_core.docgraph.corpus_gen import generate_corpus
+    from toporag_core.datagen.docgraph_corpus import generate_corpus
     from toporag_core.docgraph.corpus_search import CorpusSearcher, SearchConfig
     from toporag_core.docgraph.index import build_index
     from toporag_core.embed import get_encoder

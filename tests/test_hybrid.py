@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from toporag_core.cli import main as cli
+from toporag_core.datagen.hybrid import GeneratorConfig, generate
 from toporag_core.embed import HashingEncoder
 from toporag_core.hybrid import (
     DocumentError,
-    GeneratorConfig,
     HybridIndex,
     ReductionConfig,
     RouterConfig,
@@ -25,7 +25,6 @@ from toporag_core.hybrid import (
     Table,
     TableError,
     decode_document,
-    generate,
     minmax,
     parse_document,
     parse_table,

@@ -8,13 +8,12 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from toporag_core.datagen.hybrid import GeneratorConfig, generate  # noqa: E402
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.hybrid import (  # noqa: E402
-    GeneratorConfig,
     HybridIndex,
     RouterConfig,
     SearchConfig,
-    generate,
     parse_document,
     route_text,
     view,  # noqa: E402

@@ -14,7 +14,8 @@ from toporag_core.commands import hybrid as hy_cmd
 from toporag_core.docgraph import BuildConfig, FGWConfig, TraversalConfig
 from toporag_core.docgraph.corpus_search import SearchConfig as CorpusSearchConfig
 from toporag_core.docgraph.index import IndexConfig
-from toporag_core.hybrid import GeneratorConfig, RouterConfig, SearchConfig
+from toporag_core.datagen.hybrid import GeneratorConfig
+from toporag_core.hybrid import RouterConfig, SearchConfig
 
 
 def subparser(command: str, sub: str) -> argparse.ArgumentParser:

@@ -220,7 +220,7 @@ def _config(args):
 def load_source(source: str, record: int, encoder, theta: float = 0.6):
     """``(DocGraph, record or None, skipped-file messages)`` from any accepted source."""
     from ..docgraph.build import BuildConfig, DocGraph, build_docgraph, build_from_folder, read_document
-    from ..docgraph.generate import DATA_FILE, load_records, record_articles
+    from ..docgraph.records import DATA_FILE, load_records, record_articles
 
     path = Path(source)
     if not path.exists():
@@ -242,7 +242,7 @@ def load_source(source: str, record: int, encoder, theta: float = 0.6):
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from ..docgraph.generate import write_dataset
+    from ..datagen.docgraph import write_dataset
 
     if args.n < 1:
         raise ValueError("--n must be >= 1")
@@ -309,7 +309,7 @@ def run_convert(args: argparse.Namespace) -> int:
 def run_generate_corpus(args: argparse.Namespace) -> int:
     import os
 
-    from ..docgraph.corpus_gen import generate_corpus
+    from ..datagen.docgraph_corpus import generate_corpus
 
     recs, docs = generate_corpus(args.articles, args.questions, args.seed)
     out = Path(args.out)
@@ -412,7 +412,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from ..docgraph.evaluate import LLMAnswerer, evaluate_records, llm_scores, summarize
-    from ..docgraph.generate import load_records
+    from ..docgraph.records import load_records
     from ..embed import get_encoder
 
     if args.index:
@@ -436,7 +436,7 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_cluster(args: argparse.Namespace) -> int:
     from ..docgraph.build import BuildConfig
     from ..docgraph.cluster import cluster_records
-    from ..docgraph.generate import load_records
+    from ..docgraph.records import load_records
     from ..embed import get_encoder
 
     if args.n < 2:

@@ -18,7 +18,7 @@
 The options that set a config are made from its fields (type, default, help and choices in the
 field's metadata; :func:`~toporag_core.commands._common.config_options`): ``route``'s from
 :class:`~toporag_core.hybrid.RouterConfig`, ``search``'s and ``eval --k`` from
-:class:`~toporag_core.hybrid.SearchConfig`, ``generate``'s from :class:`~toporag_core.hybrid.GeneratorConfig`.
+:class:`~toporag_core.hybrid.SearchConfig`, ``generate``'s from :class:`~toporag_core.datagen.hybrid.GeneratorConfig`.
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def search_options(names: tuple[str, ...] = SEARCH_FIELDS) -> list:
 
 
 def generator_options() -> list:
-    """``hybrid generate``'s options (:class:`~toporag_core.hybrid.GeneratorConfig`)."""
-    from ..hybrid import GeneratorConfig
+    """``hybrid generate``'s options (:class:`~toporag_core.datagen.hybrid.GeneratorConfig`)."""
+    from ..datagen.hybrid import GeneratorConfig
     from ._common import config_options
 
     return config_options(GeneratorConfig, GENERATOR_FIELDS)
@@ -361,7 +361,8 @@ def _file_name(p: str) -> str:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from ..hybrid import GeneratorConfig, generate, write_dataset
+    from ..datagen.hybrid import GeneratorConfig, generate
+    from ..hybrid import write_dataset
 
     st = write_dataset(generate(GeneratorConfig(**_values(args, generator_options()))), args.out)
     print(f"wrote {st['documents']} documents to {args.out} ({', '.join(f'{v} {k}' for k, v in st['kinds'].items())}); "

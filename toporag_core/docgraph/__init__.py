@@ -1,7 +1,8 @@
 """Document-graph retrieval with fused Gromov-Wasserstein constraints (KURISU-G2).
 
-Data flow: :mod:`.generate` (fact table -> HotpotQA-format records) or text files ->
-:mod:`.build` (hierarchical :class:`DocGraph`) -> :mod:`.fgw` (dissimilarities, structure
+Data flow: HotpotQA-format records (read by :mod:`.records`; the generator is
+:mod:`toporag_core.datagen.docgraph`) or text files -> :mod:`.build` (hierarchical
+:class:`DocGraph`) -> :mod:`.fgw` (dissimilarities, structure
 matrix, FGW via POT) -> :mod:`.traverse` (walk, fusion prefix by binary search, grafting)
 -> :mod:`.evolve` (edge existence weights across questions) -> :mod:`.evaluate` (recall,
 answer-in-context, EM/F1, dense top-k sentence baseline at the same token budget).

@@ -20,7 +20,7 @@ pair that is not a tree edge).
 Input: :class:`Article` (title, sections of paragraphs of sentences), parsed from plain
 text / Markdown files (``# title``, ``## section``, blank line between paragraphs,
 sentences split by a punctuation rule) or from HotpotQA distractor records (see
-:mod:`toporag_core.docgraph.generate`). Bad input raises
+:mod:`toporag_core.docgraph.records`). Bad input raises
 :class:`~toporag_core.graph.GraphFormatError` naming the file and line.
 """
 from __future__ import annotations

@@ -112,7 +112,7 @@ def cluster_records(records: list[dict], encoder, config: TraversalConfig | None
     from sklearn.metrics import adjusted_rand_score
 
     from .build import build_docgraph
-    from .generate import record_articles
+    from .records import record_articles
     from .traverse import Traverser
 
     cfg = config or TraversalConfig()

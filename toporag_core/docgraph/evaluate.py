@@ -28,7 +28,7 @@ import numpy as np
 from ..metrics import normalize
 from .build import PARAGRAPH, SENTENCE, BuildConfig, DocGraph, build_docgraph
 from .context import context_nodes
-from .generate import gold_titles, record_articles
+from .records import gold_titles, record_articles
 from .traverse import TraversalConfig, Traverser
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")

@@ -16,7 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from ..hybrid import (DocumentError, GeneratorConfig, HybridIndex, RouterConfig, SearchConfig, generate,  # noqa: F401
+from ..datagen.hybrid import GeneratorConfig, generate  # noqa: F401
+from ..hybrid import (DocumentError, HybridIndex, RouterConfig, SearchConfig,  # noqa: F401
                       parse_document, read_upload)
 from ..hybrid.search import open_index
 from ..hybrid.view import (best_cell_frame, cell_heatmap, follow_top, fused_frame, rank_frame,  # noqa: F401

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from .dataset import HybridDataset
-from .facts import MEASURE_BASES, STAGES, build_facts
-from .render import DocLines, render_table
+from ..hybrid.dataset import HybridDataset
+from .hybrid_facts import MEASURE_BASES, STAGES, build_facts
+from .hybrid_render import DocLines, render_table
 
 
 def measure_columns(n: int) -> list[str]:

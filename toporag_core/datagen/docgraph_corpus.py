@@ -1,6 +1,6 @@
 """A generated corpus with HotpotQA-format multi-hop questions over it (benchmarks and tests).
 
-:mod:`.generate` makes one small world (170 entities, unique years) whose questions each bring
+:mod:`.docgraph` makes one small world (170 entities, unique years) whose questions each bring
 their own 10 paragraphs. Here the world is as large as the corpus asked for (one article per
 entity: ``n_articles`` articles, each two sections of one paragraph, so ``2 n_articles``
 paragraphs), its articles are the corpus, and the questions (the same bridge and comparison
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .generate import (BRIDGE_HEADS, COMPARED, COUNTRIES, INDUSTRIES, OCCUPATIONS, ORG_KINDS, RIVERS, _SYL,
+from .docgraph import (BRIDGE_HEADS, COMPARED, COUNTRIES, INDUSTRIES, OCCUPATIONS, ORG_KINDS, RIVERS, _SYL,
                        bridge_question, comparison_question, hotpot_record, write_article)
 
 

@@ -1,7 +1,7 @@
 """Renderers of the generated hybrid corpus: tables in five formats, prose paragraphs, line labels.
 
 :func:`render_table` writes one table as Markdown, HTML, TSV, CSV or 2-space-aligned text
-(:data:`~toporag_core.hybrid.facts.TABLE_FORMATS`); the paragraph writers turn a fact into prose,
+(:data:`~toporag_core.datagen.hybrid_facts.TABLE_FORMATS`); the paragraph writers turn a fact into prose,
 wrapped as a text file is (at most 96 characters a line; ``<p>...</p>`` in HTML). A
 :class:`DocLines` is a document under construction whose every line carries its router label
 (1 table line, 0 prose, -1 blank), so the gold spans of the questions are the renderer's own
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from .facts import BUYERS, REGIONS, VARIETIES
+from .hybrid_facts import BUYERS, REGIONS, VARIETIES
 
 
 def render_table(header: list[str], rows: list[list[str]], fmt: str) -> list[str]:

@@ -24,19 +24,20 @@ nudged), similar producer names (``Verna Farms`` / ``Verna Orchards`` / ``Vernal
 repeated values (prices on a 0.05 grid, integer Brix), and distractor tables that hold every
 term of a B question but in different rows.
 
-:func:`generate_width_corpus` builds the table-width sweep (5..50 columns, :mod:`.width`).
-The fact store (:mod:`.facts`), the renderers (:mod:`.render`) and the dataset's files
-(:mod:`.dataset`) live beside this module, which writes the documents and questions.
+:func:`generate_width_corpus` builds the table-width sweep (5..50 columns, :mod:`.hybrid_width`).
+The fact store (:mod:`.hybrid_facts`) and the renderers (:mod:`.hybrid_render`) live beside this
+module, which writes the documents and questions; the dataset's files are
+:mod:`toporag_core.hybrid.dataset` (what evaluation reads).
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
 
-from .dataset import HybridDataset, load_dataset, stats, write_dataset
-from .facts import ASK, BUYERS, COLUMNS, QTYPES, TABLE_FORMATS, VARIETIES, build_facts
-from .render import DocLines, contract_paragraph, market_note, profile_paragraph, prose_lines, render_table
-from .width import generate_width_corpus
+from ..hybrid.dataset import HybridDataset, load_dataset, stats, write_dataset
+from .hybrid_facts import ASK, BUYERS, COLUMNS, QTYPES, TABLE_FORMATS, VARIETIES, build_facts
+from .hybrid_render import DocLines, contract_paragraph, market_note, profile_paragraph, prose_lines, render_table
+from .hybrid_width import generate_width_corpus
 
 
 @dataclass
