@@ -200,7 +200,7 @@ def load_outcome(ss) -> None:
 
 def graph_summary(ss) -> None:
     """The current graph's numbers (nodes, 1-cells, b0, b1, 2-cells), its question, and where to go next."""
-    graph = resources.current_graph(ss, announce=False)
+    graph = resources.page_graph(ss, announce=False)
     if ss.get(state.RESET):
         (st.warning if ss.get(state.LOST) else st.info)(ss[state.RESET], icon=":material/restart_alt:")
     tree, seed = state.tree_settings(ss)

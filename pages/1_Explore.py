@@ -12,7 +12,7 @@ from toporag_core.studio.resources import get_complex, show_view
 
 st.set_page_config(page_title="Explore the complex", layout="wide")
 ss = st.session_state
-graph = resources.current_graph(ss)
+graph = resources.page_graph(ss)
 tree, seed = state.tree_settings(ss)
 cx = get_complex(ss[state.GRAPH_KEY], tree, seed, graph)
 

@@ -10,7 +10,7 @@ from toporag_core.studio import lab, state, topo_view
 from toporag_core.studio.controls import cell_methods, method_label, setting_controls
 from toporag_core.studio.figures import prize_chart, prize_table, sweep_chart
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
-from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, get_encoder, show_view
+from toporag_core.studio.resources import encoder_choice, get_complex, get_embedded, app_encoder, show_view
 from toporag_core.studio.sweep import DEFAULT_C2_VALUES, sweep_c2, sweep_k
 
 st.set_page_config(page_title="Retrieval lab", layout="wide")
@@ -29,7 +29,7 @@ def cached_sweep_c2(_ecx, graph_key, tree, seed, question, setting, encoder):
 
 
 ss = st.session_state
-graph = resources.current_graph(ss)
+graph = resources.page_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
@@ -79,7 +79,7 @@ st.title("Retrieval lab")
 cx = get_complex(key, tree, seed, graph)
 ecx = get_embedded(key, tree, seed, graph) if cells_used else None  # node methods need no cell embeddings
 st.caption(f"{graph.name or 'unnamed graph'}: {cx.num_nodes} nodes, {cx.num_edges} 1-cells, "
-           f"{cx.num_cells2} 2-cells; encoder {get_encoder(choice).name}. Embeddings are computed once per "
+           f"{cx.num_cells2} 2-cells; encoder {app_encoder(choice).name}. Embeddings are computed once per "
            "graph; moving a slider only re-runs the retrieval.")
 # the question typed on Home / Ask is carried here (state.question_box); the lab's own edits win afterwards
 own_question = graph.meta.get("question") or ""

@@ -10,7 +10,7 @@ from toporag_core.studio.resources import get_complex, get_embedded, show_view
 
 st.set_page_config(page_title="Learn", layout="wide")
 ss = st.session_state
-current = resources.current_graph(ss)
+current = resources.page_graph(ss)
 tree, seed = state.tree_settings(ss)
 
 # ---------------------------------------------------------------- sidebar

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from toporag_core.studio import resources
-from toporag_core.studio import ask, claim, core, errors, state
+from toporag_core.studio import ask, claim, errors, remote_core, state
 from toporag_core.studio.ask_inputs import AskInputs
 from toporag_core.studio.controls import cell_methods, method_label, setting_controls
 from toporag_core.studio.graph_view import DEFAULT_CAP, legend_html, render_view
@@ -11,7 +11,7 @@ from toporag_core.studio.resources import encoder_choice, get_complex, get_embed
 st.set_page_config(page_title="Ask", layout="wide")
 
 ss = st.session_state
-graph = resources.current_graph(ss)
+graph = resources.page_graph(ss)
 tree, seed = state.tree_settings(ss)
 key = ss[state.GRAPH_KEY]
 
@@ -41,9 +41,9 @@ if not checkpoint:
     st.stop()
 pipe = remote = None
 try:
-    remote = core.remote_client()  # $TOPORAG_CORE_URL: answer on a remote core (e.g. a GPU machine)
+    remote = remote_core.remote_client()  # $TOPORAG_CORE_URL: answer on a remote core (e.g. a GPU machine)
     if remote is not None:
-        rmodel = core.remote_model(remote)
+        rmodel = remote_core.remote_model(remote)
         summary, trained, dataset, default_max_new = (rmodel.summary(), rmodel.default_setting, rmodel.dataset,
                                                       rmodel.max_new_tokens)
         st.caption(rmodel.status.caption())
@@ -52,8 +52,8 @@ try:
             pipe = ask.get_pipeline(checkpoint, llm, encoder_choice())
         summary, trained, dataset = ask.model_summary(pipe), pipe.default_setting(), pipe.meta.get("dataset")
         default_max_new = int(pipe.model.config.max_new_tokens)
-except core.CoreError as e:  # the remote core is down, slow or refused: say so, keep the page
-    st.error(f"The core at {core.core_url()} cannot answer: {e}")
+except remote_core.CoreError as e:  # the remote core is down, slow or refused: say so, keep the page
+    st.error(f"The core at {remote_core.core_url()} cannot answer: {e}")
     st.stop()
 except Exception as e:  # noqa: BLE001 - a bad folder / LLM id / URL must leave the page usable
     st.error(f"Could not load the model: {type(e).__name__}: {e}")
@@ -183,8 +183,8 @@ if st.button("Ask", key="ask_go", type="primary"):
         with st.status("Answering ...", expanded=False) as status:
             if remote is not None:  # the core lifts/embeds on its side; subcomplexes come back on our complex
                 cx = get_complex(key, tree, seed, graph)
-                answers = core.ask_via_core(remote, graph, cx, question, [settings[m] for m in methods], tree=tree,
-                                            seed=seed, max_new_tokens=max_new, query=query)
+                answers = remote_core.ask_via_core(remote, graph, cx, question, [settings[m] for m in methods],
+                                                   tree=tree, seed=seed, max_new_tokens=max_new, query=query)
             else:
                 if decision.checkpoint != checkpoint:
                     status.update(label=f"Loading {decision.model} (once per server) ...")
@@ -198,7 +198,7 @@ if st.button("Ask", key="ask_go", type="primary"):
             status.update(label="Answered", state="complete")
         ss["ask_last"] = {"inputs": inputs, "answers": answers, "route": decision, "effects": effects,
                           "answerer": decision.checkpoint if decision is not None else checkpoint}
-    except core.CoreError as e:
+    except remote_core.CoreError as e:
         st.error(f"The core could not answer: {e}")
     except ValueError as e:
         st.warning(str(e))

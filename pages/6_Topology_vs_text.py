@@ -7,11 +7,11 @@ import streamlit as st
 
 from toporag_core.studio import resources
 from toporag_core.studio import state, topo_view
-from toporag_core.studio.resources import encoder_choice, get_encoder
+from toporag_core.studio.resources import encoder_choice, app_encoder
 
 st.set_page_config(page_title="Topology vs text", layout="wide")
 ss = st.session_state
-graph = resources.current_graph(ss)
+graph = resources.page_graph(ss)
 key = ss[state.GRAPH_KEY]
 choice = encoder_choice()
 n = graph.num_nodes
@@ -29,7 +29,7 @@ with st.sidebar:
 
 st.title("Topology vs text")
 st.caption(f"{graph.name or 'unnamed graph'}: {n} nodes. Text similarity = cosine of the node texts' sentence "
-           f"embeddings ({get_encoder(choice).name}); proximity = cosine of random-projection walk embeddings "
+           f"embeddings ({app_encoder(choice).name}); proximity = cosine of random-projection walk embeddings "
            "(1-3 hops); role = GraphWave structural embeddings, correlated as negative L2 distance (the role "
            "score 1/distance has the same ranks, but explodes for nodes with identical roles).")
 if n < 2:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from toporag_core.studio import hybrid_page
 from toporag_core.studio import state
-from toporag_core.studio.resources import encoder_choice, get_encoder
+from toporag_core.studio.resources import encoder_choice, app_encoder
 
 st.set_page_config(page_title="Hybrid tables", layout="wide")
 ss = st.session_state
@@ -80,7 +80,7 @@ st.title("Hybrid tables")
 st.caption("Router: SDS = (numbers + separators + entity-like tokens) / tokens over 5-line windows; a line is a "
            "table line when most windows covering it have SDS > tau. Tables: CALI cells [COL: h] [VAL: v], "
            "MaxSim or the row-aware score; prose: one embedding per block. "
-           f"Encoder: {get_encoder(encoder_choice()).name}.")
+           f"Encoder: {app_encoder(encoder_choice()).name}.")
 
 try:
     doc = hybrid_page.parse(texts[doc_id], doc_id, tau)

@@ -7,11 +7,11 @@ import streamlit as st
 
 from toporag_core.studio import docgraph_page as dg
 from toporag_core.studio import state
-from toporag_core.studio.resources import encoder_choice, get_encoder
+from toporag_core.studio.resources import encoder_choice, app_encoder
 
 st.set_page_config(page_title="Document graph", layout="wide")
 ss = st.session_state
-enc = get_encoder(encoder_choice())
+enc = app_encoder(encoder_choice())
 
 with st.sidebar:
     st.header("Documents")

@@ -28,8 +28,8 @@ class Counting:
 def app_encoder(monkeypatch, tmp_path):
     """The app's encoder for choice "counting": a CachedEncoder over :class:`Counting`, fresh cache."""
     enc = CachedEncoder(Counting(), cache_dir=tmp_path)
-    monkeypatch.setattr(resources, "get_encoder", lambda choice: enc)
-    monkeypatch.setattr(topo_view, "get_encoder", lambda choice: enc)
+    monkeypatch.setattr(resources, "app_encoder", lambda choice: enc)
+    monkeypatch.setattr(topo_view, "app_encoder", lambda choice: enc)
     bars: list[list] = []
 
     def fake_bar(what="every cell"):

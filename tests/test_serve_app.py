@@ -20,7 +20,7 @@ from toporag_core.answering.pipeline import TopoRAGPipeline  # noqa: E402
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve  # noqa: E402
 from toporag_core.serve.server import ServeConfig, load_engine, start_background  # noqa: E402
 from toporag_core.io import samples  # noqa: E402
-from toporag_core.studio import core  # noqa: E402
+from toporag_core.studio import remote_core as core  # noqa: E402
 from toporag_core.model.tiny import build_tiny_checkpoint  # noqa: E402
 
 QUESTION = "What is the red cup made of?"
@@ -49,7 +49,7 @@ def panel_script():
     from toporag_core.cells.lift import lift
     from toporag_core.retrieval import RetrievalSetting
     from toporag_core.io import samples
-    from toporag_core.studio import core
+    from toporag_core.studio import remote_core as core
 
     graph = samples.load_sample("scene")
     core.answer_panel(graph, lift(graph), "What is the red cup made of?",

@@ -99,9 +99,9 @@ def get_pipeline(checkpoint: str, llm: str, encoder_choice: str) -> TopoRAGPipel
     """The pipeline for ``(checkpoint, llm)``, loaded once per server process and shared by every
     session; its sentence encoder is the app's (``encoder_choice``, see :mod:`.resources`), so
     the embedded graphs of the other pages are reused as they are."""
-    from .resources import get_encoder
+    from .resources import app_encoder
 
-    return load_pipeline(checkpoint, llm, encoder=get_encoder(encoder_choice))
+    return load_pipeline(checkpoint, llm, encoder=app_encoder(encoder_choice))
 
 
 def check_compatible(pipe: TopoRAGPipeline, ecx: EmbeddedComplex) -> None:

@@ -30,7 +30,7 @@ from ..docgraph.index import DocGraphIndex
 from ..docgraph.traverse import prefix_curve  # noqa: F401  (re-exported for the page)
 from ..docgraph.views import coupling_figure, fgw_curve_figure, tree_figure  # noqa: F401  (re-exported)
 from ..graph import GraphFormatError, TextualGraph  # GraphFormatError: re-exported for the page too
-from .resources import encoder_choice, get_encoder
+from .resources import encoder_choice, app_encoder
 
 
 @st.cache_data(show_spinner=False)
@@ -44,7 +44,7 @@ def open_index(folder: str, stamp: float) -> CorpusSearcher:
     """The searcher of an index folder (``stamp``: its manifest's modification time, so a rebuilt
     index is loaded again), with the encoder the index was built with."""
     index = DocGraphIndex.load(folder)
-    return CorpusSearcher(index, get_encoder(index.stats.get("encoder_spec") or encoder_choice()))
+    return CorpusSearcher(index, app_encoder(index.stats.get("encoder_spec") or encoder_choice()))
 
 
 def index_stamp(folder: str) -> float:

@@ -22,7 +22,7 @@ from ..hybrid import (DocumentError, HybridIndex, RouterConfig, SearchConfig,  #
 from ..hybrid.search import open_index
 from ..hybrid.view import (best_cell_frame, cell_heatmap, follow_top, fused_frame, rank_frame,  # noqa: F401
                            route_frame, sds_strip)
-from .resources import get_encoder
+from .resources import app_encoder
 
 
 @st.cache_resource(max_entries=2, show_spinner="Generating the sample corpus ...")
@@ -45,7 +45,7 @@ def saved_index(path: str, mtime: float, choice: str):
     try:
         return open_index(path)  # a MiniLM index: queried with the numpy MiniLM, no model to load
     except ValueError:
-        return open_index(path, get_encoder(choice))
+        return open_index(path, app_encoder(choice))
 
 
 def parse(text: str, doc_id: str, tau: float):
@@ -58,7 +58,7 @@ def parse(text: str, doc_id: str, tau: float):
 def corpus_index(key: str, choice: str, tau: float, _texts: dict):
     """The index of the documents ``_texts`` (``{doc id: text}``; ``key`` names them for the cache)."""
     docs = [parse(t, d, tau) for d, t in _texts.items()]
-    return HybridIndex.build(docs, get_encoder(choice))
+    return HybridIndex.build(docs, app_encoder(choice))
 
 
 def search(index, question: str, k: int, table_score: str | None = None) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def encoder_choice() -> str:
 
 
 @st.cache_resource(show_spinner="Loading the sentence encoder ...")
-def get_encoder(choice: str) -> CachedEncoder:
+def app_encoder(choice: str) -> CachedEncoder:
     """The text encoder for ``choice`` (see module docstring), created once per server."""
     return make_encoder(choice)
 
@@ -76,7 +76,7 @@ def prefetch_texts(texts, choice: str, what: str) -> None:
     the page while that runs (none when all are cached): node methods' text index encodes the node
     texts inside a cached function, where a bar cannot be drawn, so they are put in the encoder's
     cache here first (after the lab's cell embedding they all are, and nothing is drawn)."""
-    encoder = get_encoder(choice)
+    encoder = app_encoder(choice)
     if not encoder.uncached(texts):
         return
     bar, update = _progress_bar(what)
@@ -94,7 +94,7 @@ def _get_embeddings(graph_key: str, tree: str, seed: int, choice: str, cx: CellC
             return _EMBEDDINGS[key]
     bar, update = _progress_bar()
     try:
-        emb = embed_with_progress(cx, get_encoder(choice), update)
+        emb = embed_with_progress(cx, app_encoder(choice), update)
     finally:
         bar.empty()
     with _EMBED_LOCK:
@@ -108,10 +108,10 @@ def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> E
     """Lifted + embedded complex; built once per (graph, tree, seed, encoder), then reused."""
     choice = encoder_choice()
     cx = get_complex(graph_key, tree, seed, graph)
-    return EmbeddedComplex(cx, _get_embeddings(graph_key, tree, seed, choice, cx), get_encoder(choice))
+    return EmbeddedComplex(cx, _get_embeddings(graph_key, tree, seed, choice, cx), app_encoder(choice))
 
 
-def current_graph(ss, announce: bool = True) -> TextualGraph:
+def page_graph(ss, announce: bool = True) -> TextualGraph:
     """The session's graph (:func:`.state.current_graph`), restored from the address's ``?graph=``
     on a new session; the address is then kept in step with the graph: built-in and benchmark graphs
     by their source, any other graph (an upload, pasted text, a knowledge-graph cut) written to the

@@ -24,7 +24,7 @@ from ..topo import (UNREACHABLE, TopoNodeIndex, TopoRetrieval, build_topo_prompt
                     text_similarity_by_distance, topology_text_correlation)
 from ..topo.retriever import SCORE_NAMES
 from ..retrieval import get_method, method_label, method_names
-from .resources import get_encoder, prefetch_texts
+from .resources import app_encoder, prefetch_texts
 
 BASELINES = ("text", "random")  # node baselines shown beside a node method
 TARGET_FROM_QUESTION, TARGET_PICKED = "most similar to the question", "a node I pick"
@@ -56,7 +56,7 @@ def topo_prompt(graph: TextualGraph, res: TopoRetrieval, partial: str) -> str:
 def _node_index(graph_key: str, method: str, encoder_choice: str, _graph: TextualGraph) -> TopoNodeIndex:
     """The top-``INDEX_K`` node index of the graph with fingerprint ``graph_key`` for ``method``
     (``proximity | role | text | random``); ``_graph`` is not hashed."""
-    return TopoNodeIndex.build(_graph, method=method, K=INDEX_K, encoder=get_encoder(encoder_choice), seed=INDEX_SEED)
+    return TopoNodeIndex.build(_graph, method=method, K=INDEX_K, encoder=app_encoder(encoder_choice), seed=INDEX_SEED)
 
 
 def get_node_index(graph_key: str, method: str, encoder_choice: str, graph: TextualGraph) -> TopoNodeIndex:
@@ -116,7 +116,7 @@ def question_target(graph_key: str, encoder_choice: str, graph: TextualGraph, qu
     if not question.strip():
         raise ValueError("type a question to choose the target node from it, or pick the target node in the sidebar")
     index = get_node_index(graph_key, "text", encoder_choice, graph)
-    return index.target_for_question(question, get_encoder(encoder_choice))
+    return index.target_for_question(question, app_encoder(encoder_choice))
 
 
 def run_nodes(graph_key: str, encoder_choice: str, graph: TextualGraph, method: str, target: int, k: int,
