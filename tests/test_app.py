@@ -549,7 +549,7 @@ def test_reload_restores_builtin_and_benchmark_graphs_from_the_address(shared_da
     bad.run()
     assert any("Could not restore" in i.value for i in bad.info)
     fresh = app().run()
-    assert any("New session: started on the scene sample" in i.value for i in fresh.info)
+    assert any("New visit: started on the scene sample" in i.value for i in fresh.info)
 
 
 def test_first_embedding_reports_progress_in_batches(tmp_path):

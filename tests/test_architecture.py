@@ -191,3 +191,9 @@ def test_no_lab_notes_in_the_package():
            for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if LAB_NOTE.search(line)]
     assert not bad, "\n".join(bad)
     assert LAB_NOTE.search("measured in session 10") and not LAB_NOTE.search("st.session_state")
+    # the word itself appears only as the APIs' names (Streamlit's session_state, onnxruntime's sessions)
+    api = re.compile(r"session_state|InferenceSession|SessionOptions|self\.session\b")
+    loose = [f"{f.relative_to(ROOT)}:{i}" for f in package_files()
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search("session", api.sub("", line), re.I)]
+    assert not loose, "\n".join(loose)

@@ -15,7 +15,7 @@ keeps the 2-cells and the highest-prize cells, and the answer says what was drop
 and ``prompt["context_cut"]``). The model's prefix cut stays as the last-resort safety net only.
 
 Thread-safe for a Streamlit server: retrieval runs concurrently (numpy; the sentence encoder has
-its own lock), the neural part (encoder, projector, LLM) runs under one lock, so two sessions
+its own lock), the neural part (encoder, projector, LLM) runs under one lock, so two visitors
 asking at once each get their own, correct answer.
 """
 from __future__ import annotations

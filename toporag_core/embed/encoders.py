@@ -49,7 +49,7 @@ class SentenceTransformerEncoder:
         get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(get_dim())
         self.batch_size = batch_size
-        self._lock = threading.Lock()  # one forward at a time when shared across app sessions
+        self._lock = threading.Lock()  # one forward at a time when shared by the app's visitors
 
     def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         if len(texts) == 0:

@@ -5,7 +5,7 @@
   (a folder, or ``none``), ``TOPORAG_LLM`` the default LLM (a folder or hub id).
 * :func:`get_pipeline` - one :class:`~toporag_core.answering.pipeline.TopoRAGPipeline` per
   ``(checkpoint, llm, encoder)`` per server process (``st.cache_resource``). The pipeline is
-  thread-safe (its neural part runs under a lock), so every browser session shares it.
+  thread-safe (its neural part runs under a lock), so every browser tab shares it.
 * :func:`ask` - one question, one or more retrieval methods, on an already embedded graph.
 * Judging an answer: :func:`gold_for` (the example's gold answer, when the loaded graph has
   one for this question), :func:`judge` (the task's own metric), :func:`answer_in_context`
@@ -97,7 +97,7 @@ def load_pipeline(checkpoint: str, llm: str, encoder=None, device: str = "auto")
 @st.cache_resource(max_entries=3, show_spinner=False)
 def get_pipeline(checkpoint: str, llm: str, encoder_choice: str) -> TopoRAGPipeline:
     """The pipeline for ``(checkpoint, llm)``, loaded once per server process and shared by every
-    session; its sentence encoder is the app's (``encoder_choice``, see :mod:`.resources`), so
+    visitor; its sentence encoder is the app's (``encoder_choice``, see :mod:`.resources`), so
     the embedded graphs of the other pages are reused as they are."""
     from .resources import app_encoder
 

@@ -3,7 +3,7 @@
 Built-in and benchmark graphs are named in the page address (``?graph=sample:kg``) and reloaded
 from their files. An uploaded, pasted or knowledge-graph-extracted graph has no file to go back
 to, so the app writes it here when it becomes the current graph and names it in the address as
-``?graph=upload:<fingerprint>`` (:func:`~.state.graph_fingerprint`, 20 hex digits); a new session
+``?graph=upload:<fingerprint>`` (:func:`~.state.graph_fingerprint`, 20 hex digits); a new visit
 with that address loads it back with :func:`load`.
 
 * one JSON file per graph, ``<cache dir>/studio_graphs/<fingerprint>.json``

@@ -52,7 +52,7 @@ def core_timeout() -> float:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def get_client(url: str, token: str | None, timeout: float) -> CoreClient:
-    """One client (connection pool) per core per server process, shared by every session."""
+    """One client (connection pool) per core per server process, shared by every visitor."""
     return CoreClient(url, token=token, timeout=timeout)
 
 

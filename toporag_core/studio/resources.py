@@ -112,11 +112,11 @@ def get_embedded(graph_key: str, tree: str, seed: int, graph: TextualGraph) -> E
 
 
 def page_graph(ss, announce: bool = True) -> TextualGraph:
-    """The session's graph (:func:`.state.current_graph`), restored from the address's ``?graph=``
-    on a new session; the address is then kept in step with the graph: built-in and benchmark graphs
+    """The visitor's graph (:func:`.state.current_graph`), restored from the address's ``?graph=``
+    on a new visit (a reload); the address is then kept in step with the graph: built-in and benchmark graphs
     by their source, any other graph (an upload, pasted text, a knowledge-graph cut) written to the
     kept uploads (:mod:`.graph_store`) and named ``upload:<fingerprint>``, so a reload of any page
-    finds it. ``announce``: on the run that started the session, say which graph it restored, or
+    finds it. ``announce``: on the first run of a visit, say which graph it restored, or
     that the uploaded graph was lost and which graph is shown instead (Home shows the note itself)."""
     from . import graph_store, state
     from ..io import samples

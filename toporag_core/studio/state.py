@@ -1,4 +1,4 @@
-"""Session-state helpers: which graph is loaded, and loading a new one without losing it.
+"""Page-state helpers (``st.session_state``): which graph is loaded, and loading a new one without losing it.
 
 They work on any ``MutableMapping`` (``st.session_state`` in the app, a plain dict in
 tests), so the rule "a failed upload keeps the previously loaded graph" is library code
@@ -155,7 +155,7 @@ def restore_graph(source: str) -> TextualGraph:
 
 
 def current_graph(state: MutableMapping, source: str | None = None) -> TextualGraph:
-    """The loaded graph. A new session (a reload) first tries ``source`` (the page address names
+    """The loaded graph. A new visit (a reload) first tries ``source`` (the page address names
     built-in and benchmark graphs, see :func:`.samples.graph_from_source`, and kept uploads,
     ``upload:<fingerprint>``, see :mod:`.graph_store`), else starts on the scene sample and records in
     ``state["reset_note"]`` why, so the page can say so; ``state["graph_lost"]`` is true when the
@@ -164,7 +164,7 @@ def current_graph(state: MutableMapping, source: str | None = None) -> TextualGr
         from ..io.samples import load_sample
 
         lost = False
-        note = ("New session: started on the scene sample. Built-in, benchmark and uploaded graphs survive a "
+        note = ("New visit: started on the scene sample. Built-in, benchmark and uploaded graphs survive a "
                 "page reload (through the address, `?graph=`).")
         if source:
             try:

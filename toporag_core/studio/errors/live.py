@@ -65,7 +65,7 @@ def run_evaluation(model, examples: list, dataset: str, out: str | os.PathLike, 
                    lock: threading.Lock | None = None) -> dict[str, Any]:
     """``toporag eval`` in small chunks: every chunk's predictions are appended (and flushed) to
     ``out`` before ``should_stop`` is asked again, so a stop keeps everything answered so far.
-    ``lock``: held per chunk (the pipeline's, so Ask sessions interleave with a long run).
+    ``lock``: held per chunk (the pipeline's, so Ask answers interleave with a long run).
 
     Returns ``{"done", "total", "stopped", "path"}``.
     """
