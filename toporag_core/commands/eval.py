@@ -103,7 +103,7 @@ def load_model(args, meta: dict, method: str):
     return TopoRAGModel.load(args.checkpoint, llm=llm, tokenizer=tok, device=args.device), method
 
 
-def answer_choices(spec: str | None, model, dataset: str) -> tuple[str, ...] | None:
+def choices_option(spec: str | None, model, dataset: str) -> tuple[str, ...] | None:
     """``--choices``: ``none`` (open generation), comma-separated answers, or by default the model's
     answer set (None), or for a model without one (an older checkpoint) the task's closed set."""
     if spec == "none":
@@ -151,7 +151,7 @@ def run(args) -> int:
     model, method = load_model(args, meta, setting.retrieval.method)
     if args.readback:
         return print_readback(model, examples, args)
-    res = score(args, model, examples, method, answer_choices(args.choices, model, args.dataset))
+    res = score(args, model, examples, method, choices_option(args.choices, model, args.dataset))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
                       "dtype": dtype_name(model.dtype), **res}))
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "
