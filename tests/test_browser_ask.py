@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from ._browser import CHROMIUM, CHROMIUM_ARGS, ask, load_sample, shipped_scene_server, streamlit_server
 
@@ -211,7 +212,11 @@ def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_a
                 pg.get_by_text("Label probabilities").first.wait_for()
                 measure_graph_tokens(pg)
                 pg.get_by_text("writes the relations of the 1-cells that have graph tokens").first.wait_for()
-                pg.get_by_role("tab", name="Prompt layout").click()
+                # while the page reruns after the measurement its old answer section is still drawn: wait until
+                # one section (one "Prompt layout" tab) is left, then open it
+                tab = pg.get_by_role("tab", name="Prompt layout")
+                expect(tab).to_have_count(1, timeout=300_000)
+                tab.click()
                 pg.locator("code").filter(has_text=",?,").first.wait_for()  # a relation line without its relation
                 pg.screenshot(path=str(tmp_path / "ask_expla_graph_tokens.png"), full_page=True)
             finally:

@@ -91,7 +91,7 @@ def _ask_yes_no(monkeypatch, question: str, sentence: str, answer: str = "no"):
 
     def yes_no(self, *a, **kw):
         out = real(self, *a, **kw)
-        out.update(answer=answer, evidence=sentence, label_probs={"yes": 0.004, "no": 0.996})
+        out.answer, out.evidence, out.label_probs = answer, sentence, {"yes": 0.004, "no": 0.996}
         return out
 
     monkeypatch.setattr(TopoRAGPipeline, "answer", yes_no)
