@@ -61,6 +61,7 @@ def test_the_loss_is_the_readback_loss_plus_a_hinge_against_another_rows_tokens(
         contrastive_readback_loss(model, make_batch(readback_rows(examples[:1])), margin=0.3)
 
 
+@pytest.mark.training  # an alignment / training loop
 def test_alignment_trains_the_graph_path_only_and_keeps_its_best_readback(tmp_path, examples):
     model = lora_model()
     mine = {id(p) for ps in graph_parameters(model).values() for p in ps}
@@ -166,6 +167,7 @@ def test_word_targets_are_the_llm_embeddings_of_each_node_slots_words(scene_exam
         check_word_targets(word_model(order=(1, 2, 0)))
 
 
+@pytest.mark.training  # an alignment / training loop
 def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path, scene_examples):
     from toporag_core.training.align import align
 
@@ -180,6 +182,7 @@ def test_alignment_with_word_targets_moves_node_tokens_onto_their_words(tmp_path
         align(word_model(order=(1, 2, 0)), scene_examples, scene_examples, cfg, tmp_path / "no")
 
 
+@pytest.mark.training  # an alignment / training loop
 def test_word_steps_run_the_word_targets_alone_before_the_alignment_steps(tmp_path, scene_examples):
     """``word_steps`` train the graph path on ``L_words`` only: as many LLM forwards as without them (the readback
     checks and the alignment step), every 50th step logged, and one more readback check before the alignment."""
@@ -247,6 +250,7 @@ def joint_run(tmp, examples, weight: float) -> tuple[TopoRAGModel, list[dict]]:
     return model, [json.loads(x) for x in (tmp / "log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.training  # an alignment / training loop
 def test_the_joint_stage_with_a_readback_term_learns_to_read_back_and_logs_it(tmp_path, examples):
     """Same data, seed and answer batches: with ``joint_align_weight`` the steps log the term and the
     validations the readback, and the tokens read back better than after answer training alone."""
@@ -288,6 +292,7 @@ def test_the_joint_readback_term_is_refused_without_graph_tokens_or_under_severa
     assert not (tmp_path / "t").exists()  # refused before anything is written
 
 
+@pytest.mark.training  # an alignment / training loop
 def test_toporag_train_aligns_alone_then_eval_reads_the_aligned_checkpoint_back(tmp_path, monkeypatch, capsys):
     """`toporag train --align-steps N --max-steps 0` runs the alignment stage alone and saves OUT/aligned (no
     joint stage, no OUT/best), which `toporag eval --readback` reads as any checkpoint; without --max-steps 0

@@ -17,6 +17,7 @@ attributes (``obj._name`` where ``obj`` is not ``self``/``cls``).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -57,6 +58,7 @@ def _is_module(name: str) -> bool:
     return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
 
 
+@functools.lru_cache(maxsize=None)
 def imports_of(path: Path) -> list[tuple[str, int]]:
     """``[(imported toporag_core module, line)]`` of one file, relative imports resolved;
     ``from X import a`` counts ``X.a`` when that is a module, else ``X``."""
@@ -87,6 +89,7 @@ def package_files() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+@functools.lru_cache(maxsize=1)
 def import_graph() -> nx.DiGraph:
     g = nx.DiGraph()
     for f in package_files():

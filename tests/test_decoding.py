@@ -479,6 +479,7 @@ def test_lookup_draft_follows_the_first_longest_suffix_match():
     assert lookup_draft(src, [42], 5) == [] and lookup_draft(src, [5], 0) == [] and lookup_draft([], [5], 3) == []
 
 
+@pytest.mark.training  # long generations on the tiny model: the whole suite's tier
 @pytest.mark.parametrize("seed", [0, 3, 7])
 def test_prompt_lookup_decoding_is_greedy_decoding(examples, seed):
     """Prompt-lookup decoding (drafts copied from the context, checked in one pass, the cache cropped to
