@@ -25,8 +25,10 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# The whole suite on one pytest worker per core (browser tests included: each starts its own server on a free
+# port, and every worker has its own cache folder).
 test: install lint
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
 # The quick tier while editing (under 2 minutes on 2 cores, one pytest worker per core): no browser, no
 # real models or data sets, no training loops. `make test` is the whole suite and what CI runs.
