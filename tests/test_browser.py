@@ -143,10 +143,13 @@ def _check_views(pg) -> list:
     cover every node that matters, in full, without overlapping. Returns the drawn labels."""
     # Streamlit puts every tab's views in the page at once (hidden tabs too) and draws them one by one,
     # so "the last iframe" may be a hidden tab's view: wait for every *visible* view's canvas instead.
-    views = pg.locator("iframe:visible")
-    views.first.wait_for()
-    for i in range(views.count()):
-        views.nth(i).content_frame.locator("canvas").first.wait_for()
+    # The set of visible frames changes while a tab switch settles, so wait on the page's state as a whole:
+    # at least one visible frame, and a canvas in every visible one.
+    pg.locator("iframe:visible").first.wait_for()
+    pg.wait_for_function("""() => {
+        const frames = [...document.querySelectorAll('iframe')].filter(f => f.offsetParent !== null);
+        return frames.length > 0 && frames.every(f => f.contentDocument && f.contentDocument.querySelector('canvas'));
+    }""", timeout=300_000)
     pg.wait_for_timeout(1500)
     out = []
     for frame in pg.frames:
