@@ -30,7 +30,7 @@ lint: install
 test: install lint
 	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
-# The quick tier while editing (under 2 minutes on 2 cores, one pytest worker per core): no browser, no
+# The quick tier while editing (about 2 minutes on 2 cores, one pytest worker per core): no browser, no
 # real models or data sets, no training loops. `make test` is the whole suite and what CI runs.
 test-fast: install lint
 	$(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
