@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toporag_core.datagen import generate_width_corpus  # noqa: E402
+from toporag_core.datagen.hybrid_width import generate_width_corpus  # noqa: E402
 from toporag_core.datagen.hybrid import GeneratorConfig, generate  # noqa: E402
 from toporag_core.embed import get_encoder, single_thread_blas  # noqa: E402
 from toporag_core.hybrid import HybridIndex, ReductionConfig, SearchConfig  # noqa: E402

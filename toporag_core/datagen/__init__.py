@@ -20,37 +20,6 @@ The tasks' generators live with their tasks (:mod:`toporag_core.tasks.scenes.gen
 :mod:`toporag_core.tasks.general.facts`), and the generated knowledge graph of any size stays in
 :mod:`toporag_core.kg.generate`, below the tasks that build their KG store from it.
 
-The names below load their module on first use, so generating one system's data does not import the
-other system.
+Nothing is re-exported here: import the module you need (``toporag_core.datagen.hybrid``), so
+generating one system's data does not import the other system.
 """
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .docgraph_corpus import generate_corpus  # noqa: F401
-    from .hybrid import GeneratorConfig  # noqa: F401
-    from .hybrid_width import generate_width_corpus  # noqa: F401
-
-_EXPORTS = {
-    "docgraph_corpus": ("generate_corpus",),
-    "hybrid": ("GeneratorConfig",),
-    "hybrid_width": ("generate_width_corpus",),
-}
-_HOME = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str) -> Any:
-    """A re-exported name, from its module (imported on first use)."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOME))
