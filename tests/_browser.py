@@ -55,12 +55,27 @@ def streamlit_server(log: Path, env_overrides: dict[str, str], drop_env: tuple[s
             proc.kill()
 
 
+_BUSY = ("() => !document.querySelector('[data-testid=stStatusWidgetRunningIcon],"
+         "[data-testid=stStatusWidgetRunningManIcon],[data-stale=true]')")
+
+
 def settle(pg) -> None:
-    """Wait until Streamlit has finished the current rerun (its "Running..." status is gone)."""
+    """Wait until Streamlit has finished the current rerun: its "Running..." status is gone and no
+    element of the previous run is still on the page (Streamlit marks those ``data-stale``). The
+    short first pause lets a rerun that an interaction has just triggered begin."""
     pg.wait_for_timeout(300)
-    for test_id in ("stStatusWidgetRunningIcon", "stStatusWidgetRunningManIcon"):  # the "Running..." widget
-        pg.get_by_test_id(test_id).wait_for(state="detached", timeout=120_000)
-    pg.wait_for_timeout(300)
+    pg.wait_for_function(_BUSY, timeout=120_000)
+
+
+def click_tab(pg, name: str) -> None:
+    """Click the tab called ``name`` once the page shows exactly one (while a rerun replaces a tab
+    group, the old and the new group are both on the page for a moment)."""
+    from playwright.sync_api import expect
+
+    settle(pg)
+    tab = pg.get_by_role("tab", name=name)
+    expect(tab).to_have_count(1, timeout=120_000)
+    tab.click()
 
 
 def upload(pg, uploader, path: Path, shown: str | None = None) -> None:

@@ -11,9 +11,12 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, ROOT, load_sample, settle, streamlit_server, upload
+from ._browser import CHROMIUM, ROOT, click_tab, load_sample, settle, streamlit_server, upload
 
 EVIL = "<script>alert(1)</script>"
+# A view has finished drawing when every label that must show is painted (or it sits in a hidden tab).
+DRAWN = ("() => window.innerHeight === 0 || (window.TOPORAG_DRAWN && TOPORAG_LABELS.filter(l => l.always)"
+         ".every(l => window.TOPORAG_DRAWN.some(d => d.id === l.id)))")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -95,7 +98,7 @@ def test_retrieval_lab_in_the_browser(server, page, tmp_path):
     assert terminals == sorted(i for i, r in expected.role_of(0).items() if r == "terminal")
     cells = frame.evaluate("() => TOPORAG_CELLS.filter(c => c.stroke).map(c => c.nodes)")
     assert sorted(map(sorted, cells)) == sorted(sorted(ecx.complex.cell2_nodes(c).tolist()) for c in expected.cells2)
-    page.wait_for_timeout(2500)  # let the physics settle for the picture
+    frame.wait_for_function(DRAWN)  # the labels are painted: the picture is complete
     page.evaluate("() => window.scrollTo(0, 0)")
     shot = tmp_path / "retrieval_lab.png"
     page.screenshot(path=str(shot))
@@ -113,7 +116,7 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
 
     page.goto(server)
     page.get_by_text("Current graph:").wait_for()
-    page.get_by_role("tab", name="Upload").click()
+    click_tab(page, "Upload")
     uploader = page.get_by_test_id("stFileUploader").first
     upload(page, uploader, evil)  # the upload has reached the server: only now click
     page.get_by_role("button", name="Load file").click()
@@ -134,7 +137,7 @@ def test_upload_escaping_and_bad_file_in_the_browser(server, page, tmp_path):
     title = frame.evaluate(f"() => nodes.get({evil_id}).title.textContent")
     assert EVIL in title  # the tooltip element shows the text, its HTML was escaped
     assert frame.evaluate("() => document.querySelectorAll('body script').length") >= 1
-    page.wait_for_timeout(1500)
+    frame.wait_for_function(DRAWN)  # the view's scripts have all run: an alert would have been recorded
     assert page.dialogs == []  # no alert ever ran
 
 
@@ -150,11 +153,11 @@ def _check_views(pg) -> list:
         const frames = [...document.querySelectorAll('iframe')].filter(f => f.offsetParent !== null);
         return frames.length > 0 && frames.every(f => f.contentDocument && f.contentDocument.querySelector('canvas'));
     }""", timeout=300_000)
-    pg.wait_for_timeout(1500)
     out = []
     for frame in pg.frames:
         if frame == pg.main_frame or not frame.evaluate("() => typeof network !== 'undefined' && !!network"):
             continue
+        frame.wait_for_function(DRAWN, timeout=120_000)
         fits = frame.evaluate("() => { const r = document.getElementById('mynetwork').getBoundingClientRect();"
                               " return [r.bottom, window.innerHeight, document.documentElement.scrollHeight]; }")
         bottom, inner, scroll = fits
@@ -183,7 +186,7 @@ def test_learn_views_are_not_clipped_and_labels_do_not_overlap(server, page):
     page.get_by_role("link", name="Learn").first.click()
     page.get_by_text("Learn: cell-complex retrieval, step by step").wait_for()
     assert _check_views(page)
-    page.get_by_role("tab", name="3. One retrieval").click()
+    click_tab(page, "3. One retrieval")
     page.get_by_text("Prize-collecting Steiner tree").wait_for()
     page.get_by_text("b1 of the complex").first.wait_for(state="attached")  # in the (hidden) tab 2
     views = _check_views(page)
@@ -208,7 +211,7 @@ def test_gqa_upload_with_question_picker_in_the_browser(server, page, tmp_path):
     qcsv.write_text(GQA_QUESTIONS)
     page.goto(server)
     page.get_by_text("Current graph:").wait_for()
-    page.get_by_role("tab", name="Upload").click()
+    click_tab(page, "Upload")
     upload(page, page.get_by_test_id("stFileUploader").filter(has_text="Graph file"), scenes,
            shown="Record (2 in this file)")
     page.get_by_test_id("stSelectbox").filter(has_text="Record (2 in this file)").click()

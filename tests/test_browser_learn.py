@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from ._browser import CHROMIUM, ROOT, settle, streamlit_server
+from ._browser import CHROMIUM, ROOT, click_tab, settle, streamlit_server
 from .test_browser_newcomer import _check_labels, _visible_views
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
@@ -66,8 +66,14 @@ def page(browser):
 
 def _plots_clear(pg, at_least: int = 1) -> int:
     """Every visible plotly chart has drawn, and no title meets a tick label, axis title or legend."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     pg.locator(".js-plotly-plot:visible .main-svg").first.wait_for()
-    pg.wait_for_timeout(500)  # plotly lays out titles after the first paint
+    try:  # plotly lays out titles after the first paint: wait until the layout is clear, then check it
+        pg.wait_for_function(f"() => {{ const g = ({PLOT_OVERLAPS})(); return g.charts >= {at_least} && !g.overlaps.length; }}",
+                             timeout=30_000)
+    except PlaywrightTimeout:
+        pass  # the assertions below say what is wrong
     got = pg.evaluate(PLOT_OVERLAPS)
     assert got["charts"] >= at_least, got
     assert not got["overlaps"], f"chart titles overlap: {got['overlaps'][:5]}"
@@ -108,7 +114,7 @@ def test_learn_hodge_and_messages_tabs_in_the_browser(server, page, tmp_path):
     cx = lift(load_graph(SAMPLE))
     page.goto(f"{server}/Learn?graph=sample:scene")
     page.get_by_text("Learn: cell-complex retrieval, step by step").wait_for()
-    page.get_by_role("tab", name="4. Hodge Laplacians and holes").click()
+    click_tab(page, "4. Hodge Laplacians and holes")
     page.get_by_text("Gluing 2-cells removes harmonic cycles").wait_for()
     settle(page)
     assert [_metric(page, f"dim ker L{k}") for k in range(3)] == _cli_harmonic("bfs")
@@ -136,7 +142,7 @@ def test_learn_hodge_and_messages_tabs_in_the_browser(server, page, tmp_path):
     folder = CHECKPOINT_ROOT / "scene_graphs"
     if not (folder / "config.json").is_file():
         pytest.skip("the scene_graphs checkpoint is not committed here")
-    page.get_by_role("tab", name="5. Messages and graph tokens").click()
+    click_tab(page, "5. Messages and graph tokens")
     page.get_by_text("From cell states to graph tokens").wait_for()
     settle(page)
     from toporag_core.embed import CachedEncoder, SentenceTransformerEncoder
@@ -148,7 +154,6 @@ def test_learn_hodge_and_messages_tabs_in_the_browser(server, page, tmp_path):
     page.locator("strong:visible", has_text=f"{n} 0-cells, {e} 1-cells, {f} 2-cells").first.wait_for()
     assert _plots_clear(page) >= 1  # the message figure
     page.locator(".js-plotly-plot:visible").first.scroll_into_view_if_needed()
-    page.wait_for_timeout(500)
     _shot(page, tmp_path, "learn_messages.png")
 
 
@@ -163,9 +168,9 @@ def test_lab_and_explore_charts_and_labels_do_not_overlap_in_the_browser(server,
     page.wait_for_function("([el, v]) => el.value === v", arg=[thumb.element_handle(), "5"])
     settle(page)
     page.get_by_text("keeps the same candidate 2-cells").first.wait_for()  # the C2 note
-    page.get_by_role("tab", name="Prizes").click()
+    click_tab(page, "Prizes")
     _plots_clear(page)
-    page.get_by_role("tab", name="Sweep: k and C2").click()
+    click_tab(page, "Sweep: k and C2")
     assert _plots_clear(page) >= 2
     page.get_by_text("Compare two methods").click()
     page.locator("iframe:visible").nth(2).wait_for()

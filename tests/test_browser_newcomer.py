@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from ._browser import CHROMIUM, ask, settle, shipped_scene_server, streamlit_server, upload
+from ._browser import CHROMIUM, ask, click_tab, settle, shipped_scene_server, streamlit_server, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -220,7 +220,7 @@ def test_learn_starts_at_the_labs_k_home_links_every_page_and_kg_upload_named_by
     triples.write_text("head,relation,tail\nmarie curie,discovered,polonium\npolonium,named after,poland\n"
                        "marie curie,born in,warsaw\n")
     page.get_by_role("link", name="Home").first.click()
-    page.get_by_role("tab", name="Knowledge graph").click()
+    click_tab(page, "Knowledge graph")
     page.get_by_text("Upload triples").click()
     settle(page)
     upload(page, page.get_by_test_id("stFileUploader").filter(has_text="Triples"), triples)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from ._browser import CHROMIUM, settle, streamlit_server, upload
+from ._browser import CHROMIUM, click_tab, settle, streamlit_server, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium absent (apt-get install chromium)")]
@@ -54,7 +54,7 @@ def test_an_upload_survives_a_reload_and_the_question_follows_into_the_lab(brows
     pg.set_default_timeout(180_000)
     pg.goto(server)
     pg.get_by_text("Current graph:").wait_for()
-    pg.get_by_role("tab", name="Upload").click()
+    click_tab(pg, "Upload")
     upload(pg, pg.get_by_test_id("stFileUploader").first, csv)
     pg.get_by_role("button", name="Load file").click()
     pg.get_by_text("Loaded museum.csv").wait_for()
