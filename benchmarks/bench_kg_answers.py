@@ -5,9 +5,10 @@ the same run):
 
 * ``paper+generate``: the checkpoint's own setting (the general checkpoint: the paper's ``toporag``,
   k = 3) and greedy generation, what Ask and ``toporag ask`` did before the seeded retrieval existed;
-* ``seeded+generate``: ``toporag-seeded`` retrieval, greedy generation;
-* ``seeded+names``: ``toporag-seeded`` retrieval, the name reader (candidate entity names scored by the
-  model, :func:`toporag_core.model.decode.score_names`).
+* ``seeded+generate``: ``toporag-seeded`` retrieval (the checkpoint's own setting when it was trained on
+  it), greedy generation;
+* ``seeded+names``: the same retrieval, the name reader (candidate entity names scored by the model,
+  :func:`toporag_core.model.decode.score_names`).
 
 Questions: the generated ``general`` split (``--split``, ``--per-kind`` per kind, scene questions
 included) and the shared WebQSP sample (12 real questions). Hit: a normalised gold answer occurs in the
@@ -67,30 +68,50 @@ def list_f1(names: list[str], answers: list[str]) -> float:
     return 0.0 if not tp else 2 * tp / (len(got) + len(gold))
 
 
-def fit_reader(records: list[dict], arm: str, weights=(0.0, 0.25, 0.5, 1.0, 2.0),
-               ratios=(0.1, 0.3, 0.5, 0.7, 1.0)) -> list[dict]:
-    """Per path weight w and list ratio r of the name reader (logit = log-likelihood + w x path score; a name
-    joins the answer when its probability is >= r x the best one's): mean F1, Hit and Hit@1 of ``arm``'s
-    answers recomputed from the records' per-name scores."""
+def fit_reader(records: list[dict], arm: str, weights=(0.0, 1.0, 2.0, 3.0, 4.0, 8.0),
+               ratios=(0.1, 0.3, 0.5, 0.7, 1.0), match_weights=(0.0,)) -> list[dict]:
+    """Per path weight w, match weight m and list ratio r of the name reader (logit = log-likelihood +
+    w x (path score + m x relation-path match); a name joins the answer when its probability is >= r x the
+    best one's): mean F1, Hit and Hit@1 of ``arm``'s answers recomputed from the records' per-name scores
+    (``name_paths`` / ``name_match`` when the records have them, else ``name_priors`` and no match)."""
     rows = []
     recs = [r for r in records if r["arm"] == arm and r.get("name_scores")]
     for w in weights:
-        for ratio in ratios:
-            f1s, hits, h1 = [], [], []
-            for r in recs:
-                z = np.asarray(r["name_scores"], float)
-                if r.get("name_priors") is not None:
-                    z = z + w * np.asarray(r["name_priors"], float)
-                p = np.exp(z - z.max())
-                p /= p.sum()
-                order = np.argsort(-p, kind="stable")
-                names = [r["names"][i] for i in order if p[i] >= ratio * p[order[0]]][:5]
-                f1s.append(list_f1(names, r["answers"]))
-                hits.append(hit(", ".join(names), r["answers"]))
-                h1.append(hit1(names[0], r["answers"]))
-            rows.append({"path_weight": w, "list_ratio": ratio, "F1": float(np.mean(f1s)),
-                         "Hit": float(np.mean(hits)), "Hit@1": float(np.mean(h1)), "n": len(recs)})
+        for m in match_weights:
+            for ratio in ratios:
+                f1s, hits, h1 = [], [], []
+                for r in recs:
+                    z = np.asarray(r["name_scores"], float)
+                    paths = r.get("name_paths", r.get("name_priors"))
+                    if paths is not None:
+                        prior = np.asarray(paths, float)
+                        if m and r.get("name_match") is not None:
+                            prior = prior + m * np.asarray(r["name_match"], float)
+                        z = z + w * prior
+                    p = np.exp(z - z.max())
+                    p /= p.sum()
+                    order = np.argsort(-p, kind="stable")
+                    names = [r["names"][i] for i in order if p[i] >= ratio * p[order[0]]][:5]
+                    f1s.append(list_f1(names, r["answers"]))
+                    hits.append(hit(", ".join(names), r["answers"]))
+                    h1.append(hit1(names[0], r["answers"]))
+                rows.append({"path_weight": w, "match_weight": m, "list_ratio": ratio, "F1": float(np.mean(f1s)),
+                             "Hit": float(np.mean(hits)), "Hit@1": float(np.mean(h1)), "n": len(recs)})
     return rows
+
+
+def name_parts(ecx, question: str, setting, out) -> dict:
+    """The two parts of each candidate name's retrieval score, recomputed from the same (deterministic)
+    retrieval: ``name_paths`` (the path score) and ``name_match`` (the relation-path match), so that the
+    reader's weights can be fitted on the records (``--fit-list-ratio``)."""
+    from toporag_core.retrieval import retrieve
+    from toporag_core.retrieval.candidates import candidate_match, candidate_priors
+
+    names = tuple(out.get("names") or ())
+    if not names:
+        return {}
+    sub = retrieve(ecx, question, setting=setting)
+    return {"name_paths": candidate_priors(sub, names), "name_match": candidate_match(sub, names)}
 
 
 def main() -> None:
@@ -109,13 +130,17 @@ def main() -> None:
                     help="only print F1 / Hit / Hit@1 per path weight and list ratio of the name-reader arm of a "
                          "records file (the validation split's), and stop")
     ap.add_argument("--fit-arm", default="new/seeded+names")
+    ap.add_argument("--fit-weights", default="0,1,2,3,4,8", help="path weights to try with --fit-list-ratio")
+    ap.add_argument("--fit-match", default="0", help="match weights to try with --fit-list-ratio")
     args = ap.parse_args()
     if args.fit_list_ratio:
         recs = [json.loads(x) for x in Path(args.fit_list_ratio).read_text().splitlines() if x.strip()]
-        print("| path weight | list ratio | F1 | Hit | Hit@1 | n |\n|---|---|---|---|---|---|")
-        for r in fit_reader(recs, args.fit_arm):
-            print(f"| {r['path_weight']} | {r['list_ratio']} | {r['F1']:.3f} | {r['Hit']:.3f} | {r['Hit@1']:.3f} | "
-                  f"{r['n']} |")
+        print("| path weight | match weight | list ratio | F1 | Hit | Hit@1 | n |\n|---|---|---|---|---|---|---|")
+        grid = dict(weights=[float(x) for x in args.fit_weights.split(",")],
+                    match_weights=[float(x) for x in args.fit_match.split(",")])
+        for r in fit_reader(recs, args.fit_arm, **grid):
+            print(f"| {r['path_weight']} | {r['match_weight']} | {r['list_ratio']} | {r['F1']:.3f} | {r['Hit']:.3f} | "
+                  f"{r['Hit@1']:.3f} | {r['n']} |")
         return
     import torch
 
@@ -133,8 +158,10 @@ def main() -> None:
     def arm_setting(arm: str):
         alias, name = arm.split("/", 1)
         pipe = pipes[alias]
+        own = pipe.default_setting()  # a checkpoint trained on the seeded retrieval answers with its own setting
+        seed = own if own.method == "toporag-seeded" else seeded
         return pipe, {"paper+generate": (pipe.default_setting(method="toporag"), "generate"),
-                      "seeded+generate": (seeded, "generate"), "seeded+names": (seeded, "names")}[name]
+                      "seeded+generate": (seed, "generate"), "seeded+names": (seed, "names")}[name]
     qs = items(args.split, args.per_kind, Path(args.data_dir))
     ecx: dict[int, object] = {}
     res: dict[str, list[tuple[bool, bool, float]]] = defaultdict(list)
@@ -154,7 +181,7 @@ def main() -> None:
                          "answer": out["answer"], "hit": h, "hit1": h1, "probability": out["probability"],
                          "margin": out["margin"], "candidates": out["candidates"], "seconds": dt,
                          "names": out.get("names"), "name_scores": out.get("name_scores"),
-                         "name_priors": out.get("name_priors"),
+                         "name_priors": out.get("name_priors"), **name_parts(ecx[id(graph)], q, setting, out),
                          "covered": any(hit(n, answers) for n in out["cells"]["nodes"])})
     kinds = list(dict.fromkeys(k for k, *_ in qs))
     n_kind = Counter(k for k, *_ in qs)

@@ -15,7 +15,8 @@ from toporag_core.io import load_graph
 from toporag_core.kg import KGStore, link_entities
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.candidates import answer_candidates
-from toporag_core.retrieval.seeded import path_scores, readable, seed_nodes
+from toporag_core.retrieval.path_match import readable
+from toporag_core.retrieval.seeded import path_scores, seed_nodes
 from toporag_core.retrieval.seeds import link_nodes, pick_mentions
 from toporag_core.model.tiny import build_tiny_checkpoint
 
@@ -250,3 +251,42 @@ def test_path_priors_rank_the_names_the_questions_relations_lead_to(movie_ecx):
     steered = _named_rows(model, batch, [names], None, 1.0, priors=[pri], path_weight=1e4)[0]
     assert plain["name_scores"] == steered["name_scores"]  # the model's part is unchanged
     assert pri[names.index(steered["answer"].split(", ")[0])] == max(pri)  # a strong weight picks a best-path name
+
+
+def test_path_match_scores_whole_relation_paths_so_the_answer_beats_its_bridge(movie_ecx):
+    from toporag_core.retrieval.candidates import candidate_match, candidate_priors
+    from toporag_core.retrieval.path_match import path_match
+
+    q = "what release year do the films starred by Tom Hanks have"
+    g = movie_ecx.complex.graph
+    at = {t: i for i, t in enumerate(g.node_text)}
+    seeds = seed_nodes(movie_ecx, q)
+    P = path_match(movie_ecx, q, seeds)
+    assert P.shape == (g.num_nodes,) and P[at[ACTOR]] == -1  # the seed itself is no answer
+    # "starred actors release year" spells out the question better than "starred actors" or "... has tags"
+    assert P[at["1980"]] > P[at[FILMS[0]]] > -1 and P[at["1980"]] > P[at["tag 0-0"]]
+    assert P[at["Roman Polanski"]] == -1  # no path from the seed
+    assert path_match(movie_ecx, movie_ecx.question_vector(q), seeds) is None  # needs the question's words
+    sub = retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag-seeded"))
+    assert np.array_equal(sub.path_match, P)
+    names = answer_candidates(sub, q)
+    match = candidate_match(sub, names)
+    assert len(match) == len(names) and all(-1 <= m <= 1 for m in match)
+    plain, steered = candidate_priors(sub, names), candidate_priors(sub, names, match_weight=10.0)
+    assert not names[int(np.argmax(plain))].isdigit()  # the path score alone prefers the bridge (a film)
+    assert names[int(np.argmax(steered))].isdigit()  # with the match, the end of the two-relation path wins
+    assert candidate_match(retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag")), names) is None
+
+
+def test_ranking_by_the_whole_paths_match_prizes_the_answers_over_their_bridges(movie_ecx):
+    q = "what release year do the films starred by Tom Hanks have"
+    g = movie_ecx.complex.graph
+    years = [i for i, t in enumerate(g.node_text) if t in {str(1980 + i) for i in range(len(FILMS))}]
+    films = [i for i, t in enumerate(g.node_text) if t in FILMS]
+    by = {m: retrieve(movie_ecx, q, setting=RetrievalSetting.make("toporag-seeded", match=m)) for m in (0.0, 1.0)}
+    assert RetrievalSetting.make("toporag-seeded").params["match"] == 1.0  # the default
+    prized = {m: int((s.prizes[0][years] > 0).sum()) for m, s in by.items()}
+    assert prized[1.0] > prized[0.0]  # "starred actors release year" outranks "starred actors"
+    assert by[0.0].prizes[0][films].sum() > by[1.0].prizes[0][films].sum()  # the bridges give way
+    assert np.array_equal(by[0.0].node_scores, by[1.0].node_scores)  # the path score itself is unchanged
+    assert by[1.0].params["match"] == 1.0 and set(by[1.0].node_texts()) >= {str(1980 + i) for i in range(4)}

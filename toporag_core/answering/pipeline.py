@@ -193,6 +193,13 @@ class TopoRAGPipeline:
         default 0: the model alone)."""
         return float((self.meta.get("reader") or {}).get("path_weight", 0.0))
 
+    @property
+    def match_weight(self) -> float:
+        """Weight of a candidate's relation-path match (the cosine of the question with the relations that
+        lead to it) inside its retrieval score (``config.json`` ``"reader": {"match_weight": ...}``, fitted on
+        the validation split; default 0: the path score alone)."""
+        return float((self.meta.get("reader") or {}).get("match_weight", 0.0))
+
     def confidence_threshold(self, kind: str | None = None) -> float | None:
         """The calibrated probability threshold of answers of ``kind`` (``"label"``: a closed label set,
         ``"names"``: the name reader, ``"generated"``: greedy generation): ``config.json``
@@ -369,8 +376,9 @@ class TopoRAGPipeline:
         fit = self.fit_context(sub, prompt)
         cands = self.choices_for(prompt) if isinstance(choices, str) else (tuple(choices or ()) or None)
         names = self.names_for(sub, fit, query) if cands is None else None
-        return DecodeJob(sub, ecx, prompt, fit.text, cands, names, candidate_priors(sub, names or ()), fit=fit,
-                         setting=setting, query=query, retrieve_s=time.perf_counter() - t0)
+        priors = candidate_priors(sub, names or (), self.match_weight)
+        return DecodeJob(sub, ecx, prompt, fit.text, cands, names, priors, fit=fit, setting=setting, query=query,
+                         retrieve_s=time.perf_counter() - t0)
 
     def finish(self, job: DecodeJob, res: dict[str, Any], times: dict[str, float]) -> Answer:
         """The :class:`~.answer.Answer` of a planned and decoded job (see :meth:`answer`)."""

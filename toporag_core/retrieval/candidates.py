@@ -35,20 +35,43 @@ def topic_nodes(sub: Subcomplex, question: str) -> np.ndarray:
     return link_nodes(sub.complex.graph.node_text, question)[0]
 
 
-def candidate_priors(sub: Subcomplex, names: tuple[str, ...]) -> tuple[float, ...] | None:
-    """Each candidate's node score from the retrieval (:attr:`~.result.Subcomplex.node_scores`: the seeded
-    method's relation-path score, a log-weight <= 0; the best node of that name), or ``None`` when the
-    method scores no nodes. The name reader adds ``path_weight x`` this to the model's log-likelihoods:
-    a name the question's relations lead to is more likely the answer."""
-    if sub.node_scores is None or not names:
-        return None
+def _best_per_name(sub: Subcomplex, score: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
+    """The best ``score`` of the subcomplex's nodes of each normalised name."""
     text = sub.complex.graph.node_text
     best: dict[str, float] = {}
     for i in sub.nodes.tolist():
         k = norm(text[i])
-        best[k] = max(best.get(k, -np.inf), float(sub.node_scores[i]))
+        best[k] = max(best.get(k, -np.inf), float(score[i]))
+    return best
+
+
+def candidate_match(sub: Subcomplex, names: tuple[str, ...]) -> tuple[float, ...] | None:
+    """Each candidate's relation-path match (:attr:`~.result.Subcomplex.path_match`, :mod:`.path_match`: the
+    cosine of the question with the relations that lead to it; -1 when none does), or ``None`` when the
+    method computes none."""
+    if sub.path_match is None or not names:
+        return None
+    best = _best_per_name(sub, sub.path_match, names)
+    return tuple(max(best.get(norm(n), -1.0), -1.0) for n in names)
+
+
+def candidate_priors(sub: Subcomplex, names: tuple[str, ...], match_weight: float = 0.0
+                     ) -> tuple[float, ...] | None:
+    """Each candidate's retrieval score, or ``None`` when the method scores no nodes: its node score
+    (:attr:`~.result.Subcomplex.node_scores`: the seeded method's relation-path score, a log-weight <= 0;
+    the best node of that name) plus ``match_weight x`` its :func:`candidate_match`. The name reader adds
+    ``path_weight x`` this to the model's log-likelihoods: a name the question's relations lead to is more
+    likely the answer, and the match term lets the end of a two-relation path beat the bridge entity on
+    its way (docs/results/kg.md)."""
+    if sub.node_scores is None or not names:
+        return None
+    best = _best_per_name(sub, sub.node_scores, names)
     floor = min((v for v in best.values() if v > -1e8), default=0.0) - 1.0  # unreachable: below every reached one
-    return tuple(max(best.get(norm(n), floor), floor) for n in names)
+    out = np.asarray([max(best.get(norm(n), floor), floor) for n in names])
+    match = candidate_match(sub, names) if match_weight else None
+    if match is not None:
+        out = out + match_weight * np.asarray(match)
+    return tuple(float(x) for x in out)
 
 
 def answer_candidates(sub: Subcomplex, question: str, dropped_nodes=(), max_names: int = MAX_NAMES

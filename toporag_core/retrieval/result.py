@@ -110,6 +110,9 @@ class Subcomplex:
     # (N,) the method's own score of every node before the rank prizes (toporag-seeded: the relation-path
     # score from the question's entities), else None; the name reader's prior (retrieval/candidates.py)
     node_scores: np.ndarray | None = None
+    # (N,) cosine of the question with the relation words on the best 1- or 2-hop path from a seed to each
+    # node, -1 where none reaches (toporag-seeded: :mod:`.path_match`); None for other methods
+    path_match: np.ndarray | None = None
 
     @property
     def counts(self) -> tuple[int, int, int]:

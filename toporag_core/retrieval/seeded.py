@@ -22,6 +22,11 @@ tree, boundary closure) and replaces *what is ranked*:
    1-cells by ``L_e = max(L(u), L(v)) + r(e)`` (ties: the cosine of the triple, the mean of its three
    unit vectors, with the question: two "directed by" edges no longer tie) get the rank prizes
    ``k, ..., 1``; 2-cells get the paper's boundary prizes minus ``c2 x`` length; then the same PCST.
+   With ``match > 0`` the ranking reads ``S = L + match (P - max P) / tau`` instead of ``L`` (and
+   ``L_e`` from ``S``), where ``P`` is the whole relation path's match with the question
+   (:mod:`.path_match`): "person place of birth" can then outrank relations that match the
+   question's words better one at a time. The subcomplex keeps ``L`` as its node scores and ``P`` as
+   its path match (the name reader's priors).
 
 Shapes: ``s0 (N,)``, ``s1 (M,)``, ``L (N,)``, ``L_e (M,)``; every round is a handful of numpy
 scatter-max operations over the ``(M, 2)`` edge array (no Python loop over cells).
@@ -36,6 +41,7 @@ import time
 
 import numpy as np
 
+from .path_match import path_match, readable
 from .result import EmbeddedComplex, Subcomplex
 from .seeds import link_nodes, name_index, norm
 from .toporag import CellPrizes, candidate_cells2, cell2_prizes, prized_subcomplex, rank_prizes
@@ -81,13 +87,6 @@ def triple_cosines(ecx: EmbeddedComplex, question: str | np.ndarray) -> np.ndarr
     q = ecx.question_vector(question)
     with single_thread_blas():
         return np.round(ecx.cache["triple-unit"] @ q, 5)
-
-
-def readable(relation: str) -> str:
-    """A relation name as words: ``"people.person.place_of_birth"`` -> ``"person place of birth"`` (the last
-    two dotted parts, underscores as spaces); ``"release_year"`` -> ``"release year"``; plain text unchanged."""
-    parts = [p for p in str(relation).split(".") if p]
-    return " ".join(parts[-2:]).replace("_", " ").strip() or str(relation)
 
 
 def relation_cosines(ecx: EmbeddedComplex, question: str | np.ndarray, s1: np.ndarray) -> np.ndarray:
@@ -138,8 +137,9 @@ def path_scores(edges: np.ndarray, r: np.ndarray, seeds: np.ndarray, n: int, hop
 
 
 def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1: int, k2: int, c2: float,
-                  hops: int, tau: float, hop_cost: float, seeds=None):
-    """``(CellPrizes, (s0, s1, s2), seed ids, path scores L)`` of the module docstring's steps 1-4."""
+                  hops: int, tau: float, hop_cost: float, seeds=None, match: float = 0.0):
+    """``(CellPrizes, (s0, s1, s2), seed ids, path scores L, path match P)`` of the module docstring's
+    steps 1-4 (``P``: :func:`~.path_match.path_match`, ``None`` without one)."""
     cx = ecx.complex
     s0, s1, s2 = ecx.similarities(question)
     seed = seed_nodes(ecx, question, seeds)
@@ -148,14 +148,22 @@ def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1:
     rc = relation_cosines(ecx, question, s1)
     r = (rc - rc.max()) / max(tau, 1e-6) if rc.size else rc
     L, Le = path_scores(cx.edges, r, seed, cx.num_nodes, hops, hop_cost)
-    p0 = rank_prizes(L, k0, tiebreak=s0)
+    P = path_match(ecx, question, seed)
+    rank = L
+    if match and P is not None:  # step 4 with the path's match: S = L + match (P - max P) / tau, 0 on seeds
+        reached = P > -1
+        gap = np.where(reached, P - (P[reached].max() if reached.any() else 0.0), 0.0)
+        rank = np.where(L > NEG / 2, L + match * gap / max(tau, 1e-6), L)
+        if cx.num_edges:
+            Le = np.maximum(np.maximum(rank[cx.edges[:, 0]], rank[cx.edges[:, 1]]) + r, NEG)
+    p0 = rank_prizes(rank, k0, tiebreak=s0)
     p0[L <= NEG / 2] = 0.0  # nothing unreachable gets a prize
     p1 = rank_prizes(Le, k1, tiebreak=triple_cosines(ecx, question)) if cx.num_edges else np.zeros(0)
     if p1.size:
         p1[Le <= NEG / 2] = 0.0
     p2 = cell2_prizes(cx, p0, p1, c2)
     return CellPrizes(p0, p1, p2, candidate_cells2(np.where(inside_cells2(cx, p0), p2, 0.0), k2), None), \
-        (s0, s1, s2), seed, L
+        (s0, s1, s2), seed, L, P
 
 
 def inside_cells2(cx, p0: np.ndarray) -> np.ndarray:
@@ -170,16 +178,18 @@ def inside_cells2(cx, p0: np.ndarray) -> np.ndarray:
 
 def retrieve_seeded(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 10, k1: int = 10, k2: int = 3,
                     c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, tau: float = 0.1,
-                    hop_cost: float = 0.5, seeds=None) -> Subcomplex:
+                    hop_cost: float = 0.5, match: float = 1.0, seeds=None) -> Subcomplex:
     """Question-seeded TopoRAG (the module docstring); ``seeds``: node ids or names (default: linked)."""
     cx = ecx.complex
     if cx.num_nodes == 0:
         raise ValueError("cannot retrieve from an empty graph (no nodes)")
     t0 = time.perf_counter()
-    prz, sims, seed, L = seeded_prizes(ecx, question, k0, k1, k2, c2, hops, tau, hop_cost, seeds)
+    prz, sims, seed, L, P = seeded_prizes(ecx, question, k0, k1, k2, c2, hops, tau, hop_cost, seeds, match)
     t1 = time.perf_counter()
-    params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, tau=tau, hop_cost=hop_cost)
+    params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, tau=tau, hop_cost=hop_cost,
+                  match=match)
     sub = prized_subcomplex(cx, prz, edge_cost, "toporag-seeded", params, sims, t0, t1)
     sub.params["seeds"] = seed.tolist()
     sub.node_scores = L
+    sub.path_match = P
     return sub

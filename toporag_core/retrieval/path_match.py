@@ -1,0 +1,122 @@
+"""Relation-path match: how well the relations on the way from a seed to a node spell out the question.
+
+The seeded method's path score (:mod:`.seeded`) multiplies one weight per relation, so every extra hop
+costs: for "What did the spouse of Walter Morrison do?" the bridge entity (the spouse, one hop) scores
+above the answer (her occupation, two hops), and a reader that trusts the path score names the spouse.
+Question answering over knowledge graphs scores whole relation paths against the question instead
+(relation-path retrieval, as RoG and SubgraphRAG do). This module does it with the sentence encoder:
+the text of a path is its relations read as words (:func:`readable`), in walking order, and
+its score is that text's cosine with the question,
+
+    P(v) = max over paths  s -r1-> v  or  s -r1-> b -r2-> v   of   cos(q, enc("r1 r2")),
+
+so "spouse occupation" matches the question better than "spouse" alone, and "place of death" better
+than "place of birth".  ``P(v) = -1`` for a node no 1- or 2-hop path reaches (and for the seeds).
+With several seeds ``P`` is the mean of each seed's ``P_s``: "Which element named after Canada did
+Anton Castellan discover?" is answered by the node both seeds reach, and an element reached from only
+one of them pays ``-1`` for the other (measured: docs/results/kg.md).
+
+Cost: the first hops are limited to the ``top`` relations that match best on their own, so the pairs
+to encode are at most ``top x`` (relations at the bridges): about 50 to 200 short texts on a WebQSP
+subgraph, encoded once per graph and text (kept in ``ecx.cache``).
+
+Shapes: ``edges (M, 2)``; the 1-hop arrays are ``(m1,)``, the 2-hop join ``(m2,)``; every step is index
+arithmetic over those arrays (one ``np.maximum.at`` per hop), strings are built only for distinct
+relation pairs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .result import EmbeddedComplex
+
+TOP = 8  # first-hop relations followed to a second hop
+
+
+def readable(relation: str) -> str:
+    """A relation name as words: ``"people.person.place_of_birth"`` -> ``"person place of birth"`` (the last
+    two dotted parts, underscores as spaces); ``"release_year"`` -> ``"release year"``; plain text unchanged."""
+    parts = [p for p in str(relation).split(".") if p]
+    return " ".join(parts[-2:]).replace("_", " ").strip() or str(relation)
+
+
+def cell_words(ecx: EmbeddedComplex) -> np.ndarray:
+    """``(M,)`` object array: each 1-cell's relation read as words (its first original edge's), cached."""
+    if "cell-words" not in ecx.cache:
+        cx = ecx.complex
+        words = np.full(cx.num_edges, "", dtype=object)
+        orig = np.flatnonzero(cx.edge_of_orig >= 0)[::-1]  # reversed: the first original edge is written last
+        cells = cx.edge_of_orig[orig]
+        words[cells] = [readable(cx.graph.edge_text[i]) for i in orig.tolist()]
+        ecx.cache["cell-words"] = words
+    return ecx.cache["cell-words"]
+
+
+def text_cosines(ecx: EmbeddedComplex, texts: list[str], q: np.ndarray) -> np.ndarray:
+    """``(len(texts),)`` cosine of ``q`` with each text's unit vector; every text is encoded once per graph."""
+    store = ecx.cache.setdefault("path-text-vectors", {})
+    new = [t for t in dict.fromkeys(texts) if t not in store]
+    if new:
+        vec = np.asarray(ecx.encoder.encode(new), np.float32)
+        vec /= np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
+        store.update(zip(new, vec))
+    if not texts:
+        return np.zeros(0)
+    return np.stack([store[t] for t in texts]) @ q
+
+
+def path_match(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray,
+               top: int = TOP) -> np.ndarray | None:
+    """``(N,)`` the module docstring's ``P`` (the mean over the seeds); ``None`` without an encoder or for
+    a question vector."""
+    if ecx.encoder is None or not isinstance(question, str):
+        return None
+    seeds = np.asarray(seeds, np.int64)
+    if seeds.size <= 1:
+        return _match_from(ecx, question, seeds, top)
+    out = np.mean([_match_from(ecx, question, seeds[i:i + 1], top) for i in range(seeds.size)], axis=0)
+    out[seeds] = -1.0
+    return np.round(out, 5)
+
+
+def _match_from(ecx: EmbeddedComplex, question: str, seeds: np.ndarray, top: int) -> np.ndarray:
+    """``P`` from one seed set: the best path of any seed (the module docstring)."""
+    cx = ecx.complex
+    n = cx.num_nodes
+    out = np.full(n, -1.0)
+    if cx.num_edges == 0 or len(seeds) == 0:
+        return out
+    q = np.asarray(ecx.question_vector(question), np.float32)
+    words = cell_words(ecx)
+    wtext, wid = np.unique(words.astype(str), return_inverse=True)
+    wcos = text_cosines(ecx, wtext.tolist(), q)
+    u, v = cx.edges[:, 0], cx.edges[:, 1]
+    seed = np.zeros(n, bool)
+    seed[np.asarray(seeds, np.int64)] = True
+    # hop 1: every 1-cell with exactly one seed end
+    e1 = np.flatnonzero(seed[u] ^ seed[v])
+    b = np.where(seed[u[e1]], v[e1], u[e1])
+    np.maximum.at(out, b, wcos[wid[e1]])
+    # hop 2: from the bridges reached by the `top` best-matching first relations
+    best = np.unique(wid[e1])
+    best = best[np.argsort(-wcos[best], kind="stable")[:top]]
+    keep = np.isin(wid[e1], best)
+    e1, b = e1[keep], b[keep]
+    ends, others = np.concatenate([u, v]), np.concatenate([v, u])
+    eid = np.concatenate([np.arange(cx.num_edges)] * 2)
+    order = np.argsort(ends, kind="stable")
+    ends, others, eid = ends[order], others[order], eid[order]
+    start, stop = np.searchsorted(ends, b, "left"), np.searchsorted(ends, b, "right")
+    cnt = stop - start
+    first = np.repeat(np.arange(b.size), cnt)  # the first hop of each joined pair
+    at = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(start, cnt)
+    e2, far = eid[at], others[at]
+    ok = ~seed[far] & (e2 != e1[first])
+    first, e2, far = first[ok], e2[ok], far[ok]
+    if far.size:
+        code = wid[e1[first]] * len(wtext) + wid[e2]
+        uniq, inv = np.unique(code, return_inverse=True)
+        texts = [f"{wtext[c // len(wtext)]} {wtext[c % len(wtext)]}" for c in uniq.tolist()]
+        np.maximum.at(out, far, text_cosines(ecx, texts, q)[inv])
+    out[seed] = -1.0
+    return np.round(out, 5)
