@@ -85,7 +85,7 @@ def _check_labels(frame) -> dict:
         x0, y0, x1, y1 = lab["box"]
         assert x0 >= -0.5 and y0 >= -0.5 and x1 <= got["w"] + 0.5 and y1 <= got["h"] + 0.5, \
             f"label {lab['text']!r} {lab['box']} is cut at the panel's edge ({got['w']} x {got['h']})"
-    assert all(n["px"] >= 11 - 1e-6 for n in nodes), min(n["px"] for n in nodes)
+    assert all(n["px"] >= 11 - 1e-6 for n in nodes), [(n["text"], round(n["px"], 1)) for n in nodes if n["px"] < 11]
     assert all(e["px"] >= 9 - 1e-6 for e in edges), [(e["text"], round(e["px"], 1)) for e in edges if e["px"] < 9]
     assert {n["id"] for n in nodes} >= set(got["wanted"]), "a label of a node that matters was not drawn"
     return got

@@ -109,3 +109,18 @@ def test_edge_labels_are_readable_and_only_painted():
     assert graph_view.EDGE_LABEL_PX >= 9
     edges = re.search(r"edges = new vis\.DataSet\((.*?)\);", view.html, re.S)
     assert edges is None or '"label"' not in edges.group(1)  # vis-network draws none of its own
+
+
+def test_a_crowd_of_labels_that_must_show_keeps_the_first_ones_at_full_size():
+    """Forty labels that must show on forty nodes in one spot stack up; no scale fits them all at full size,
+    so the layout keeps the first ones (placement order is importance order) and makes the rest optional."""
+    from toporag_core.studio.graph_view.labels import FIT_SLACK, LABEL_PX, layout_labels
+
+    n = 40
+    xy = np.random.default_rng(0).normal(scale=0.5, size=(n, 2))
+    lines = [[f"a rather long entity name {i}"] for i in range(n)]
+    lay = layout_labels(xy, np.full(n, 5.0), np.arange(n), lines, np.ones(n, bool), np.zeros((0, 2, 2)), [],
+                        (480.0, 480.0))
+    assert lay.always[0] and 0 < lay.always.sum() < n
+    assert lay.font_px(lay.node_font) >= LABEL_PX * FIT_SLACK - 1e-6  # the labels kept are full size
+    assert not np.isnan(lay.node_boxes[lay.always]).any()  # every kept label has a place

@@ -151,6 +151,7 @@ class LabelLayout:
     view_box: np.ndarray     # (4,)
     scale: float
     panel: tuple[float, float]
+    always: np.ndarray | None = None  # (k,) the labels kept as "always shown" (see layout_labels)
 
     def font_px(self, font: float) -> float:
         """On-screen size of a font of ``font`` canvas units once the view box is fitted to the panel."""
@@ -187,26 +188,42 @@ def layout_labels(node_xy: np.ndarray, node_r: np.ndarray, labelled: np.ndarray,
     extent = np.maximum(_union(discs)[2:] - _union(discs)[:2], 1.0) if len(node_xy) else np.ones(2)
     labelled = np.asarray(labelled, dtype=np.int64)
     xy, radii = node_xy[labelled].reshape(-1, 2), node_r[labelled]
-    scale = min((w_px - 2 * VIEW_MARGIN_PX) / extent[0], (h_px - 2 * VIEW_MARGIN_PX) / extent[1])
-    for attempt in range(FIT_ROUNDS):
-        font, pad = LABEL_PX / scale, LABEL_PAD_PX / scale
-        boxes = place_node_labels(xy, radii + pad, _label_sizes(node_lines, font, pad), always)
-        box = _union(discs, boxes) if len(node_xy) else np.zeros(4)
-        span = np.maximum(box[2:] - box[:2], 1e-9)
-        fit = min((w_px - 2 * VIEW_MARGIN_PX) / span[0], (h_px - 2 * VIEW_MARGIN_PX) / span[1])
-        if fit >= FIT_SLACK * scale:
+    always = np.asarray(always, dtype=bool).copy()
+    start = min((w_px - 2 * VIEW_MARGIN_PX) / extent[0], (h_px - 2 * VIEW_MARGIN_PX) / extent[1])
+    while True:
+        scale, boxes, box, fitted = _fit_rounds(xy, radii, node_lines, always, discs, start, panel)
+        # Labels that must show and find no free place stack below the others, and a long stack grows
+        # with the labels, so no scale may fit them at full size: then the later half of them (placement
+        # order is importance order) become optional labels, placed only where there is room.
+        if fitted or not always.any():
             break
-        # Labels grow (in canvas units) as the scale falls and push the box out, so scale = fit creeps
-        # down towards its fixed point; after two plain rounds step past fit (by fit / scale again),
-        # which lands at or below the fixed point, where the labels fit at their full size.
-        scale = fit if attempt < 2 else fit * fit / scale
+        keep = np.flatnonzero(always)
+        always[keep[(len(keep) + 1) // 2:] if len(keep) > 1 else keep] = False
     margin = VIEW_MARGIN_PX / scale
     view = box + np.array([-margin, -margin, margin, margin])
     efont, epad = EDGE_LABEL_PX / scale, 1.0 / scale
     esizes = np.array([[text_width(t, efont) + 2 * epad, efont * LABEL_LINE] for t in edge_texts]).reshape(-1, 2)
     ebox = place_edge_labels(edge_ends.reshape(-1, 2, 2), esizes, np.concatenate([boxes, discs]), box)
-    return LabelLayout(node_boxes=boxes, node_font=font, edge_boxes=ebox, edge_font=efont, view_box=view,
-                       scale=scale, panel=(float(w_px), float(h_px)))
+    return LabelLayout(node_boxes=boxes, node_font=LABEL_PX / scale, edge_boxes=ebox, edge_font=efont,
+                       view_box=view, scale=scale, panel=(float(w_px), float(h_px)), always=always)
+
+
+def _fit_rounds(xy, radii, node_lines, always, discs, scale, panel):
+    """``(scale, boxes, union box, fitted)``: a few rounds of place / refit (:func:`layout_labels`)."""
+    w_px, h_px = panel
+    for attempt in range(FIT_ROUNDS):
+        font, pad = LABEL_PX / scale, LABEL_PAD_PX / scale
+        boxes = place_node_labels(xy, radii + pad, _label_sizes(node_lines, font, pad), always)
+        box = _union(discs, boxes) if len(discs) else np.zeros(4)
+        span = np.maximum(box[2:] - box[:2], 1e-9)
+        fit = min((w_px - 2 * VIEW_MARGIN_PX) / span[0], (h_px - 2 * VIEW_MARGIN_PX) / span[1])
+        if fit >= FIT_SLACK * scale:
+            return scale, boxes, box, True
+        # Labels grow (in canvas units) as the scale falls and push the box out, so scale = fit creeps
+        # down towards its fixed point; after two plain rounds step past fit (by fit / scale again),
+        # which lands at or below the fixed point, where the labels fit at their full size.
+        scale = fit if attempt < 2 else fit * fit / scale
+    return scale, boxes, box, False
 
 
 def edge_label(cx: CellComplex, e: int) -> str:
@@ -223,11 +240,12 @@ def label_payloads(cx: CellComplex, shown: np.ndarray, painted: list[int], impor
     node_r = np.array([float(sizes.get(i, 10)) for i in shown.tolist()])
     at = local[np.asarray(painted, dtype=np.int64)]
     pxy, radii = xy[at].reshape(-1, 2), node_r[at]
-    always = np.array([i in important for i in painted], dtype=bool)
+    important_first = np.array([i in important for i in painted], dtype=bool)
     ends = xy[local[cx.edges[np.asarray(edges, dtype=np.int64)]]] if edges else np.zeros((0, 2, 2))
     texts = [edge_label(cx, e) for e in edges]
-    lay = layout_labels(xy.reshape(-1, 2), node_r, at, lines, always, ends, texts,
+    lay = layout_labels(xy.reshape(-1, 2), node_r, at, lines, important_first, ends, texts,
                         (float(height_px), float(height_px)))
+    always = lay.always
     # a label away from its node (not on its first ring of places) gets a leader line
     near = np.stack([np.clip(pxy[:, 0], lay.node_boxes[:, 0], lay.node_boxes[:, 2]),
                      np.clip(pxy[:, 1], lay.node_boxes[:, 1], lay.node_boxes[:, 3])], 1) if painted else pxy

@@ -139,9 +139,11 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     sizes = {n["id"]: n["size"] for n in net.nodes}
     lay, labels_payload, edge_payload = label_payloads(cx, shown, painted, important_set, labelled_edges, xy, local,
                                                        sizes, height_px)
+    # the labels that must show: those the layout kept (a view too crowded makes the later ones optional)
+    kept = [i for i, a in zip(painted, lay.always) if a] if lay.always is not None else important
     payload, kept_f, kept_o, colours = cells_payload(cx, sub, focus_cells2, shade_cells2, in_view, cell_rgb or {})
     page = finish_html(net.generate_html(notebook=False), payload, labels_payload, edge_payload,
                        lay.view_box.tolist())
     return GraphView(nodes=shown, edges=eids, cells2_filled=kept_f, cells2_shaded=kept_o,
-                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=important,
+                     total_nodes=n, cap=cap, html=page, height_px=int(height_px), labelled=kept,
                      cell_colours=colours, label_layout=lay, label_nodes=list(painted), label_edges=labelled_edges)
