@@ -148,6 +148,20 @@ def _check_views(pg) -> list:
     # so "the last iframe" may be a hidden tab's view: wait for every *visible* view's canvas instead.
     # The set of visible frames changes while a tab switch settles, so wait on the page's state as a whole:
     # at least one visible frame, and a canvas in every visible one.
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in range(3):  # a rerun still in flight may replace a view while it is read: read them again
+        settle(pg)
+        try:
+            return _read_views(pg)
+        except PlaywrightError as err:
+            if "detached" not in str(err) or attempt == 2:
+                raise
+    return []
+
+
+def _read_views(pg) -> list:
+    """The checks of :func:`_check_views` on the views as they are now."""
     pg.locator("iframe:visible").first.wait_for()
     pg.wait_for_function("""() => {
         const frames = [...document.querySelectorAll('iframe')].filter(f => f.offsetParent !== null);
