@@ -27,10 +27,11 @@ from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, cycle_text
 from toporag_core.embed import HashingEncoder  # noqa: E402
 from toporag_core.io import samples  # noqa: E402
 from toporag_core.studio import graph_view, learn, state, sweep  # noqa: E402
+from toporag_core.io.samples import shared_data_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "assets" / "samples"
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = shared_data_dir() or Path(__file__).resolve().parents[1].parent / "shared" / "data"  # $TOPORAG_SHARED_DATA first
 EVIL = "<script>alert(1)</script>"
 
 

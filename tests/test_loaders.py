@@ -15,8 +15,9 @@ from toporag_core.tasks import seeded_split
 from toporag_core.graph import GraphFormatError, TextualGraph
 from toporag_core.io import (detect_format, load_csv_pair_from_bytes, load_graph, load_graph_from_bytes,
                              load_graph_from_text, parse_explagraphs_graph)
+from toporag_core.io.samples import shared_data_dir
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = shared_data_dir() or Path(__file__).resolve().parents[1].parent / "shared" / "data"  # $TOPORAG_SHARED_DATA first
 TRIPLES = [("cup", "on", "table"), ("plate", "left of", "cup"), ("table", "under", "plate"),
            ("cup", "next to", "table"), ("cup", "holds", "cup")]  # a parallel edge and a self-loop
 
