@@ -16,7 +16,9 @@ With several seeds ``P`` is the mean of each seed's ``P_s``: "Which element name
 Anton Castellan discover?" is answered by the node both seeds reach, and an element reached from only
 one of them pays ``-1`` for the other (measured: docs/results/kg.md).
 
-Cost: the first hops are limited to the ``top`` relations that match best on their own, so the pairs
+Cost: the relation words, their ids and the incidence lists sorted by node are built once per graph
+(``ecx.cache``); per question and seed only index arithmetic and the new texts' encoding remain. The
+first hops are limited to the ``top`` relations that match best on their own, so the pairs
 to encode are at most ``top x`` (relations at the bridges): about 50 to 200 short texts on a WebQSP
 subgraph, encoded once per graph and text (kept in ``ecx.cache``).
 
@@ -65,6 +67,20 @@ def text_cosines(ecx: EmbeddedComplex, texts: list[str], q: np.ndarray) -> np.nd
     return np.stack([store[t] for t in texts]) @ q
 
 
+def _graph_arrays(ecx: EmbeddedComplex) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per graph, cached: ``(word texts (W,), word id of each 1-cell (M,), ends, others, 1-cell ids)``, the
+    last three the ``(2M,)`` incidences sorted by end node (the join of hop 2 looks bridges up in them)."""
+    if "path-match-arrays" not in ecx.cache:
+        cx = ecx.complex
+        wtext, wid = np.unique(cell_words(ecx).astype(str), return_inverse=True)
+        u, v = cx.edges[:, 0], cx.edges[:, 1]
+        ends, others = np.concatenate([u, v]), np.concatenate([v, u])
+        eid = np.concatenate([np.arange(cx.num_edges)] * 2)
+        order = np.argsort(ends, kind="stable")
+        ecx.cache["path-match-arrays"] = (wtext, wid.reshape(-1), ends[order], others[order], eid[order])
+    return ecx.cache["path-match-arrays"]
+
+
 def path_match(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray,
                top: int = TOP) -> np.ndarray | None:
     """``(N,)`` the module docstring's ``P`` (the mean over the seeds); ``None`` without an encoder or for
@@ -72,27 +88,27 @@ def path_match(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarr
     if ecx.encoder is None or not isinstance(question, str):
         return None
     seeds = np.asarray(seeds, np.int64)
-    if seeds.size <= 1:
-        return _match_from(ecx, question, seeds, top)
-    out = np.mean([_match_from(ecx, question, seeds[i:i + 1], top) for i in range(seeds.size)], axis=0)
+    if ecx.complex.num_edges == 0 or seeds.size == 0:
+        return np.full(ecx.complex.num_nodes, -1.0)
+    q = np.asarray(ecx.question_vector(question), np.float32)
+    wcos = text_cosines(ecx, _graph_arrays(ecx)[0].tolist(), q)
+    if seeds.size == 1:
+        return _match_from(ecx, q, wcos, seeds, top)
+    out = np.mean([_match_from(ecx, q, wcos, seeds[i:i + 1], top) for i in range(seeds.size)], axis=0)
     out[seeds] = -1.0
     return np.round(out, 5)
 
 
-def _match_from(ecx: EmbeddedComplex, question: str, seeds: np.ndarray, top: int) -> np.ndarray:
-    """``P`` from one seed set: the best path of any seed (the module docstring)."""
+def _match_from(ecx: EmbeddedComplex, q: np.ndarray, wcos: np.ndarray, seeds: np.ndarray, top: int) -> np.ndarray:
+    """``P`` from one seed set (the best path of any of them), given the question vector ``q`` and each
+    relation word's cosine ``wcos (W,)``."""
     cx = ecx.complex
     n = cx.num_nodes
     out = np.full(n, -1.0)
-    if cx.num_edges == 0 or len(seeds) == 0:
-        return out
-    q = np.asarray(ecx.question_vector(question), np.float32)
-    words = cell_words(ecx)
-    wtext, wid = np.unique(words.astype(str), return_inverse=True)
-    wcos = text_cosines(ecx, wtext.tolist(), q)
+    wtext, wid, ends, others, eid = _graph_arrays(ecx)
     u, v = cx.edges[:, 0], cx.edges[:, 1]
     seed = np.zeros(n, bool)
-    seed[np.asarray(seeds, np.int64)] = True
+    seed[seeds] = True
     # hop 1: every 1-cell with exactly one seed end
     e1 = np.flatnonzero(seed[u] ^ seed[v])
     b = np.where(seed[u[e1]], v[e1], u[e1])
@@ -102,10 +118,6 @@ def _match_from(ecx: EmbeddedComplex, question: str, seeds: np.ndarray, top: int
     best = best[np.argsort(-wcos[best], kind="stable")[:top]]
     keep = np.isin(wid[e1], best)
     e1, b = e1[keep], b[keep]
-    ends, others = np.concatenate([u, v]), np.concatenate([v, u])
-    eid = np.concatenate([np.arange(cx.num_edges)] * 2)
-    order = np.argsort(ends, kind="stable")
-    ends, others, eid = ends[order], others[order], eid[order]
     start, stop = np.searchsorted(ends, b, "left"), np.searchsorted(ends, b, "right")
     cnt = stop - start
     first = np.repeat(np.arange(b.size), cnt)  # the first hop of each joined pair

@@ -151,7 +151,7 @@ class LabelLayout:
     view_box: np.ndarray     # (4,)
     scale: float
     panel: tuple[float, float]
-    always: np.ndarray | None = None  # (k,) the labels kept as "always shown" (see layout_labels)
+    always: np.ndarray       # (k,) bool: the labels kept as "always shown" (see layout_labels)
 
     def font_px(self, font: float) -> float:
         """On-screen size of a font of ``font`` canvas units once the view box is fitted to the panel."""

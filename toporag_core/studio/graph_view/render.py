@@ -140,7 +140,7 @@ def render_view(cx: CellComplex, *, sub=None, focus_cells2=(), shade_cells2=(), 
     lay, labels_payload, edge_payload = label_payloads(cx, shown, painted, important_set, labelled_edges, xy, local,
                                                        sizes, height_px)
     # the labels that must show: those the layout kept (a view too crowded makes the later ones optional)
-    kept = [i for i, a in zip(painted, lay.always) if a] if lay.always is not None else important
+    kept = [i for i, a in zip(painted, lay.always) if a]
     payload, kept_f, kept_o, colours = cells_payload(cx, sub, focus_cells2, shade_cells2, in_view, cell_rgb or {})
     page = finish_html(net.generate_html(notebook=False), payload, labels_payload, edge_payload,
                        lay.view_box.tolist())
