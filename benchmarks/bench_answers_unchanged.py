@@ -1,9 +1,10 @@
 """Answer for answer: every shipped checkpoint answers its test questions as the recorded reference does.
 
 The reference (``benchmarks/reference/answers/<checkpoint>.jsonl``: ``id``, ``answer``,
-``probability`` per question) was written by ``toporag eval`` with the code before a restructuring;
-this script runs the same command with today's code and compares question by question. A
-restructuring that changes behaviour shows up here as differing answers.
+``probability`` per question) was written by ``toporag eval`` with the LLM in float32 (bf16 answers
+depend on the CPU's kernels: docs/results/benchmarks.md); this script runs the same command with
+today's code and compares question by question. A restructuring that changes behaviour shows up here
+as differing answers.
 
     python benchmarks/bench_answers_unchanged.py                 # every checkpoint with a reference
     python benchmarks/bench_answers_unchanged.py --only expla_graphs --limit 40
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -35,7 +35,9 @@ GENERAL_DATA = ["data", "general", "--n", "360", "--seed", "3", "--out", "data/g
 
 
 def eval_records(name: str, limit: int, threads: int) -> list[dict]:
-    """``toporag eval`` of checkpoint ``name`` on the first ``limit`` test questions (records)."""
+    """``toporag eval`` of checkpoint ``name`` on the first ``limit`` test questions (records), the LLM in
+    float32: bf16 matrix products round differently on different CPUs (AVX512-BF16 and AMX kernels), so a
+    bf16 reference recorded on one machine flips near-tied answers on another."""
     dataset, extra, _ = RUNS[name]
     if name == "general" and not (ROOT / "data" / "general-n360-s3").is_dir():
         subprocess.run([sys.executable, "-m", "toporag_core.cli", *GENERAL_DATA], cwd=ROOT, check=True)
@@ -43,10 +45,8 @@ def eval_records(name: str, limit: int, threads: int) -> list[dict]:
         out = Path(tmp) / "preds.jsonl"
         cmd = [sys.executable, "-m", "toporag_core.cli", "eval", "--dataset", dataset, "--checkpoint",
                f"assets/checkpoints/{name}", "--split", "test", "--limit", str(limit), "--threads", str(threads),
-               *extra, "--out", str(out)]
-        # the LLM's precision as the reference ran it (auto: bfloat16 on a CPU), whatever a test run pins
-        env = {k: v for k, v in os.environ.items() if k != "TOPORAG_CPU_BF16"}
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+               "--dtype", "float32", *extra, "--out", str(out)]
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 

@@ -1,6 +1,8 @@
-"""Every shipped checkpoint answers its first test questions exactly as the recorded reference
-(``benchmarks/reference/answers/``, written by ``toporag eval`` before the package was restructured);
-``benchmarks/bench_answers_unchanged.py`` runs the whole comparison."""
+"""The general checkpoint answers its first test questions exactly as the recorded reference
+(``benchmarks/reference/answers/``, written by ``toporag eval`` with the LLM in float32). It is the
+checkpoint whose answering uses the most of the code (seeded retrieval, the path match, the name reader,
+label sets). ``benchmarks/bench_answers_unchanged.py`` (``make bench``) compares every shipped checkpoint on
+its whole reference: three ``toporag eval`` runs would add about two minutes to the suite."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,7 +16,7 @@ spec = importlib.util.spec_from_file_location("bench_answers_unchanged", ROOT / 
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
-LIMITS = {"expla_graphs": 16, "scene_graphs": 8, "general": 8}
+LIMITS = {"general": 12}
 
 
 def test_compare_counts_differences():
@@ -37,6 +39,5 @@ def test_shipped_checkpoint_answers_as_recorded(name, shared_data):
     c = bench.compare(ref, now)
     assert c["missing"] == 0 and not c["differ"], json.dumps({"differ": c["differ"], "now": [
         (r["id"], r["answer"]) for r in now if r["id"] in c["differ"]]})
-    # the same answers; bf16 rounding differs slightly between a short run and the reference's (the whole
-    # comparison in benchmarks/ measured max |dp| = 0 on every checkpoint)
-    assert c["max_dp"] < 0.05
+    # the same answers and, in float32, the same probabilities up to the order of a batch's sums
+    assert c["max_dp"] < 1e-3

@@ -32,7 +32,8 @@ _BLAS = None
 def single_thread_blas():
     """Context manager: BLAS on one thread. A matrix-vector product over a few thousand
     cells takes ~0.4 ms on one thread but can take 10+ ms when OpenBLAS spins up threads
-    on a busy 2-core machine; retrieval is full of such small products."""
+    on a busy 2-core machine; retrieval is full of such small products. The BLAS libraries are found
+    once per process (a new ``threadpool_limits`` reads ``/proc/self/maps`` every time: 3 ms a call)."""
     global _BLAS
     if _BLAS is None:
         from threadpoolctl import ThreadpoolController

@@ -25,6 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .base import single_thread_blas
+
 MAX_TOKENS = 256
 
 
@@ -110,9 +112,7 @@ class NumpyMiniLM:
     def encode(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), np.float32)
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths share a batch
-        from threadpoolctl import threadpool_limits
-
-        with self._lock, threadpool_limits(limits=1, user_api="blas"):  # small products: threads cost more
+        with self._lock, single_thread_blas():  # small products: threads cost more
             for i in range(0, len(texts), self.batch_size):
                 idx = order[i:i + self.batch_size]
                 enc = self.tok.encode_batch([str(texts[j]) for j in idx])

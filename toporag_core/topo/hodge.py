@@ -52,6 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..cells.complex import CellComplex
+from ..embed.base import single_thread_blas
 
 DENSE_MAX = 400        # every Lk at most this square: dense spectra and the harmonic basis
 EIG_TOL = 1e-8         # an eigenvalue of a Laplacian below this (times max(1, largest)) counts as 0
@@ -98,9 +99,7 @@ def _dense_rank(a: np.ndarray) -> int:
     a short side past :data:`CORE_SVD_MAX` uses the Gram eigenvalues above ``n * eps * 100 * largest``."""
     if a.size == 0:
         return 0
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):  # small cores: BLAS threads cost more than they give
+    with single_thread_blas():  # small cores: BLAS threads cost more than they give
         return _dense_rank_1(a)
 
 
@@ -170,9 +169,7 @@ def hodge_numbers(cx: CellComplex, dense: bool | None = None) -> HodgeNumbers:
     n, m, f = cx.shape
     dense = _small(cx) if dense is None else dense
     if dense:
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_thread_blas():
             spectra = {name: np.linalg.eigvalsh(lap.toarray()) if lap.shape[0] else np.zeros(0)
                        for name, lap in zip(("L0", "L1", "L2"), laplacians(cx))}
         h = tuple(_kernel_dim(spectra[k]) for k in ("L0", "L1", "L2"))
