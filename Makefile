@@ -25,15 +25,19 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# Byte-code caches stay on for the tests even where the environment sets PYTHONDONTWRITEBYTECODE: pytest then
+# keeps its assertion-rewritten test modules, and the CLI and server subprocesses read compiled modules.
+TEST_ENV := PYTHONDONTWRITEBYTECODE=
+
 # The whole suite on one pytest worker per core (browser tests included: each starts its own server on a free
 # port, and every worker has its own cache folder).
 test: install lint
-	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
 # The quick tier while editing (about 2 minutes on 2 cores, one pytest worker per core): no browser, no
 # real models or data sets, no training loops. `make test` is the whole suite and what CI runs.
 test-fast: install lint
-	$(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
 
 # The benchmarks (benchmarks/bench_*.py, each against a reference measured in the same run); the one-off
 # research probes in experiments/ are run by hand (experiments/README.md).
