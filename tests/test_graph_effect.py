@@ -103,7 +103,8 @@ def test_open_answer_log_probability_per_arm(pipe, ecx):
     assert len(e.table()) == 3
     # a gold answer is scored beside the answer under teacher forcing, per arm
     g = ge.graph_token_effect(pipe, ecx, r["subcomplex"], OPEN, r["context"], r["answer"], None, gold="plate")
-    assert g.logp == pytest.approx(e.logp, abs=1e-5) and set(g.gold_logp) == set(ge.ARMS)
+    # float32 sums of ~80 nats: a batch of another shape may round a few ulps (1e-5 each) apart
+    assert g.logp == pytest.approx(e.logp, abs=1e-4) and set(g.gold_logp) == set(ge.ARMS)
     with torch.no_grad():
         soft = torch.cat([ge.arm_tokens(pipe.model, subcomplex_tensors(r["subcomplex"], ecx.emb))[a] for a in ge.ARMS])
         want = pipe.model.score_choices(ge.qa_rows(pipe.prompt_for(OPEN), r["context"], 3), ["plate"], soft=soft)
