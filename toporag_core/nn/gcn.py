@@ -16,11 +16,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import GCNConv
-from torch_geometric.utils import scatter
 
 from .cell_batch import CellBatch
-from .cwn import CWNConfig
+from .cwn import CWNConfig, mean_into
 
 
 class GCNEncoder(nn.Module):
@@ -33,6 +31,8 @@ class GCNEncoder(nn.Module):
         self.embed_nodes = nn.Linear(cfg.in_dim, cfg.hidden)
         self.embed_edges = nn.Linear(cfg.in_dim, cfg.hidden)
         depth = max(1, cfg.layers_stage1 + cfg.layers_stage2)
+        from torch_geometric.nn import GCNConv  # imported here: PyG takes seconds to import, only this ablation uses it
+
         self.convs = nn.ModuleList([GCNConv(cfg.hidden, cfg.hidden) for _ in range(depth)])
 
     def forward(self, batch: CellBatch) -> Tensor:
@@ -46,5 +46,4 @@ class GCNEncoder(nn.Module):
         for conv in self.convs:
             h = F.dropout(F.relu(conv(h, edge_index)), cfg.dropout, self.training)
         e = F.relu(self.embed_edges(batch.x1.to(dtype)))
-        return scatter(torch.cat([h, e]), torch.cat([batch.batch0, batch.batch1]), dim=0,
-                       dim_size=batch.num_graphs, reduce="mean")
+        return mean_into(torch.cat([h, e]), torch.cat([batch.batch0, batch.batch1]), batch.num_graphs)
