@@ -1,8 +1,10 @@
 """Shared fixtures: where the real data lives, and a deterministic offline environment."""
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +29,20 @@ def shared_data() -> Path:
     if not SHARED.exists():
         pytest.skip(f"real data folder {SHARED} is absent (see README: ../shared/data)")
     return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _streamlit_components_scanned_once():
+    """Every new ``AppTest`` scans all installed distributions' metadata for Streamlit components (about
+    half a second each time, most of a page test's run); the installed set does not change during a test
+    session, so page tests scan once per process."""
+    if "streamlit.testing.v1" in sys.modules:
+        from streamlit.components.v2 import manifest_scanner
+
+        if not hasattr(manifest_scanner.scan_component_manifests, "cache_info"):
+            manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(
+                manifest_scanner.scan_component_manifests)
+    yield
 
 
 @pytest.fixture(scope="module")
