@@ -603,3 +603,30 @@ def test_candidate_mask_keeps_candidates_apart():
     assert sees[5, c1].tolist() == [True, False] and not sees[5, c0].any()  # c1 step 0, never c0
     assert sees[5, frozen].tolist() == [False, True] and sees[5, tail].tolist() == [False, True, True]
     assert not sees[:6, 8].any() and sees[6, 8]  # c1's padded step: seen only by itself
+
+
+def test_open_answers_read_the_frozen_part_once_and_answer_as_before(monkeypatch):
+    from toporag_core.model import QABatch, frozen_kv, with_context_kv
+
+    m = tiny_model(in_dim=DIM, graph_position="before_question", use_graph=False, seed=5)
+    batch = QABatch(cells=None, questions=["what is a?", "what is b?", "what is c?"],
+                    contexts=["a r b\nb r c", "c r d", "a r b\nb r c"])
+    from toporag_core.model import dispatch
+
+    calls = []
+    real = frozen_kv.context_kv
+    monkeypatch.setattr(frozen_kv, "context_kv", lambda model, b: calls.append(len(b)) or real(model, b))
+    with monkeypatch.context() as mp:
+        mp.setattr(dispatch, "with_context_kv", lambda model, b: b)  # each pass reads the frozen part itself
+        plain = m.answer(batch, choices=[None] * 3, max_new_tokens=4)
+    assert calls == [3, 3]
+    calls.clear()
+    shared = m.answer(batch, choices=[None] * 3, max_new_tokens=4)
+    assert calls == [2]  # generation and scoring share one pass over the two distinct frozen parts
+    assert [r["answer"] for r in shared] == [r["answer"] for r in plain]
+    assert [r["probability"] for r in shared] == pytest.approx([r["probability"] for r in plain], abs=1e-6)
+    kv = with_context_kv(m, batch).kv
+    assert len(kv) == 3 and kv[0] is kv[2] and kv[0] is not kv[1]
+    assert with_context_kv(m, with_context_kv(m, batch)).kv is not None
+    prefix = tiny_model(in_dim=DIM, graph_position="prefix", use_graph=False)
+    assert with_context_kv(prefix, batch) is batch  # no frozen part: nothing to cache

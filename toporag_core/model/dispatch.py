@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from .answer_text import evidence_target, is_clean, short_answer, split_evidence
+from .frozen_kv import with_context_kv
 from .qa_batch import QABatch
 from .prompt import choices_for
 from .styles import get_style
@@ -107,6 +108,7 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
     of that phrase after what was generated before it (scored after generation, so the answer is the
     generated one)."""
     style = get_style(model.config.answer_style)
+    sub = with_context_kv(model, sub)  # generation and the answer's scoring read the same frozen part
     out = []
     for question, context, raw in zip(sub.questions, sub.contexts,
                                       model.generate(sub, max_new_tokens=max_new_tokens, soft=soft)):

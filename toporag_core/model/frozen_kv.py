@@ -5,6 +5,7 @@ epoch; only the tail (graph tokens, question, chat suffix, answer) runs with gra
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 import torch
 from torch import Tensor
@@ -46,6 +47,20 @@ def context_kv(model, batch: QABatch) -> list[Tensor]:
     layers = out.past_key_values.layers
     return [torch.stack([torch.stack([lay.keys[i, :, -len(r):], lay.values[i, :, -len(r):]]) for lay in layers])
             for i, r in enumerate(rows)]
+
+
+def with_context_kv(model, batch: QABatch) -> QABatch:
+    """``batch`` with its frozen-part caches computed once (:func:`context_kv`), for several passes over the
+    same prompts (greedy generation, then scoring what was generated; the graph-token arms): each pass would
+    otherwise read the chat prefix and context again. Rows with the same frozen part share one cache. The
+    batch itself when the layout has no frozen part or its caches are already there."""
+    if not model.cacheable or batch.kv is not None or len(batch) == 0:
+        return batch
+    rows = [tuple(model.prompter.row(ctx, q)[0]) for ctx, q in zip(batch.contexts, batch.questions)]
+    first: dict[tuple[int, ...], int] = {}
+    slot = [first.setdefault(r, len(first)) for r in rows]  # distinct frozen part of each row: 0, 1, ...
+    kv = context_kv(model, batch.select([slot.index(s) for s in range(len(first))]))
+    return replace(batch, kv=[kv[s] for s in slot])
 
 
 def cache_from_kv(kvs: list[Tensor], dtype: torch.dtype, device: torch.device, llm_config):

@@ -66,7 +66,7 @@ from torch import Tensor
 
 from ..evaluation.arms import derangement
 from ..metrics import normalize
-from ..model import QABatch, evidence_target
+from ..model import QABatch, evidence_target, with_context_kv
 from ..nn import SubcomplexTensors, collate, subcomplex_tensors
 from ..retrieval.textualize import drop_cell_lines
 
@@ -337,8 +337,9 @@ def _answer_logp(model, question: str, context: str | list[str], soft: Tensor, e
 
 
 def _closed_arms(model, question, context, tokens, effect: GraphTokenEffect, evidence: str | None) -> None:
-    sc = torch.stack([model.score_choices(qa_rows(question, context, 1), _targets(effect, evidence),
-                                          soft=tokens[a], truncate=evidence is None)[0].double() for a in ARMS])
+    rows = with_context_kv(model, qa_rows(question, context, 1))  # the arms share the frozen part's cache
+    sc = torch.stack([model.score_choices(rows, _targets(effect, evidence), soft=tokens[a],
+                                          truncate=evidence is None)[0].double() for a in ARMS])
     prob = sc.softmax(-1)
     j = effect.labels.index(effect.answer)
     g = effect.labels.index(effect.gold) if effect.gold in effect.labels else None
@@ -355,9 +356,9 @@ def _open_arms(model, question, context, tokens, effect: GraphTokenEffect, max_n
     greedy answer."""
     soft = torch.cat([tokens[a] for a in ARMS])
     targets = [effect.answer] + ([effect.gold] if effect.gold is not None else [])
-    lp = model.score_choices(qa_rows(question, context, len(ARMS)), targets, soft=soft).double()
-    rows = model.answer(qa_rows(question, context, len(ARMS)), choices=[None] * len(ARMS), soft=soft,
-                        max_new_tokens=max_new_tokens)
+    batch = with_context_kv(model, qa_rows(question, context, len(ARMS)))  # one frozen-part pass for every arm
+    lp = model.score_choices(batch, targets, soft=soft).double()
+    rows = model.answer(batch, choices=[None] * len(ARMS), soft=soft, max_new_tokens=max_new_tokens)
     for k, a in enumerate(ARMS):
         effect.logp[a] = float(lp[k, 0])
         effect.probs[a] = {effect.answer: math.exp(float(lp[k, 0]))}
