@@ -27,9 +27,11 @@ lint: install
 
 # Byte-code caches stay on for the tests even where the environment sets PYTHONDONTWRITEBYTECODE: pytest then
 # keeps its assertion-rewritten test modules, and the CLI and server subprocesses read compiled modules.
-# One math thread per process: the workers already fill the cores, and torch's and BLAS's own thread pools
-# on top of them only contend (docs/results/benchmarks.md, "Suite time").
-TEST_ENV := PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+TEST_ENV := PYTHONDONTWRITEBYTECODE=
+# The quick tier's many short tests fill both workers, so one math thread per process: torch's and BLAS's own
+# pools on top of the workers only contend. The whole suite keeps the default: its long real-model and browser
+# tests often run alone (docs/results/benchmarks.md, "Test suite time").
+FAST_ENV := $(TEST_ENV) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 # The whole suite on one pytest worker per core (browser tests included: each starts its own server on a free
 # port, and every worker has its own cache folder).
@@ -39,7 +41,7 @@ test: install lint
 # The quick tier while editing (about 2.5 minutes on 2 cores, one pytest worker per core): no browser, no
 # real models or data sets, no training loops. `make test` is the whole suite and what CI runs.
 test-fast: install lint
-	$(TEST_ENV) $(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
+	$(FAST_ENV) $(PY) -m pytest -q -n 2 -m "not slow and not browser and not training" $(PYTEST_ARGS)
 
 # The benchmarks (benchmarks/bench_*.py, each against a reference measured in the same run); the one-off
 # research probes in experiments/ are run by hand (experiments/README.md).
