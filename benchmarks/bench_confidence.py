@@ -90,11 +90,9 @@ def main() -> None:
     asked = {(r.get("kind") or r.get("dataset"), r.get("question")) for r in val}
     shared = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) in asked]
     test = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) not in asked]
-    meta = json.loads((Path(args.checkpoint) / "config.json").read_text())
-    weight = float((meta.get("reader") or {}).get("path_weight", 0.0))  # how the name reader picks its name
-    fit = calibrate(val, args.rate, weight)
+    fit = calibrate(val, args.rate)
     thresholds = {k: r["threshold"] for k, r in fit.items()}
-    res = {"val": fit, **({"test": measure(test, thresholds, weight)} if test else {})}
+    res = {"val": fit, **({"test": measure(test, thresholds)} if test else {})}
     name = Path(args.checkpoint).name
     print(f"checkpoint {name}: thresholds fitted on {sum(r['n'] for r in fit.values())} validation answers "
           f"(at most {args.rate:.0%} of right answers flagged); no probability: "

@@ -74,6 +74,23 @@ def test_entity_linking_exact_longest_and_fuzzy(kg):
         question_subgraph(store, "nothing here at all")
 
 
+def test_store_linking_reaches_demonyms_and_weakens_relation_words(tmp_path):
+    src = tmp_path / "wq.csv"
+    src.write_text("head,relation,tail\n"
+                   "Jamaica,location.country.languages_spoken,Jamaican English\n"
+                   "Kennedy,government.us_president.vice_president,Lyndon B. Johnson\n"
+                   "Vice President,government.government_office.holder,Lyndon B. Johnson\n")
+    with KGStore.create(tmp_path / "wq.duckdb", [src]) as store:
+        assert {"vice", "president", "languages", "spoken"} <= store.relation_words()
+        links = link_entities(store, "what does jamaican people speak")  # no exact name: a prefix of "jamaican"
+        assert [(lk.name, lk.how) for lk in links] == [("Jamaica", "fuzzy")] and links[0].score >= 0.92
+        assert link_entities(store, "what does jamaican people speak", mode="exact") == []
+        links = link_entities(store, "who was vice president after kennedy died")
+        assert [(lk.name, lk.weak) for lk in links] == [("Kennedy", False)]
+        links = link_entities(store, "who is the vice president")  # only the relation words name anything
+        assert [(lk.name, lk.weak) for lk in links] == [("Vice President", True)]
+
+
 def test_retrieve_from_kg_lifts_the_subgraph(kg):
     from toporag_core.embed import HashingEncoder
 

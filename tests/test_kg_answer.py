@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from toporag_core.cli import main
-from toporag_core.embed import get_encoder
+from toporag_core.embed import HashingEncoder, get_encoder
 from toporag_core.graph import TextualGraph
 from toporag_core.io import load_graph
 from toporag_core.kg import KGStore, link_entities
@@ -17,7 +17,7 @@ from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.candidates import answer_candidates
 from toporag_core.retrieval.path_match import readable
 from toporag_core.retrieval.seeded import path_scores, seed_nodes
-from toporag_core.retrieval.seeds import link_nodes, pick_mentions
+from toporag_core.retrieval.seeds import link_nodes, pick_mentions, relation_words
 from toporag_core.model.tiny import build_tiny_checkpoint
 
 ACTOR = "Tom Hanks"
@@ -84,6 +84,23 @@ def test_linking_skips_stop_words_and_common_titles_but_finds_long_names():
     assert [nodes[i] for i in ids] == ["The Story"] and mentions[0].weak
     assert pick_mentions(["marie curie", "curie", "marie"], {"marie curie", "curie"})[0].gram == "marie curie"
     assert len(pick_mentions(["marie curie", "curie", "marie"], {"marie curie", "curie"})) == 1
+
+
+def test_names_made_of_the_graphs_relation_words_link_only_when_nothing_else_does():
+    nodes = ["Vice President", "Kennedy", "Lyndon B. Johnson"]
+    rel = relation_words(["government.us_president.vice_president", "people.person.spouse_s"])
+    assert {"vice", "president", "spouse"} <= rel and "kennedy" not in rel
+    q = "who was vice president after kennedy died"
+    assert {nodes[i] for i in link_nodes(nodes, q)[0]} == {"Vice President", "Kennedy"}  # without relation words
+    ids, mentions = link_nodes(nodes, q, relations=rel)
+    assert [nodes[i] for i in ids] == ["Kennedy"] and not mentions[0].weak
+    ids, mentions = link_nodes(nodes, "who was the vice president", relations=rel)  # nothing else: weak
+    assert [nodes[i] for i in ids] == ["Vice President"] and mentions[0].weak
+    # the retrieval's own linking reads the graph's relations
+    g = TextualGraph.from_triples([("Kennedy", "government.us_president.vice_president", "Lyndon B. Johnson"),
+                                   ("Vice President", "government.government_office.holder", "Lyndon B. Johnson")])
+    ecx = EmbeddedComplex.from_graph(g, HashingEncoder(dim=16))
+    assert [g.node_text[i] for i in seed_nodes(ecx, q)] == ["Kennedy"]
 
 
 def test_seeds_from_the_records_topic_entity(enc):

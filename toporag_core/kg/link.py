@@ -5,12 +5,15 @@
   normalised question (n up to the longest stored name, :meth:`KGStore.longest_name`). The rules of
   :func:`~toporag_core.retrieval.seeds.pick_mentions` decide, the same as inside one graph: longer
   matches win (an n-gram inside a longer matched one is dropped: "marie curie" hides "curie"), and an
-  n-gram of stop words only ("what", "film", "the story", "s") links only when nothing else does
-  (its links are then marked ``weak``). Several entities of one name are all linked (``ambiguous``).
+  n-gram of stop words only ("what", "film", "the story", "s"), or of stop words and words of the
+  store's relation names ("vice president"), links only when nothing else does (its links are then
+  marked ``weak``). Several entities of one name are all linked (``ambiguous``).
 * **fuzzy** (``mode="fuzzy"``, or ``"auto"`` when exact found nothing): entities sharing at
-  least one word of 3+ letters with the question (the ``tokens`` table) whose name has a
-  Jaro-Winkler similarity >= ``threshold`` (default 0.92) with a question n-gram of the same
-  number of words; best score per n-gram, at most ``max_fuzzy`` entities.
+  least one word of 3+ letters with the question (the ``tokens`` table), or a word that begins with the
+  first :data:`PREFIX` letters of a longer question word (a demonym or a plural: "jamaican" reaches
+  *Jamaica*, "egyptian" *Egypt*), whose name has a Jaro-Winkler similarity >= ``threshold`` (default
+  0.92) with a question n-gram of the same number of words; best score per n-gram, at most
+  ``max_fuzzy`` entities.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..retrieval.seeds import ngrams as question_ngrams
 from .store import KGStore, normalize_name
 
 LINK_MODES = ("auto", "exact", "fuzzy")
+PREFIX = 5  # a question word longer than this also reaches stored words that begin with its first PREFIX letters
 
 
 @dataclass(frozen=True)
@@ -64,20 +68,21 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
         by_norm: dict[str, list[tuple[int, str]]] = {}
         for i, name, norm in rows:
             by_norm.setdefault(norm, []).append((int(i), name))
-        for m in pick_mentions(grams, by_norm):
+        for m in pick_mentions(grams, by_norm, store.relation_words()):
             many = len(by_norm[m.gram]) > 1
             links += [Link(i, name, m.gram, "exact", 1.0, m.weak, many) for i, name in by_norm[m.gram]]
     if mode == "fuzzy" or (mode == "auto" and not links):
         words = sorted({w for w in normalize_name(question).split() if len(w) >= 3 and not is_stop(w)})
+        stems = sorted({w[:PREFIX] for w in words if len(w) > PREFIX})
         if words and grams:
-            rows = store.con.execute("""
+            rows = store.con.execute(f"""
                 WITH q AS (SELECT unnest(?) AS gram), cand AS (
                     SELECT DISTINCT e.id, e.name, e.norm FROM tokens tk JOIN entities e ON e.id = tk.id
-                    WHERE tk.token IN (SELECT unnest(?)))
+                    WHERE tk.token IN (SELECT unnest(?)) OR left(tk.token, {PREFIX}) IN (SELECT unnest(?)))
                 SELECT id, name, gram, jaro_winkler_similarity(norm, gram) AS s FROM cand, q
                 WHERE len(string_split(norm, ' ')) = len(string_split(gram, ' '))
                   AND jaro_winkler_similarity(norm, gram) >= ?
-                ORDER BY s DESC, id LIMIT ?""", [grams, words, float(threshold), int(max_fuzzy) * 4]).fetchall()
+                ORDER BY s DESC, id LIMIT ?""", [grams, words, stems, float(threshold), int(max_fuzzy) * 4]).fetchall()
             seen = {lk.id for lk in links}
             for i, name, gram, s in rows:
                 if int(i) not in seen and len(seen) < len(links) + max_fuzzy:

@@ -34,6 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..graph import GraphFormatError, TextualGraph
+from ..retrieval.seeds import relation_words
 
 TRIPLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")  # what KGStore.create imports
 HEADERS = ({"head", "relation", "tail"}, {"subject", "predicate", "object"}, {"h", "r", "t"})
@@ -70,6 +71,7 @@ class KGStore:
 
         self.path = Path(path)
         self._longest: int | None = None
+        self._relation_words: frozenset[str] | None = None
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: no such knowledge-graph store (create one with `toporag kg import`)")
         if self.path.suffix.lower() in TRIPLE_SUFFIXES:
@@ -147,6 +149,12 @@ class KGStore:
                                    ).fetchone()[0]
             self._longest = int(got or 1)
         return self._longest
+
+    def relation_words(self) -> frozenset[str]:
+        """The words of the stored relation names (:func:`~toporag_core.retrieval.seeds.relation_words`), once."""
+        if self._relation_words is None:
+            self._relation_words = relation_words(r for (r,) in self.con.execute("SELECT DISTINCT r FROM triples").fetchall())
+        return self._relation_words
 
     def names(self, ids: Sequence[int]) -> list[str]:
         """Entity names of ``ids`` (in that order)."""

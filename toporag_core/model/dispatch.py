@@ -127,6 +127,12 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
 MAX_LIST = 5  # at most this many names in one list answer
 
 
+def name_mass(ll) -> float:
+    """``min(1, sum_j exp(ll_j))``: the model's probability that the answer is (or starts with) one of the
+    names whose log-likelihoods are ``ll`` (the name reader's confidence)."""
+    return float(min(1.0, torch.logsumexp(torch.as_tensor(ll, dtype=torch.float64), 0).exp().item()))
+
+
 def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float,
                 priors=None, path_weight: float = 0.0) -> list[dict[str, Any]]:
     """Open rows read from candidate names (:func:`~.decode.score_names`): each name's logit is its
@@ -135,9 +141,11 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
     probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``likelihood`` the
-    best name's own probability ``exp(ll)`` of being (or starting) the answer, not relative to the other
-    names: its confidence (the softmax over the names tells right from wrong answers no better than
-    chance on the general validation split; docs/results/confidence.md)."""
+    model's own probability that the answer is (or starts with) *one of* the row's names,
+    ``min(1, sum_j exp(ll_j))``, not relative to the names: its confidence. A low mass means the model
+    expects an answer the retrieved names do not hold. (The softmax over the names tells right from wrong
+    answers no better than chance on the general validation split, and the best name's own ``exp(ll)``
+    worse than this mass: docs/results/confidence.md.)"""
     from .decode import score_names
 
     out = []
@@ -152,7 +160,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "likelihood": float(torch.exp(torch.tensor(float(sc[order[0]])).clamp(max=0.0))),
+                    "likelihood": name_mass(sc),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})

@@ -2,8 +2,8 @@
 
 An answer's probability (``probability`` of a predictions record) means different things per
 *answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), the
-chosen name's own likelihood (``"names"``: the name reader; its softmax over the names does not
-separate right from wrong answers) or the per-token geometric mean of a generated phrase
+model's probability mass on the candidate names (``"names"``: the name reader; its softmax over the
+names does not separate right from wrong answers) or the per-token geometric mean of a generated phrase
 (``"generated"``). So each kind gets its own threshold, fitted on the validation split of the
 checkpoint:
 
@@ -48,18 +48,16 @@ def answer_kind(rec: dict[str, Any]) -> str:
     return "label" if rec.get("margin") is not None else "generated"
 
 
-def confidence_of(rec: dict[str, Any], path_weight: float = 0.0) -> float | None:
+def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
-    record with per-name scores, the chosen name's own likelihood ``exp(ll)`` (the name with the best
-    ``ll + path_weight x prior``, as the reader picks it); else its ``probability``."""
+    record with per-name scores, the model's probability mass on its names ``min(1, sum_j exp(ll_j))``
+    (:func:`~toporag_core.model.dispatch.name_mass`); else its ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
     ll = rec.get("name_scores")
     if answer_kind(rec) == "names" and ll:
         z = np.asarray(ll, np.float64)
-        if rec.get("name_priors") is not None and path_weight:
-            z = z + path_weight * np.asarray(rec["name_priors"], np.float64)
-        return float(np.exp(min(float(ll[int(np.argmax(z))]), 0.0)))
+        return float(min(1.0, np.exp(np.logaddexp.reduce(z))))
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
@@ -95,12 +93,11 @@ def flag_rates(p: Iterable[float], correct: Iterable[bool], t: float | None) -> 
             "kept_accuracy": share(ok[~flag])}
 
 
-def by_kind(records: Iterable[dict[str, Any]], path_weight: float = 0.0
-            ) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
+def by_kind(records: Iterable[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
     """``{kind: (confidences, verdicts, gold answers)}`` of the records that have one (:func:`confidence_of`)."""
     out: dict[str, tuple[list, list, list]] = {}
     for r in records:
-        c = confidence_of(r, path_weight)
+        c = confidence_of(r)
         if c is None:
             continue
         p, ok, gold = out.setdefault(answer_kind(r), ([], [], []))
@@ -117,24 +114,21 @@ def majority_accuracy(gold: list[Any]) -> float | None:
     return Counter(keys).most_common(1)[0][1] / len(keys) if keys else None
 
 
-def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED,
-              path_weight: float = 0.0) -> dict[str, dict[str, Any]]:
+def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED) -> dict[str, dict[str, Any]]:
     """Per answer kind: the fitted threshold (:func:`fit_threshold` on the right answers) and what it
-    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``); ``path_weight``: the name
-    reader's (the checkpoint's ``reader.path_weight``), for records without a ``confidence``."""
+    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``)."""
     out = {}
-    for kind, (p, ok, gold) in by_kind(records, path_weight).items():
+    for kind, (p, ok, gold) in by_kind(records).items():
         t = fit_threshold(p[ok], rate)
         out[kind] = {"threshold": t, **flag_rates(p, ok, t), "majority_accuracy": majority_accuracy(gold)}
     return out
 
 
-def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None],
-            path_weight: float = 0.0) -> dict[str, dict[str, Any]]:
+def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None]) -> dict[str, dict[str, Any]]:
     """Per answer kind, what the given thresholds (fitted elsewhere: on validation) flag on these records."""
     return {kind: {"threshold": thresholds.get(kind), **flag_rates(p, ok, thresholds.get(kind)),
                    "majority_accuracy": majority_accuracy(gold)}
-            for kind, (p, ok, gold) in by_kind(records, path_weight).items()}
+            for kind, (p, ok, gold) in by_kind(records).items()}
 
 
 def write_confidence(folder: str | os.PathLike, thresholds: dict[str, float | None], fitted_on: str,

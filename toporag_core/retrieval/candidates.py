@@ -19,7 +19,7 @@ import re
 import numpy as np
 
 from .result import Subcomplex
-from .seeds import link_nodes, norm
+from .seeds import link_nodes, norm, relation_words
 
 MAX_WORDS = 10
 MAX_NAMES = 24
@@ -32,7 +32,8 @@ def topic_nodes(sub: Subcomplex, question: str) -> np.ndarray:
     seeds = sub.params.get("seeds")
     if seeds:
         return np.asarray(seeds, np.int64)
-    return link_nodes(sub.complex.graph.node_text, question)[0]
+    g = sub.complex.graph
+    return link_nodes(g.node_text, question, relations=relation_words(g.edge_text))[0]
 
 
 def _best_per_name(sub: Subcomplex, score: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:

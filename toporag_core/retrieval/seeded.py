@@ -43,7 +43,7 @@ import numpy as np
 
 from .path_match import path_match, readable
 from .result import EmbeddedComplex, Subcomplex
-from .seeds import link_nodes, name_index, norm
+from .seeds import link_nodes, name_index, norm, relation_words
 from .toporag import CellPrizes, candidate_cells2, cell2_prizes, prized_subcomplex, rank_prizes
 
 NEG = -1e9  # "unreachable" (finite, so sums stay finite and ranks stay defined)
@@ -56,6 +56,7 @@ def seed_nodes(ecx: EmbeddedComplex, question: str | np.ndarray, seeds=None) -> 
     cx = ecx.complex
     if "name-index" not in ecx.cache:
         ecx.cache["name-index"] = name_index(cx.graph.node_text)
+        ecx.cache["relation-words"] = relation_words(cx.graph.edge_text)
     if isinstance(seeds, str):
         seeds = [s for s in seeds.split("|") if s.strip()]
     if not seeds:  # a record that names its topic entities (WebQSP's q_entity, a KG cut's seeds)
@@ -69,7 +70,7 @@ def seed_nodes(ecx: EmbeddedComplex, question: str | np.ndarray, seeds=None) -> 
             return found
     if not isinstance(question, str):
         return np.zeros(0, np.int64)
-    return link_nodes(cx.graph.node_text, question, ecx.cache["name-index"])[0]
+    return link_nodes(cx.graph.node_text, question, ecx.cache["name-index"], ecx.cache["relation-words"])[0]
 
 
 def triple_cosines(ecx: EmbeddedComplex, question: str | np.ndarray) -> np.ndarray:

@@ -10,6 +10,10 @@ question up to the longest node name, longest first:
 * an n-gram made only of :data:`STOP_WORDS` (question words, articles, pronouns, common nouns of
   questions: "what", "film", "the story", "s") never links on its own, unless nothing else links and
   it is longer than one word: a film titled *What?* is not the topic of every "what" question;
+* so does an n-gram made only of stop words and words of the graph's own relation names
+  (:func:`relation_words`): in "who was vice president after kennedy died" the words *vice president*
+  name what is asked (Freebase's ``vice_president``), not the topic, though an entity *Vice President*
+  exists; likewise *President*, *Government*;
 * names of one or two letters link only when nothing longer does.
 
 The same rules serve the DuckDB store's linker (:mod:`toporag_core.kg.link`), so a question links the
@@ -41,9 +45,16 @@ def norm(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", str(text).lower()))
 
 
-def is_stop(gram: str) -> bool:
-    """True when every word of the normalised n-gram is a stop word (or one or two characters long)."""
-    return all(w in STOP_WORDS or len(w) <= 2 for w in gram.split())
+def is_stop(gram: str, relation_words: frozenset[str] = frozenset()) -> bool:
+    """True when every word of the normalised n-gram is a stop word, one or two characters long, or one of
+    ``relation_words``."""
+    return all(w in STOP_WORDS or len(w) <= 2 or w in relation_words for w in gram.split())
+
+
+def relation_words(relations) -> frozenset[str]:
+    """The words of a graph's relation names (:func:`norm` of each, underscores and dots as spaces):
+    ``"government.us_president.vice_president"`` -> government, us, president, vice."""
+    return frozenset(w for r in set(relations) for w in norm(str(r).replace("_", " ")).split())
 
 
 def ngrams(text: str, max_words: int) -> list[str]:
@@ -61,16 +72,16 @@ class Mention:
     weak: bool
 
 
-def pick_mentions(grams: list[str], known) -> list[Mention]:
+def pick_mentions(grams: list[str], known, relation_words: frozenset[str] = frozenset()) -> list[Mention]:
     """The n-grams of ``grams`` (longest first) that are names in ``known`` (a container of normalised
-    names), after the rules of the module docstring: contained matches dropped, stop-word-only matches
-    kept only when nothing else matched."""
+    names), after the rules of the module docstring: contained matches dropped, matches made only of stop
+    words and ``relation_words`` kept only when nothing else matched."""
     strong: list[str] = []
     weak: list[str] = []
     for g in grams:
         if g not in known or any(f" {g} " in f" {t} " for t in strong):
             continue
-        (weak if is_stop(g) else strong).append(g)
+        (weak if is_stop(g, relation_words) else strong).append(g)
     if strong:
         return [Mention(g, False) for g in strong]
     longer = [g for g in weak if " " in g]
@@ -89,12 +100,14 @@ def name_index(node_text: list[str]) -> tuple[dict[str, np.ndarray], int]:
     return {k: np.asarray(v, np.int64) for k, v in by.items()}, longest
 
 
-def link_nodes(node_text: list[str], question: str, index=None) -> tuple[np.ndarray, list[Mention]]:
+def link_nodes(node_text: list[str], question: str, index=None, relations: frozenset[str] = frozenset()
+               ) -> tuple[np.ndarray, list[Mention]]:
     """``(node ids (sorted), mentions)``: the nodes whose normalised text the question names.
 
-    ``index``: a prebuilt :func:`name_index` of ``node_text`` (the retrieval keeps one per graph)."""
+    ``index``: a prebuilt :func:`name_index` of ``node_text`` (the retrieval keeps one per graph);
+    ``relations``: the graph's :func:`relation_words`."""
     by, longest = index if index is not None else name_index(node_text)
-    mentions = pick_mentions(ngrams(question, longest), by)
+    mentions = pick_mentions(ngrams(question, longest), by, relations)
     if not mentions:
         return np.zeros(0, np.int64), []
     return np.unique(np.concatenate([by[m.gram] for m in mentions])), mentions
