@@ -153,7 +153,8 @@ class KGStore:
     def relation_words(self) -> frozenset[str]:
         """The words of the stored relation names (:func:`~toporag_core.retrieval.seeds.relation_words`), once."""
         if self._relation_words is None:
-            self._relation_words = relation_words(r for (r,) in self.con.execute("SELECT DISTINCT r FROM triples").fetchall())
+            rows = self.con.execute("SELECT DISTINCT r FROM triples").fetchall()
+            self._relation_words = relation_words(r for (r,) in rows)
         return self._relation_words
 
     def names(self, ids: Sequence[int]) -> list[str]:
