@@ -16,6 +16,7 @@ from toporag_core.kg import KGStore, link_entities
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.candidates import answer_candidates
 from toporag_core.retrieval.path_match import readable
+from toporag_core.retrieval.mediators import mediator_mask
 from toporag_core.retrieval.seeded import path_scores, seed_nodes
 from toporag_core.retrieval.seeds import link_nodes, pick_mentions, relation_words
 from toporag_core.model.tiny import build_tiny_checkpoint
@@ -65,6 +66,23 @@ def test_path_scores_follow_the_best_relation_and_decay_per_hop():
     assert Le.shape == (4,) and Le[0] > Le[2]
     L1, _ = path_scores(edges, r, np.array([0]), 5, hops=1, hop_cost=0.5)
     assert L1[2] < -1e8  # out of reach in one hop
+
+
+def test_a_hop_through_a_mediator_costs_one_hop():
+    # 0 (seed) -e0- 1 (m.04j60kc, a mediator) -e1- 2 (the office); 2 -e2- 3 (a named neighbour)
+    edges = np.array([[0, 1], [1, 2], [2, 3]])
+    r = np.array([-0.2, -0.1, 0.0])
+    med = mediator_mask(["James K. Polk", "m.04j60kc", "Governor of Tennessee", "Tennessee"])
+    assert med.tolist() == [False, True, False, False]
+    L, _ = path_scores(edges, r, np.array([0]), 4, hops=1, hop_cost=0.5, mediator=med)
+    assert L[1] == pytest.approx(-0.7) and L[2] == pytest.approx(-0.8)  # -0.2 - 0.1 - 0.5: one hop
+    assert L[3] < -1e8  # a second named hop needs a second round
+    L2, _ = path_scores(edges, r, np.array([0]), 4, hops=2, hop_cost=0.5, mediator=med)
+    assert L2[3] == pytest.approx(-1.3)
+    plain, _ = path_scores(edges, r, np.array([0]), 4, hops=1, hop_cost=0.5)  # no mediators: two hops to 2
+    assert plain[2] < -1e8
+    same, _ = path_scores(edges, r, np.array([0]), 4, hops=2, hop_cost=0.5, mediator=np.zeros(4, bool))
+    assert np.array_equal(same, path_scores(edges, r, np.array([0]), 4, hops=2, hop_cost=0.5)[0])
 
 
 def test_readable_relations():

@@ -18,12 +18,12 @@ import re
 
 import numpy as np
 
+from .mediators import is_machine_id
 from .result import Subcomplex
 from .seeds import link_nodes, norm, relation_words
 
 MAX_WORDS = 10
 MAX_NAMES = 24
-MACHINE_ID = re.compile(r"^[mg]\.[0-9a-z_]{3,}$")
 CHOICE = re.compile(r"\bor\b", re.I)
 
 
@@ -94,7 +94,7 @@ def answer_candidates(sub: Subcomplex, question: str, dropped_nodes=(), max_name
     for i in order.tolist():
         name = str(text[i]).strip()
         key = norm(name)
-        if not key or key in seen or MACHINE_ID.match(name.lower()) or len(key.split()) > MAX_WORDS:
+        if not key or key in seen or is_machine_id(name) or len(key.split()) > MAX_WORDS:
             continue
         seen.add(key)
         out.append(name)

@@ -15,6 +15,10 @@ tree, boundary closure) and replaces *what is ranked*:
 3. **Path scores** (a max-product walk, ``hops`` rounds of Bellman-Ford over the 1-skeleton, both
    directions): ``L_0(v) = 0`` on seeds, ``-inf`` elsewhere;
    ``L_{h+1}(v) = max(L_h(v), max_{e = (u, v)} L_h(u) + r(e) - hop_cost)``.
+   A hop may also pass through one **mediator** ``m`` (a Freebase compound-value node, :mod:`.mediators`)
+   at one hop cost: ``max_{u -e1- m -e2- v} L_h(u) + r(e1) + r(e2) - hop_cost``, so "Polk -positions held->
+   m.04j60kc -office-> Governor of Tennessee" is one hop, as it is one fact. Without mediators (every graph
+   whose nodes are all named) this term is empty.
    A node two well-matching relations from a seed scores about ``-2 hop_cost``, a node behind a
    relation the question does not mention far below. Unlike personalised PageRank the score does not
    shrink with the bridge's degree, so all years of an actor's twenty films score alike.
@@ -41,6 +45,7 @@ import time
 
 import numpy as np
 
+from .mediators import mediator_mask
 from .path_match import path_match, readable
 from .result import EmbeddedComplex, Subcomplex
 from .seeds import link_nodes, name_index, norm, relation_words
@@ -119,16 +124,28 @@ def relation_cosines(ecx: EmbeddedComplex, question: str | np.ndarray, s1: np.nd
 
 
 def path_scores(edges: np.ndarray, r: np.ndarray, seeds: np.ndarray, n: int, hops: int,
-                hop_cost: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(L (N,), L_e (M,))``: the max-product walk of the module docstring (step 3) from ``seeds``."""
+                hop_cost: float, mediator: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(L (N,), L_e (M,))``: the max-product walk of the module docstring (step 3) from ``seeds``;
+    ``mediator``: ``(N,)`` bool, the nodes a hop may pass through at no extra hop cost."""
     L = np.full(n, NEG)
     L[seeds] = 0.0
     u, v = edges[:, 0], edges[:, 1]
+    through = None
+    if mediator is not None and mediator.any():  # the 1-cells with exactly one mediator end, oriented m -> w
+        one = mediator[u] ^ mediator[v]
+        m_end = np.where(mediator[u], u, v)[one]
+        w_end = np.where(mediator[u], v, u)[one]
+        through = (m_end, w_end, r[one])
     for _ in range(hops):
         step = r - hop_cost
         nxt = L.copy()
         np.maximum.at(nxt, v, L[u] + step)
         np.maximum.at(nxt, u, L[v] + step)
+        if through is not None:  # into a mediator (no hop cost yet), then out of it: one hop in all
+            m_end, w_end, rm = through
+            into = np.full(n, NEG)
+            np.maximum.at(into, m_end, L[w_end] + rm)
+            np.maximum.at(nxt, w_end, into[m_end] + rm - hop_cost)
         nxt = np.maximum(nxt, NEG)
         if np.array_equal(nxt, L):
             break
@@ -148,7 +165,9 @@ def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1:
         seed = np.argsort(-s0, kind="stable")[:max(1, k0)]
     rc = relation_cosines(ecx, question, s1)
     r = (rc - rc.max()) / max(tau, 1e-6) if rc.size else rc
-    L, Le = path_scores(cx.edges, r, seed, cx.num_nodes, hops, hop_cost)
+    if "mediators" not in ecx.cache:
+        ecx.cache["mediators"] = mediator_mask(cx.graph.node_text)
+    L, Le = path_scores(cx.edges, r, seed, cx.num_nodes, hops, hop_cost, ecx.cache["mediators"])
     P = path_match(ecx, question, seed)
     rank = L
     if match and P is not None:  # step 4 with the path's match: S = L + match (P - max P) / tau, 0 on seeds
