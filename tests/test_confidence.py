@@ -188,6 +188,20 @@ def test_runner_ups_leave_out_the_answer_and_its_listed_names():
     assert "runner-up answers: none" in confidence_note("A", 0.2, True, None, 0.5, "generated").lines()[1]
 
 
+def test_the_page_judges_a_names_answer_by_its_confidence_not_the_softmax():
+    from types import SimpleNamespace
+
+    from toporag_core.studio.ask import answer_confidence
+
+    cands = [{"name": "A", "probability": 0.85}, {"name": "B", "probability": 0.15}]
+    a = SimpleNamespace(answer="A", probability=0.85, confidence=0.31, low_confidence=True, candidates=cands,
+                        confidence_threshold=0.8, answer_kind="names")
+    head = answer_confidence(a).headline()
+    assert head.startswith("Low confidence: p = 0.31 is below the threshold 0.8")  # not the softmax's 0.85
+    assert "p: the model's probability that the answer is one of the graph's names" in head
+    assert "p = 0.85" not in head
+
+
 @pytest.fixture(scope="module")
 def strict_checkpoint(tmp_path_factory) -> Path:
     """A tiny checkpoint whose thresholds are 1.0: every answer with a probability is low confidence."""

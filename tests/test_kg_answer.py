@@ -216,7 +216,7 @@ def test_kg_ask_names_an_entity_and_never_the_topic(store_files, monkeypatch, ca
     assert "deprecated" not in cap.err and "Loading weights" not in cap.err
     assert main(["kg", "ask", str(db), "-q", q, "--checkpoint", str(ckpt)]) == 0
     human = capsys.readouterr().out
-    assert human.startswith("linked: Tom Hanks (exact)") and "answer: " in human and "candidates: " in human
+    assert human.startswith("linked: Tom Hanks (exact)") and "answer: " in human and "candidates (probability among them): " in human
 
 
 def test_kg_ask_clear_errors(store_files, tmp_path, monkeypatch, capsys):

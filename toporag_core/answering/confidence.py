@@ -14,13 +14,17 @@ from typing import Any
 
 KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's names",
               "generated": "generated answers"}
+# what the compared number is, per answer kind (docs/results/confidence.md)
+KIND_NUMBER = {"label": "the label's probability among the labels",
+               "names": "the model's probability that the answer is one of the graph's names",
+               "generated": "the answer's per-token probability"}
 
 
 @dataclass(frozen=True)
 class ConfidenceNote:
     """One answer's confidence as the user reads it."""
 
-    confidence: float | None  # the answer's probability (None: the model gave none)
+    confidence: float | None  # the number the threshold is compared with (None: the model gave none)
     low: bool | None  # below the calibrated threshold (None: no threshold for this kind of answer)
     threshold: float | None = None
     kind: str | None = None  # "label" | "names" | "generated"
@@ -36,9 +40,10 @@ class ConfidenceNote:
             return f"Confidence: {p} (not calibrated: this checkpoint has no threshold for {kind})"
         where = f"the threshold {self.threshold:.3g} calibrated on validation for {kind}" \
             if self.threshold is not None else f"the threshold calibrated on validation for {kind}"
+        what = f" (p: {KIND_NUMBER[self.kind]})" if self.kind in KIND_NUMBER else ""
         if self.low:
-            return f"Low confidence: {p} is below {where}; the answer may well be wrong"
-        return f"Confidence: {p} (at or above {where})"
+            return f"Low confidence: {p} is below {where}; the answer may well be wrong{what}"
+        return f"Confidence: {p} (at or above {where}){what}"
 
     def runner_up_text(self) -> str | None:
         """``"Rijksmuseum (p = 0.02), Mauritshuis (p = 0.01)"``, or ``None`` without runner-ups."""
@@ -71,8 +76,9 @@ def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 
 
 def confidence_note(answer: str, probability: float | None, low: bool | None, candidates=None,
                     threshold: float | None = None, kind: str | None = None, top: int = 3) -> ConfidenceNote:
-    """The :class:`ConfidenceNote` of one answer (the pipeline's ``probability``/``confidence``,
-    ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
-    :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`)."""
+    """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
+    with (the pipeline's ``confidence``: for a names answer the mass on all names, not the softmax
+    ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
+    :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`."""
     return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,
                           runner_ups(answer, candidates, top))

@@ -210,14 +210,18 @@ def _open_store(path: str):
     return KGStore(path)
 
 
-def _answer_lines(out) -> list[str]:
-    lines = [f"answer: {out['answer']}" + (f" (p = {out['probability']:.2f})" if out.get("probability") is not None
-                                          else "")]
-    if out.get("low_confidence"):
-        lines.append("low confidence: the model's probability is below the threshold calibrated on validation")
-    cands = out.get("candidates") or []
+def _answer_lines(a) -> list[str]:
+    """The human lines of one store answer: the answer, its confidence as ``toporag ask`` words it (the
+    number the calibrated threshold judges, and the runner-ups when it is low), the candidates."""
+    from ..answering.confidence import confidence_note
+
+    note = confidence_note(a.answer, a.confidence, a.low_confidence, a.candidates, a.confidence_threshold,
+                           a.answer_kind)
+    lines = [f"answer: {a.answer}", *(note.lines() if note.low else [note.headline()])]
+    cands = a.candidates or []
     if len(cands) > 1:
-        lines.append("candidates: " + ", ".join(f"{c['name']} ({c['probability']:.2f})" for c in cands[:5]))
+        lines.append("candidates (probability among them): "
+                     + ", ".join(f"{c['name']} ({c['probability']:.2f})" for c in cands[:5]))
     return lines
 
 

@@ -182,7 +182,8 @@ def confidence_markdown(note: ConfidenceNote) -> str:
 def answer_confidence(a: Answer, top: int = 3) -> ConfidenceNote:
     """What the page says about ``a``'s confidence (:func:`~.confidence.confidence_note`): low below the
     threshold calibrated on the checkpoint's validation split, with the ``top`` runner-up answers."""
-    return confidence_note(a.answer, a.probability, a.low_confidence, a.candidates, a.confidence_threshold,
+    shown = a.confidence if a.confidence is not None else a.probability  # the number the threshold judges
+    return confidence_note(a.answer, shown, a.low_confidence, a.candidates, a.confidence_threshold,
                            a.answer_kind, top)
 
 
