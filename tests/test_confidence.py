@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from toporag_core.model import QABatch, short_answer
-from toporag_core.model.dispatch import answer_prefix, answer_probability
+from toporag_core.model.dispatch import answer_prefix, answer_probability, answer_scores
+from toporag_core.model.answer_text import evidence_target
 from toporag_core.model.styles import get_style
 from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record
@@ -148,10 +149,26 @@ def test_a_cited_answer_is_scored_after_the_evidence_the_model_wrote():
     assert answer_prefix("dog [5]: brown, sitting. Answer: brown", "brown", "brown") == \
         "dog [5]: brown, sitting. Answer: "
     assert answer_prefix("brown dog", "brown dog", "brown") == "" and answer_prefix("x", "x", "y") == ""
+    # the same pass gives the per-token probability of everything written: evidence and answer together
+    q = answer_scores(m, batch, [ans], None, [pre])[1][0]
+    assert q == pytest.approx(math.exp(ll_all / (len(full) + len(eos))), rel=1e-4) and 0 < q <= 1 and q != p
     row = m.answer(batch, choices=[None])[0]  # the open row scores its answer after its own generated prefix
     prefix = answer_prefix(row["raw"], get_style("cited").read_open(row["raw"])[1], row["answer"])
     if row["answer"].strip():
-        assert row["probability"] == pytest.approx(answer_probability(m, batch, [row["answer"]], None, [prefix])[0])
+        p_row, q_row = (x[0] for x in answer_scores(m, batch, [row["answer"]], None, [prefix]))
+        assert row["probability"] == pytest.approx(p_row) and row["likelihood"] == pytest.approx(q_row)
+
+
+def test_an_evidence_first_label_carries_the_probability_of_its_evidence_and_label():
+    m = tiny_model(in_dim=16, use_graph=False, max_new_tokens=8, answer_style="cited").eval()
+    batch = QABatch(None, ["is the cup red?"], ["cup [0]: red"])
+    row = m.answer(batch, choices=[("yes", "no")])[0]
+    assert row["kind"] == "label" and "evidence" in row and 0 < row["likelihood"] <= 1
+    target = evidence_target(row["evidence"], row["answer"])
+    ll = float(m.score_choices(batch, [[target]], truncate=False)[0, 0])  # evidence + label + end token
+    n = len(m.prompter.ids(target)) + len(m.prompter.pieces["eos"])
+    assert row["likelihood"] == pytest.approx(math.exp(ll / n), rel=1e-4)
+    assert row["answer"] == max(row["scores"], key=row["scores"].get)
 
 
 def test_a_names_answer_carries_the_models_mass_on_its_names():

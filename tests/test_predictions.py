@@ -23,6 +23,9 @@ def test_eval_record_has_the_documented_fields_in_order():
                         method="toporag", dataset="expla_graphs")
     assert tuple(rec) == tuple(k for k in P.FIELDS if k not in ("evidence", "support_covered"))
     assert rec["prediction"] == rec["answer"] and rec["label"] == rec["gold"]
+    assert rec["confidence"] == 0.9  # the probability, unless the decoder gives another number to judge
+    assert P.eval_record(**{k: rec[k] for k in rec if k not in ("prediction", "label", "confidence")},
+                         confidence=0.3)["confidence"] == 0.3
     full = P.eval_record(**{k: rec[k] for k in rec if k not in ("prediction", "label")}, evidence="e",
                          support_covered=False)
     assert tuple(full) == P.FIELDS

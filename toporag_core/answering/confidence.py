@@ -15,9 +15,10 @@ from typing import Any
 KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's names",
               "generated": "generated answers"}
 # what the compared number is, per answer kind (docs/results/confidence.md)
-KIND_NUMBER = {"label": "the label's probability among the labels",
+KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
+                        "probability of that evidence and the label",
                "names": "the model's probability that the answer is one of the graph's names",
-               "generated": "the answer's per-token probability"}
+               "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,15 @@ def _scored(cands: tuple[str, ...], sc: Tensor, r: int, raw: str | None = None) 
 
 def answer_probability(model, sub: QABatch, answers: list[str], soft,
                        prefixes: list[str] | None = None) -> list[float | None]:
-    """Per row, the per-token geometric-mean probability of answering ``answers[r]`` and stopping, under
-    the row's own prompt followed by ``prefixes[r]`` (what the model generated before the answer: a cited
-    answer's evidence and ``Answer:``; default none):
+    """:func:`answer_scores`' first list: the answer given what was generated before it."""
+    return answer_scores(model, sub, answers, soft, prefixes)[0]
+
+
+def answer_scores(model, sub: QABatch, answers: list[str], soft, prefixes: list[str] | None = None
+                  ) -> tuple[list[float | None], list[float | None]]:
+    """Per row, ``(p, q)``: ``p`` the per-token geometric-mean probability of answering ``answers[r]`` and
+    stopping, under the row's own prompt followed by ``prefixes[r]`` (what the model generated before the
+    answer: a cited answer's evidence and ``Answer:``; default none):
 
         p = exp((ll(prefix + answer + <eos>) - ll(prefix)) / n)
 
@@ -62,13 +68,18 @@ def answer_probability(model, sub: QABatch, answers: list[str], soft,
     ``prefix + answer`` after the tokens it shares with ``prefix``; nothing is cut at ``max_new_tokens``).
     So ``p`` lies in ``(0, 1]``, does not shrink with the answer's length, and for a cited answer
     measures the answer given the evidence the model wrote (scored without it, a right answer reads as
-    unlikely: the model expects evidence first). One batched scoring pass over the rows with a
-    non-empty answer; an answer that adds no token gets ``None``. It reads the model, never changes the
-    answer."""
+    unlikely: the model expects evidence first). ``q`` is the per-token probability of *everything* the
+    model wrote, evidence included, from the same pass: ``q = exp(ll(prefix + answer + <eos>) / m)``, ``m``
+    the tokens of ``prefix + answer`` plus the end token. A wrong cited answer mostly comes from wrong
+    evidence, after which the answer itself is nearly certain, so ``q`` tells right from wrong where ``p``
+    cannot (the scene checkpoint's confidence: docs/results/confidence.md). One batched scoring pass over
+    the rows with a non-empty answer; an answer that adds no token gets ``None`` twice. It reads the model,
+    never changes the answer."""
     from .decode import score_token_lists
 
     ids, eos = model.prompter.ids, list(model.prompter.pieces["eos"])
     out: list[float | None] = [None] * len(answers)
+    joint: list[float | None] = [None] * len(answers)
     idx, cands, n, cuts = [], [], [], []
     for i, a in enumerate(answers):
         pre = (prefixes[i] if prefixes else "") or ""
@@ -87,12 +98,14 @@ def answer_probability(model, sub: QABatch, answers: list[str], soft,
         n.append(len(full) - cut + len(eos))
         cuts.append(cut)
     if not idx:
-        return out
+        return out, joint
     sc = score_token_lists(model, sub.select(idx), cands, soft[idx] if soft is not None else None).double()
     ll = sc[:, 0] - torch.where(torch.tensor(cuts) > 0, sc[:, 1], torch.zeros_like(sc[:, 1]))  # minus ll(prefix)
-    for i, p in zip(idx, torch.exp(ll / torch.tensor(n, dtype=torch.float64)).clamp(max=1.0).tolist()):
-        out[i] = float(p)
-    return out
+    m = torch.tensor([len(c[0]) for c in cands], dtype=torch.float64)  # prefix + answer + <eos>
+    for i, p, q in zip(idx, torch.exp(ll / torch.tensor(n, dtype=torch.float64)).clamp(max=1.0).tolist(),
+                       torch.exp(sc[:, 0] / m).clamp(max=1.0).tolist()):
+        out[i], joint[i] = float(p), float(q)
+    return out, joint
 
 
 def answer_prefix(raw: str, text: str, answer: str) -> str:
@@ -106,7 +119,8 @@ def answer_prefix(raw: str, text: str, answer: str) -> str:
 def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
     """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_probability`
     of that phrase after what was generated before it (scored after generation, so the answer is the
-    generated one)."""
+    generated one); a style with cited answers adds ``likelihood``, the per-token probability of the
+    evidence and the answer together (:func:`answer_scores`' ``q``: its confidence)."""
     style = get_style(model.config.answer_style)
     sub = with_context_kv(model, sub)  # generation and the answer's scoring read the same frozen part
     out = []
@@ -119,8 +133,11 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
                     **({"evidence": evidence} if style.open_citations else {})})
     texts = [style.read_open(r["raw"])[1] for r in out]
     prefixes = [answer_prefix(r["raw"], t, r["answer"]) for r, t in zip(out, texts)]
-    for row, p in zip(out, answer_probability(model, sub, [r["answer"] for r in out], soft, prefixes)):
+    cond, joint = answer_scores(model, sub, [r["answer"] for r in out], soft, prefixes)
+    for row, p, q in zip(out, cond, joint):
         row["probability"] = p
+        if style.open_citations and q is not None:
+            row["likelihood"] = q
     return out
 
 
@@ -172,9 +189,17 @@ def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_to
     raws = model.generate(sub, soft=soft, prompt=(copy.deepcopy(prompt[0]), *prompt[1:]),
                           max_new_tokens=max_new_tokens, lookup=0)
     evid = [split_evidence(t)[0] for t in raws]
-    sc = model.score_choices(sub, [[evidence_target(e, c) for c in cands] for e in evid], prompt=prompt,
-                             truncate=False)
-    return [{**_scored(cands, sc, r, raws[r]), "evidence": evid[r]} for r in range(len(sub))]
+    targets = [[evidence_target(e, c) for c in cands] for e in evid]
+    sc = model.score_choices(sub, targets, prompt=prompt, truncate=False)
+    eos = len(model.prompter.pieces["eos"])
+    out = []
+    for r in range(len(sub)):
+        row = {**_scored(cands, sc, r, raws[r]), "evidence": evid[r]}
+        j = cands.index(row["answer"])  # the confidence: the per-token probability of evidence + label
+        row["likelihood"] = float(torch.exp(sc[r, j].double() / (len(model.prompter.ids(targets[r][j])) + eos)
+                                            ).clamp(max=1.0))
+        out.append(row)
+    return out
 
 
 def _closed_rows(model, sub: QABatch, cands: tuple[str, ...], soft) -> list[dict[str, Any]]:
