@@ -70,21 +70,20 @@ def list_f1(names: list[str], answers: list[str]) -> float:
 
 
 def fit_reader(records: list[dict], arm: str, weights=(0.0, 1.0, 2.0, 3.0, 4.0, 8.0),
-               ratios=(0.1, 0.3, 0.5, 0.7, 1.0), match_weights=(0.0,), score_weights=(1.0,)) -> list[dict]:
-    """Per path weight w, match weight m, path-score weight a and list ratio r of the name reader (logit =
-    log-likelihood + w x (a x path score + m x relation-path match); the shipped reader has a = 1; a name
-    joins the answer when its probability is >= r x the best one's): mean F1, Hit and Hit@1 of ``arm``'s
-    answers recomputed from the records' per-name scores (``name_paths`` / ``name_match`` when the records
-    have them, else ``name_priors`` and no match)."""
+               ratios=(0.1, 0.3, 0.5, 0.7, 1.0), match_weights=(0.0,)) -> list[dict]:
+    """Per path weight w, match weight m and list ratio r of the name reader (logit = log-likelihood +
+    w x (path score + m x relation-path match); a name joins the answer when its probability is >= r x the
+    best one's): mean F1, Hit and Hit@1 of ``arm``'s answers recomputed from the records' per-name scores
+    (``name_paths`` / ``name_match`` when the records have them, else ``name_priors`` and no match)."""
     rows = []
     recs = [r for r in records if r["arm"] == arm and r.get("name_scores")]
-    for w, m, a, ratio in itertools.product(weights, match_weights, score_weights, ratios):
+    for w, m, ratio in itertools.product(weights, match_weights, ratios):
         f1s, hits, h1 = [], [], []
         for r in recs:
             z = np.asarray(r["name_scores"], float)
             paths = r.get("name_paths", r.get("name_priors"))
             if paths is not None:
-                prior = a * np.asarray(paths, float)
+                prior = np.asarray(paths, float)
                 if m and r.get("name_match") is not None:
                     prior = prior + m * np.asarray(r["name_match"], float)
                 z = z + w * prior
@@ -95,7 +94,7 @@ def fit_reader(records: list[dict], arm: str, weights=(0.0, 1.0, 2.0, 3.0, 4.0, 
             f1s.append(list_f1(names, r["answers"]))
             hits.append(hit(", ".join(names), r["answers"]))
             h1.append(hit1(names[0], r["answers"]))
-        rows.append({"path_weight": w, "match_weight": m, "score_weight": a, "list_ratio": ratio,
+        rows.append({"path_weight": w, "match_weight": m, "list_ratio": ratio,
                      "F1": float(np.mean(f1s)), "Hit": float(np.mean(hits)), "Hit@1": float(np.mean(h1)),
                      "n": len(recs)})
     return rows
@@ -133,19 +132,16 @@ def main() -> None:
     ap.add_argument("--fit-arm", default="new/seeded+names")
     ap.add_argument("--fit-weights", default="0,1,2,3,4,8", help="path weights to try with --fit-list-ratio")
     ap.add_argument("--fit-match", default="0", help="match weights to try with --fit-list-ratio")
-    ap.add_argument("--fit-scores", default="1", help="path-score weights a to try with --fit-list-ratio")
     ap.add_argument("--fit-ratios", default="0.1,0.3,0.5,0.7,1.0", help="list ratios to try with --fit-list-ratio")
     args = ap.parse_args()
     if args.fit_list_ratio:
         recs = [json.loads(x) for x in Path(args.fit_list_ratio).read_text().splitlines() if x.strip()]
-        print("| path weight | match weight | path-score weight | list ratio | F1 | Hit | Hit@1 | n |\n"
-              "|---|---|---|---|---|---|---|---|")
+        print("| path weight | match weight | list ratio | F1 | Hit | Hit@1 | n |\n|---|---|---|---|---|---|---|")
         grid = dict(weights=[float(x) for x in args.fit_weights.split(",")],
                     match_weights=[float(x) for x in args.fit_match.split(",")],
-                    score_weights=[float(x) for x in args.fit_scores.split(",")],
                     ratios=[float(x) for x in args.fit_ratios.split(",")])
         for r in fit_reader(recs, args.fit_arm, **grid):
-            print(f"| {r['path_weight']} | {r['match_weight']} | {r['score_weight']} | {r['list_ratio']} | {r['F1']:.3f} | {r['Hit']:.3f} | "
+            print(f"| {r['path_weight']} | {r['match_weight']} | {r['list_ratio']} | {r['F1']:.3f} | {r['Hit']:.3f} | "
                   f"{r['Hit@1']:.3f} | {r['n']} |")
         return
     import torch

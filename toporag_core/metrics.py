@@ -1,6 +1,9 @@
-"""The GraphQA benchmark's metrics, exactly as G-Retriever's evaluation computes them."""
+"""The GraphQA benchmark's metrics, exactly as G-Retriever's evaluation computes them, the exact McNemar
+test beside them, and the name reader's confidence (:func:`name_mass`), which the decoder computes and the
+calibration recomputes from records: one definition for both."""
 from __future__ import annotations
 
+import math
 import re
 import string
 
@@ -64,3 +67,13 @@ def mcnemar_exact(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
         return 0, 0, 1.0
     tail = sum(comb(n, i) for i in range(min(x, y) + 1)) / 2 ** n
     return x, y, min(1.0, 2 * tail)
+
+
+def name_mass(ll) -> float:
+    """``min(1, sum_j exp(ll_j))``: the model's probability that the answer is (or starts with) one of the
+    names whose log-likelihoods are ``ll`` (the name reader's confidence: docs/results/confidence.md)."""
+    z = [float(x) for x in ll]
+    if not z:
+        return 0.0
+    top = max(z)
+    return float(min(1.0, math.exp(top) * sum(math.exp(x - top) for x in z)))

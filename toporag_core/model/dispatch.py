@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..metrics import name_mass
 from .answer_text import evidence_target, is_clean, short_answer, split_evidence
 from .frozen_kv import with_context_kv
 from .qa_batch import QABatch
@@ -142,12 +143,6 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
 
 
 MAX_LIST = 5  # at most this many names in one list answer
-
-
-def name_mass(ll) -> float:
-    """``min(1, sum_j exp(ll_j))``: the model's probability that the answer is (or starts with) one of the
-    names whose log-likelihoods are ``ll`` (the name reader's confidence)."""
-    return float(min(1.0, torch.logsumexp(torch.as_tensor(ll, dtype=torch.float64), 0).exp().item()))
 
 
 def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float,

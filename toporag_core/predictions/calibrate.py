@@ -32,6 +32,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..metrics import name_mass
+
 KINDS = ("label", "names", "generated")
 MAX_RIGHT_FLAGGED = 0.25  # at most this share of right validation answers is flagged
 
@@ -51,13 +53,12 @@ def answer_kind(rec: dict[str, Any]) -> str:
 def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
     record with per-name scores, the model's probability mass on its names ``min(1, sum_j exp(ll_j))``
-    (:func:`~toporag_core.model.dispatch.name_mass`); else its ``probability``."""
+    (:func:`~toporag_core.metrics.name_mass`); else its ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
     ll = rec.get("name_scores")
     if answer_kind(rec) == "names" and ll:
-        z = np.asarray(ll, np.float64)
-        return float(min(1.0, np.exp(np.logaddexp.reduce(z))))
+        return name_mass(ll)
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
