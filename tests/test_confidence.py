@@ -156,18 +156,18 @@ def test_a_cited_answer_is_scored_after_the_evidence_the_model_wrote():
     prefix = answer_prefix(row["raw"], get_style("cited").read_open(row["raw"])[1], row["answer"])
     if row["answer"].strip():
         p_row, q_row = (x[0] for x in answer_scores(m, batch, [row["answer"]], None, [prefix]))
-        assert row["probability"] == pytest.approx(p_row) and row["likelihood"] == pytest.approx(q_row)
+        assert row["probability"] == pytest.approx(p_row) and row["confidence"] == pytest.approx(q_row)
 
 
 def test_an_evidence_first_label_carries_the_probability_of_its_evidence_and_label():
     m = tiny_model(in_dim=16, use_graph=False, max_new_tokens=8, answer_style="cited").eval()
     batch = QABatch(None, ["is the cup red?"], ["cup [0]: red"])
     row = m.answer(batch, choices=[("yes", "no")])[0]
-    assert row["kind"] == "label" and "evidence" in row and 0 < row["likelihood"] <= 1
+    assert row["kind"] == "label" and "evidence" in row and 0 < row["confidence"] <= 1
     target = evidence_target(row["evidence"], row["answer"])
     ll = float(m.score_choices(batch, [[target]], truncate=False)[0, 0])  # evidence + label + end token
     n = len(m.prompter.ids(target)) + len(m.prompter.pieces["eos"])
-    assert row["likelihood"] == pytest.approx(math.exp(ll / n), rel=1e-4)
+    assert row["confidence"] == pytest.approx(math.exp(ll / n), rel=1e-4)
     assert row["answer"] == max(row["scores"], key=row["scores"].get)
 
 
@@ -182,9 +182,9 @@ def test_a_names_answer_carries_the_models_mass_on_its_names():
         best = int(np.argmax(sc))
         assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
         mass = min(1.0, sum(math.exp(x) for x in sc))  # the chance the answer is (or starts with) one of them
-        assert r["likelihood"] == pytest.approx(mass, rel=1e-6) and 0 < r["likelihood"] <= 1
-        assert r["likelihood"] > math.exp(sc[best])  # more than the best name's own likelihood
-        assert r["likelihood"] != pytest.approx(r["probability"])  # not the softmax over the names
+        assert r["confidence"] == pytest.approx(mass, rel=1e-6) and 0 < r["confidence"] <= 1
+        assert r["confidence"] > math.exp(sc[best])  # more than the best name's own likelihood
+        assert r["confidence"] != pytest.approx(r["probability"])  # not the softmax over the names
 
 
 # ====================================================================== where users see it

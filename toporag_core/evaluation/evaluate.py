@@ -166,7 +166,7 @@ def _record(ex: Example, pred: dict[str, Any], ok: bool, secs_each: float, metho
         raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
         cells=ex.cells, context=ex.context, method=method, dataset=dataset,
         graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=pred.get("kind"),
-        confidence=pred.get("likelihood"))
+        confidence=pred.get("confidence"))
 
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,

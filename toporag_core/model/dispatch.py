@@ -120,7 +120,7 @@ def answer_prefix(raw: str, text: str, answer: str) -> str:
 def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
     """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_probability`
     of that phrase after what was generated before it (scored after generation, so the answer is the
-    generated one); a style with cited answers adds ``likelihood``, the per-token probability of the
+    generated one); a style with cited answers adds ``confidence``, the per-token probability of the
     evidence and the answer together (:func:`answer_scores`' ``q``: its confidence)."""
     style = get_style(model.config.answer_style)
     sub = with_context_kv(model, sub)  # generation and the answer's scoring read the same frozen part
@@ -138,7 +138,7 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
     for row, p, q in zip(out, cond, joint):
         row["probability"] = p
         if style.open_citations and q is not None:
-            row["likelihood"] = q
+            row["confidence"] = q
     return out
 
 
@@ -152,7 +152,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     the answer is the best name, then every name whose probability (softmax over the row's names) is at
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
-    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``likelihood`` the
+    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``confidence`` the
     model's own probability that the answer is (or starts with) *one of* the row's names,
     ``min(1, sum_j exp(ll_j))``, not relative to the names: its confidence. A low mass means the model
     expects an answer the retrieved names do not hold. (The softmax over the names tells right from wrong
@@ -172,7 +172,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "likelihood": name_mass(sc),
+                    "confidence": name_mass(sc),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})
@@ -191,7 +191,7 @@ def _evidence_rows(model, sub: QABatch, cands: tuple[str, ...], soft, max_new_to
     for r in range(len(sub)):
         row = {**_scored(cands, sc, r, raws[r]), "evidence": evid[r]}
         j = cands.index(row["answer"])  # the confidence: the per-token probability of evidence + label
-        row["likelihood"] = float(torch.exp(sc[r, j].double() / (len(model.prompter.ids(targets[r][j])) + eos)
+        row["confidence"] = float(torch.exp(sc[r, j].double() / (len(model.prompter.ids(targets[r][j])) + eos)
                                             ).clamp(max=1.0))
         out.append(row)
     return out
