@@ -62,18 +62,19 @@ def test_calibration_is_per_answer_kind_and_reads_both_record_formats():
                                 dataset="expla_graphs", margin=0.5, answer_kind="label"))
         own = float(rng.uniform(-1.0, -0.1) if ok else rng.uniform(-4.0, -2.0))  # the chosen name's log-likelihood
         recs.append({"arm": "shipped/seeded+names", "kind": "webqsp", "hit": ok, "names": ["a", "b"],
-                     "name_scores": [own, own - 3.0], "name_priors": [0.0, 2.0], "probability": 0.6, "margin": 0.1})
+                     "name_scores": [own - 3.0, own], "name_priors": [2.0, 0.0], "probability": 0.6, "margin": 0.1,
+                     "candidates": [{"name": "b", "probability": 0.6}, {"name": "a", "probability": 0.4}]})
         recs.append({"id": i, "correct": ok, "probability": float(0.3 if ok else 0.05), "margin": None})
     recs.append({"id": "x", "correct": True, "probability": None})  # no probability: not calibrated on
     assert [answer_kind(r) for r in recs[:3]] == ["label", "names", "generated"]
     fit = calibrate(recs)
     assert set(fit) == {"label", "names", "generated"}
-    # names: judged by the model's mass on all the names (the softmax probability is the same 0.6 for all)
-    mass = math.exp(recs[1]["name_scores"][0]) + math.exp(recs[1]["name_scores"][1])
-    assert confidence_of(recs[1]) == pytest.approx(mass)
-    assert confidence_of({**recs[1], "name_scores": [-0.01, -0.02]}) == 1.0  # a probability: at most 1
-    both = 1 + math.exp(-3.0)
-    assert fit["label"]["threshold"] > 0.8 and math.exp(-1.0) * both <= fit["names"]["threshold"] <= math.exp(-0.1) * both
+    # names: judged by the chosen name's own likelihood (the softmax probability is the same 0.6 for all);
+    # the chosen name is the first candidate ("b", the second of the names), not the first name
+    assert confidence_of(recs[1]) == pytest.approx(math.exp(recs[1]["name_scores"][1]))
+    assert confidence_of({**recs[1], "name_scores": [-9.0, 0.02]}) == 1.0  # a probability: at most 1
+    assert confidence_of({**recs[1], "candidates": None}) == 0.6  # no chosen name known: the probability
+    assert math.exp(-1.0) <= fit["names"]["threshold"] <= math.exp(-0.1)
     assert fit["generated"]["threshold"] == 0.3 and fit["generated"]["right_flagged"] == 0.0
     for r in fit.values():
         assert r["right_flagged"] <= 0.25 and r["wrong_flagged"] > 0.9
@@ -171,7 +172,7 @@ def test_an_evidence_first_label_carries_the_probability_of_its_evidence_and_lab
     assert row["answer"] == max(row["scores"], key=row["scores"].get)
 
 
-def test_a_names_answer_carries_the_models_mass_on_its_names():
+def test_a_names_answer_carries_the_chosen_names_own_probability():
     from toporag_core.model.decode import score_names
 
     m = tiny_model(in_dim=16, use_graph=False).eval()
@@ -181,10 +182,17 @@ def test_a_names_answer_carries_the_models_mass_on_its_names():
     for r, sc, ns in zip(rows, score_names(m, batch, [list(x) for x in names]), names):
         best = int(np.argmax(sc))
         assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
-        mass = min(1.0, sum(math.exp(x) for x in sc))  # the chance the answer is (or starts with) one of them
-        assert r["confidence"] == pytest.approx(mass, rel=1e-6) and 0 < r["confidence"] <= 1
-        assert r["confidence"] > math.exp(sc[best])  # more than the best name's own likelihood
+        # the chance the answer is (or starts with) the chosen name, not relative to the other names
+        assert r["confidence"] == pytest.approx(math.exp(sc[best]), rel=1e-6) and 0 < r["confidence"] <= 1
+        assert r["confidence"] < min(1.0, sum(math.exp(x) for x in sc))  # less than the mass on all names
         assert r["confidence"] != pytest.approx(r["probability"])  # not the softmax over the names
+    # with a prior that makes another name the answer, the confidence follows the chosen name
+    sc = score_names(m, batch.select([0]), [list(names[0])])[0]
+    worst = int(np.argmin(sc))
+    pri = tuple(100.0 if i == worst else 0.0 for i in range(len(sc)))
+    row = m.answer(batch.select([0]), choices=[None], names=[names[0]], priors=[pri], path_weight=1.0)[0]
+    assert row["answer"].split(", ")[0] == names[0][worst]
+    assert row["confidence"] == pytest.approx(math.exp(sc[worst]), rel=1e-6)
 
 
 # ====================================================================== where users see it
@@ -215,7 +223,7 @@ def test_the_page_judges_a_names_answer_by_its_confidence_not_the_softmax():
                         confidence_threshold=0.8, answer_kind="names")
     head = answer_confidence(a).headline()
     assert head.startswith("Low confidence: p = 0.31 is below the threshold 0.8")  # not the softmax's 0.85
-    assert "p: the model's probability that the answer is one of the graph's names" in head
+    assert "p: the model's own probability of this name as the answer" in head
     assert "p = 0.85" not in head
 
 

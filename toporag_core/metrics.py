@@ -1,6 +1,6 @@
 """The GraphQA benchmark's metrics, exactly as G-Retriever's evaluation computes them, the exact McNemar
-test beside them, and the name reader's confidence (:func:`name_mass`), which the decoder computes and the
-calibration recomputes from records: one definition for both."""
+test beside them, and the name reader's confidence (:func:`name_confidence`), which the decoder computes and
+the calibration recomputes from records: one definition for both."""
 from __future__ import annotations
 
 import math
@@ -69,11 +69,12 @@ def mcnemar_exact(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
     return x, y, min(1.0, 2 * tail)
 
 
-def name_mass(ll) -> float:
-    """``min(1, sum_j exp(ll_j))``: the model's probability that the answer is (or starts with) one of the
-    names whose log-likelihoods are ``ll`` (the name reader's confidence: docs/results/confidence.md)."""
+def name_confidence(ll, chosen: int) -> float:
+    """``min(1, exp(ll[chosen]))``: the model's probability that the answer is (or starts with) the chosen
+    name, ``ll`` the log-likelihoods of the reader's candidate names (the name reader's confidence; chosen
+    over the mass on all names by how well it separates right from wrong answers on the whole general
+    validation split: docs/results/confidence.md)."""
     z = [float(x) for x in ll]
-    if not z:
+    if not z or not 0 <= chosen < len(z):
         return 0.0
-    top = max(z)
-    return float(min(1.0, math.exp(top) * sum(math.exp(x - top) for x in z)))
+    return float(min(1.0, math.exp(z[chosen])))

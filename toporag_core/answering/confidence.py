@@ -17,7 +17,7 @@ KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's 
 # what the compared number is, per answer kind (docs/results/confidence.md)
 KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
                         "probability of that evidence and the label",
-               "names": "the model's probability that the answer is one of the graph's names",
+               "names": "the model's own probability of this name as the answer",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 
@@ -78,7 +78,7 @@ def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 
 def confidence_note(answer: str, probability: float | None, low: bool | None, candidates=None,
                     threshold: float | None = None, kind: str | None = None, top: int = 3) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
-    with (the pipeline's ``confidence``: for a names answer the mass on all names, not the softmax
+    with (the pipeline's ``confidence``: for a names answer the chosen name's own probability, not the softmax
     ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
     :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`."""
     return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,

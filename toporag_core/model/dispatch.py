@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..metrics import name_mass
+from ..metrics import name_confidence
 from .answer_text import evidence_target, is_clean, short_answer, split_evidence
 from .frozen_kv import with_context_kv
 from .qa_batch import QABatch
@@ -153,11 +153,10 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
     probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``confidence`` the
-    model's own probability that the answer is (or starts with) *one of* the row's names,
-    ``min(1, sum_j exp(ll_j))``, not relative to the names: its confidence. A low mass means the model
-    expects an answer the retrieved names do not hold. (The softmax over the names tells right from wrong
-    answers no better than chance on the general validation split, and the best name's own ``exp(ll)``
-    worse than this mass: docs/results/confidence.md.)"""
+    model's own probability that the answer is (or starts with) the chosen name, ``min(1, exp(ll_best))``,
+    not relative to the other names. (The softmax over the names tells right from wrong answers little better
+    than chance on the general validation split, and the mass on all names ``sum_j exp(ll_j)`` worse than the
+    chosen name's own likelihood: docs/results/confidence.md.)"""
     from .decode import score_names
 
     out = []
@@ -172,7 +171,7 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "confidence": name_mass(sc),
+                    "confidence": name_confidence(sc, order[0]),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})

@@ -19,7 +19,7 @@ Fields of a record (:data:`~.schema.FIELDS`, in this order):
   (label sets, candidate names; ``null`` for a generated answer); ``answer_kind``: ``label`` /
   ``names`` / ``generated`` (what ``benchmarks/bench_confidence.py`` calibrates per; ``null`` in
   files written before it existed); ``confidence``: the number that threshold judges (``probability``,
-  except the name reader's mass on its names and the per-token probability of a cited answer's evidence
+  except the name reader's probability of its chosen name and the per-token probability of a cited answer's evidence
   and answer; absent in older files).
 
 Readers and writers:

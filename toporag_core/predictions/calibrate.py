@@ -2,8 +2,8 @@
 
 An answer's probability (``probability`` of a predictions record) means different things per
 *answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), the
-model's probability mass on the candidate names (``"names"``: the name reader; its softmax over the
-names does not separate right from wrong answers) or the per-token geometric mean of a generated phrase
+model's probability that the answer is the chosen candidate name (``"names"``: the name reader; its
+softmax over the names does not separate right from wrong answers) or the per-token geometric mean of a generated phrase
 (``"generated"``). So each kind gets its own threshold, fitted on the validation split of the
 checkpoint:
 
@@ -32,7 +32,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..metrics import name_mass
+from ..metrics import name_confidence
 
 KINDS = ("label", "names", "generated")
 MAX_RIGHT_FLAGGED = 0.25  # at most this share of right validation answers is flagged
@@ -52,13 +52,14 @@ def answer_kind(rec: dict[str, Any]) -> str:
 
 def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
-    record with per-name scores, the model's probability mass on its names ``min(1, sum_j exp(ll_j))``
-    (:func:`~toporag_core.metrics.name_mass`); else its ``probability``."""
+    record with per-name scores, the model's probability that the answer is the chosen name
+    ``min(1, exp(ll_chosen))`` (:func:`~toporag_core.metrics.name_confidence`; the chosen name is the
+    first of ``candidates``, which are ordered best first); else its ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
-    ll = rec.get("name_scores")
-    if answer_kind(rec) == "names" and ll:
-        return name_mass(ll)
+    ll, names, cands = rec.get("name_scores"), rec.get("names") or [], rec.get("candidates") or []
+    if answer_kind(rec) == "names" and ll and cands and cands[0].get("name") in names:
+        return name_confidence(ll, names.index(cands[0]["name"]))
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
