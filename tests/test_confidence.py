@@ -223,7 +223,7 @@ def test_the_page_judges_a_names_answer_by_its_confidence_not_the_softmax():
                         confidence_threshold=0.8, answer_kind="names")
     head = answer_confidence(a).headline()
     assert head.startswith("Low confidence: p = 0.31 is below the threshold 0.8")  # not the softmax's 0.85
-    assert "p: the model's own probability of this name as the answer" in head
+    assert "p: the model's own probability that the answer is its first name" in head
     assert "p = 0.85" not in head
 
 

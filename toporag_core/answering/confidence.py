@@ -17,7 +17,7 @@ KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's 
 # what the compared number is, per answer kind (docs/results/confidence.md)
 KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
                         "probability of that evidence and the label",
-               "names": "the model's own probability of this name as the answer",
+               "names": "the model's own probability that the answer is its first name",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 
