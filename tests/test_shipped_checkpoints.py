@@ -141,7 +141,7 @@ def test_recipe_reproduces_its_checkpoint_config(folder):
     train = asdict(plan.train.resolved(built.answer_set))
     added = {"graph_only": 0.0, "min_token_spread": 0.0, "align_steps": 0, "align_lr": 1e-3,  # newer than a saved
              "align_margin": 0.5, "align_weight": 1.0, "joint_align_weight": 0.0,  # config: absent means these values
-             "align_words": 0.0, "word_steps": 0, "names_weight": 0.0, "names_negatives": 4}
+             "align_words": 0.0, "word_steps": 0}
     train = {k: v for k, v in train.items() if k in meta["train"] or added.get(k, object()) != v}
     retired = {"graph_pretrain_epochs": 0, "freeze_graph": False}  # saved by older code, at their neutral values
     assert {k: v for k, v in meta["train"].items() if k in retired} == {k: v for k, v in retired.items()
