@@ -12,8 +12,6 @@ process and for ``torchrun``.
 * :mod:`.validation` - the validation loss / accuracy and the graph tokens' spread each evaluation logs.
 * :mod:`.optim_state` - AdamW's moments on disk as safetensors (what a resumed run reads back).
 * :mod:`.loop` - :func:`train` and :class:`~.loop.TrainingRun`: steps, evaluations, checkpoints, budgets.
-* :mod:`.names_loss` - the candidate-name term: the listwise loss over an example's retrieved names that
-  trains the name reader's choice (``TrainConfig.names_weight``).
 * :mod:`.align` - the alignment stage (the LLM learns to read cells from their graph tokens) and the joint
   stage's readback term.
 * :mod:`.distributed` - :class:`~.distributed.DistEnv` (``torchrun``) and evaluation shards.

@@ -99,12 +99,6 @@ class TrainConfig:
                                           "contrastive readback loss on a batch of readback rows to every step's "
                                           "loss, and read back validation at every evaluation "
                                           "(toporag_core/training/align.py)", advanced=True)
-    # The candidate-name term (training/names_loss.py): the answer loss never says that another retrieved name is
-    # less likely, and the name reader answers two-hop questions with the bridge entity.
-    names_weight: float = _opt(0.0, "add this weight times the listwise loss over each example's retrieved "
-                                    "candidate names (the right ones against sampled others: "
-                                    "toporag_core/training/names_loss.py) to every step's loss", advanced=True)
-    names_negatives: int = _opt(4, "wrong candidate names sampled per example for --names-weight", advanced=True)
     min_token_spread: float = _opt(0.0, "fail at a validation when the graph tokens' spread across validation "
                                         "examples (norm of their std over norm of their mean) falls below this: "
                                         "they collapsed into a constant (0 = only log it)", advanced=True)
@@ -138,9 +132,6 @@ class TrainConfig:
                              f"{self.joint_align_weight} and {self.align_words}")
         if self.min_token_spread < 0:
             raise ValueError(f"TrainConfig.min_token_spread: must be >= 0, got {self.min_token_spread}")
-        if self.names_weight < 0 or self.names_negatives < 1:
-            raise ValueError(f"TrainConfig: names_weight >= 0 and names_negatives >= 1, got {self.names_weight}, "
-                             f"{self.names_negatives}")
         if self.encoder_lr is not None and self.encoder_lr <= 0:
             raise ValueError(f"TrainConfig.encoder_lr: must be > 0 (or None), got {self.encoder_lr}")
 

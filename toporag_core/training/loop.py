@@ -22,9 +22,6 @@
   loss on a batch of readback rows (:class:`~toporag_core.training.align.JointReadback`; one process only), its
   parts go into the step's log line (``readback_loss``, ``readback_own``, ``readback_other``) and every
   evaluation reads validation back (``readback_own_lower`` ...), so a run shows when the reading fades.
-* Candidate-name term: with ``names_weight > 0`` every micro-batch adds the listwise loss over its examples'
-  retrieved names (:mod:`~toporag_core.training.names_loss`; one process only, its negatives drawn from a
-  generator seeded by ``(seed, step, micro-batch)``), logged as ``names_loss``.
 * Budgets: ``max_steps`` (optimiser steps; also the schedule's length), ``stop_after_steps`` (stop there,
   schedule unchanged), ``time_budget_s`` (wall seconds), ``eval_every`` (steps; default: once per epoch) so a
   short CPU run still selects on validation.
@@ -46,7 +43,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..tasks.prep import Example
@@ -57,7 +53,6 @@ from .config import TrainConfig
 from .data import epoch_batches, with_graph_only_rows
 from .env import ProcessEnv, seed_everything
 from .kv_shards import DiskKVShards
-from .names_loss import names_loss
 from .optim_state import load_optimizer, save_optimizer
 from .validation import token_spread, validation_loss
 from ..model import TopoRAGModel
@@ -127,9 +122,6 @@ def check_training_inputs(model: TopoRAGModel, train_set: list[Example], val_set
     if cfg.joint_align_weight:
         raise ValueError("TrainConfig.joint_align_weight is not supported with several processes: its readback "
                          "rows run outside DDP's gradient reduction; train in one process")
-    if cfg.names_weight:
-        raise ValueError("TrainConfig.names_weight is not supported with several processes: its candidate rows "
-                         "run outside DDP's gradient reduction; train in one process")
     if kv is not None:
         raise ValueError("the KV cache (DiskKVShards) is not supported with several processes: every rank would "
                          "build the same shard files in one folder; train without it (--no-kv-cache)")
@@ -271,27 +263,18 @@ class TrainingRun:
         ex_tot, share = self.loss_weights(group)
         n_ex = sum(ex_tot)
         part = 0.0  # this rank's part of the step's global loss
-        names_part = 0.0  # the candidate-name term's part (logged apart)
         for j, idx in enumerate(group):
             # an empty share (short last batch) still joins DDP's gradient reduction, with weight 0
             chunk = [self.train_set[i] for i in idx] or [self.train_set[0]]
             w = share[j] * ex_tot[j] / n_ex
             with env.no_sync(net) if j + 1 < len(group) else contextlib.nullcontext():
                 loss = net(make_batch(chunk, use_graph=self.model.config.use_graph, kv=self.kv).to(self.model.device))
-                total = loss
-                if self.cfg.names_weight:  # one process only (check_training_inputs)
-                    rng = np.random.default_rng([self.cfg.seed, self.state["step"], j])  # the same after a resume
-                    term = names_loss(self.model, chunk, self.cfg.names_negatives, rng, kv=self.kv)
-                    if term is not None:
-                        total = loss + self.cfg.names_weight * term
-                        names_part += float(term.detach()) * w
-                (total * w).backward()
+                (loss * w).backward()
             part += float(loss.detach()) * w / env.world
         step_loss = env.all_sum([part])[0]
-        extra: dict[str, float] = {"names_loss": names_part} if self.cfg.names_weight else {}
+        extra: dict[str, float] = {}
         if self.joint is not None:
-            term, joint = self.joint.loss(self.model, self.state["step"])
-            extra.update(joint)
+            term, extra = self.joint.loss(self.model, self.state["step"])
             term.backward()
         if self.cfg.grad_clip:
             torch.nn.utils.clip_grad_norm_(list(self.params.values()), self.cfg.grad_clip)
