@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from toporag_core.model import QABatch, short_answer
-from toporag_core.model.dispatch import answer_prefix, answer_probability, answer_scores
+from toporag_core.model.dispatch import answer_prefix, answer_scores
 from toporag_core.model.answer_text import evidence_target
 from toporag_core.model.styles import get_style
 from toporag_core.answering.pipeline import TopoRAGPipeline
@@ -127,7 +127,7 @@ def test_generated_answers_get_a_per_token_probability_and_stay_the_generated_on
         checked.append(True)
         assert m.answer(one, choices=[None])[0]["probability"] == pytest.approx(r["probability"], rel=1e-4)
     assert any(checked)  # at least one answer is the whole generation, scored alone
-    assert answer_probability(m, batch, ["", " ", "x"], None)[:2] == [None, None]  # empty answers: no probability
+    assert answer_scores(m, batch, ["", " ", "x"], None)[0][:2] == [None, None]  # empty answers: no probability
 
 
 def test_a_cited_answer_is_scored_after_the_evidence_the_model_wrote():
@@ -144,9 +144,9 @@ def test_a_cited_answer_is_scored_after_the_evidence_the_model_wrote():
     k = next(i for i, (x, y) in enumerate(zip(full, head + [-1])) if x != y)
     ll_all = float(m.score_choices(batch, [[pre + ans]], truncate=False)[0, 0])  # prefix + answer + end
     ll_pre = float(score_token_lists(m, batch, [[full[:k]]])[0, 0])
-    p = answer_probability(m, batch, [ans], None, [pre])[0]
+    p = answer_scores(m, batch, [ans], None, [pre])[0][0]
     assert p == pytest.approx(math.exp((ll_all - ll_pre) / (len(full) - k + len(eos))), rel=1e-4) and 0 < p <= 1
-    assert p != pytest.approx(answer_probability(m, batch, [ans], None)[0], rel=1e-3)  # the evidence counts
+    assert p != pytest.approx(answer_scores(m, batch, [ans], None)[0][0], rel=1e-3)  # the evidence counts
     assert answer_prefix("dog [5]: brown, sitting. Answer: brown", "brown", "brown") == \
         "dog [5]: brown, sitting. Answer: "
     assert answer_prefix("brown dog", "brown dog", "brown") == "" and answer_prefix("x", "x", "y") == ""

@@ -5,7 +5,7 @@ Rows are grouped by their closed answer set (``None``: open). A **closed set** i
 ``softmax(scores)`` over the candidates. **Open questions**: greedy generation cut to a short phrase
 (:func:`~toporag_core.model.answer_text.short_answer`), with the per-token geometric-mean probability of that
 phrase under the same prompt and what was generated before it (a cited answer's evidence),
-``exp(ll / n_tokens)`` (:func:`answer_probability`), as its ``probability``;
+``exp(ll / n_tokens)`` (:func:`answer_scores`), as its ``probability``;
 :func:`~toporag_core.model.answer_text.is_clean` flags an
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
@@ -48,12 +48,6 @@ def _scored(cands: tuple[str, ...], sc: Tensor, r: int, raw: str | None = None) 
     return {"answer": cands[j], "probability": float(prob[r, j]),
             "scores": {c: float(sc[r, k]) for k, c in enumerate(cands)}, "raw": cands[j] if raw is None else raw,
             "clean": True, "kind": "label"}
-
-
-def answer_probability(model, sub: QABatch, answers: list[str], soft,
-                       prefixes: list[str] | None = None) -> list[float | None]:
-    """:func:`answer_scores`' first list: the answer given what was generated before it."""
-    return answer_scores(model, sub, answers, soft, prefixes)[0]
 
 
 def answer_scores(model, sub: QABatch, answers: list[str], soft, prefixes: list[str] | None = None
@@ -118,7 +112,7 @@ def answer_prefix(raw: str, text: str, answer: str) -> str:
 
 
 def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]]:
-    """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_probability`
+    """Open rows: greedy generation cut to a short phrase; ``probability`` is :func:`answer_scores`' ``p``
     of that phrase after what was generated before it (scored after generation, so the answer is the
     generated one); a style with cited answers adds ``confidence``, the per-token probability of the
     evidence and the answer together (:func:`answer_scores`' ``q``: its confidence)."""
@@ -214,7 +208,7 @@ def answer(model, batch: QABatch, choices=None, soft: Tensor | None = None,
     ask``, ``toporag eval``, the pipeline and the app share), one candidate list for every row, or a
     list with one candidate list (or ``None``: open) per row. Closed rows get the arg-max candidate and
     its softmax probability over the candidates (``scores``: candidate -> log-likelihood); open rows
-    get greedy generation cut to a short phrase (``probability``: :func:`answer_probability`); ``clean`` is
+    get greedy generation cut to a short phrase (``probability``: :func:`answer_scores`' ``p``); ``clean`` is
     :func:`~toporag_core.model.answer_text.is_clean`. Yes/no rows of an evidence-first style first generate
     their evidence greedily (``raw``; ``evidence`` is the part before ``Answer:``), then score
     ``"<evidence>. Answer: yes"`` against ``"... no"`` from the same prompt cache.

@@ -19,8 +19,8 @@ Fields of a record (:data:`~.schema.FIELDS`, in this order):
   (label sets, candidate names; ``null`` for a generated answer); ``answer_kind``: ``label`` /
   ``names`` / ``generated`` (what ``benchmarks/bench_confidence.py`` calibrates per; ``null`` in
   files written before it existed); ``confidence``: the number that threshold judges (``probability``,
-  except the name reader's probability of its chosen name and the per-token probability of a cited answer's evidence
-  and answer; absent in older files).
+  except the name reader's probability of its chosen name and the per-token probability of a cited
+  answer's evidence and answer; absent in older files).
 
 Readers and writers:
 
