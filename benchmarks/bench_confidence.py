@@ -6,7 +6,10 @@ generation, whose probability is the per-token geometric mean of the phrase; a n
 by the chosen name's own likelihood, the ``confidence`` the pipeline reports), the threshold is the
 largest ``t`` with at most 25% of the right validation answers below it
 (:func:`toporag_core.predictions.calibrate.fit_threshold`); an answer is flagged when its probability
-is below it. Reported per split: n, accuracy, majority-answer accuracy, the share of wrong answers
+is below it. A label answer after evidence the model wrote (the scene checkpoint's yes / no) is also
+flagged when a claim of its evidence is not a fact of its context
+(:func:`toporag_core.retrieval.claims.unsupported_claims`); its threshold is fitted beside that check, and
+``--no-evidence-check`` measures the threshold alone. Reported per split: n, accuracy, majority-answer accuracy, the share of wrong answers
 flagged (target >= 60%), of right answers flagged (target <= 25%), and the accuracy of what is not
 flagged. ``--write`` stores the thresholds in the checkpoint's ``config.json`` (``"confidence"``), which
 ``toporag ask``, ``toporag kg ask`` and the Ask page read.
@@ -63,7 +66,7 @@ def table(name: str, rows: dict[str, dict[str, dict]]) -> list[str]:
             out.append(f"| {name} | {kind} | {split} | {r['n']} | {fmt(r['accuracy'])} | {fmt(r['majority_accuracy'])} "
                        f"| {'-' if r['threshold'] is None else format(r['threshold'], '.4g')} | "
                        f"{fmt(r['wrong_flagged'])} ({r['n_wrong']}) | {fmt(r['right_flagged'])} ({r['n_right']}) | "
-                       f"{fmt(r['kept_accuracy'])} |")
+                       f"{fmt(r['kept_accuracy'])} | {r.get('unsupported', 0)} |")
     return out
 
 
@@ -80,6 +83,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=MAX_RIGHT_FLAGGED,
                     help="at most this share of right validation answers is flagged (default 0.25)")
     ap.add_argument("--fitted-on", default=None, help="how config.json describes the validation answers")
+    ap.add_argument("--no-evidence-check", action="store_true",
+                    help="flag by the threshold alone (no check of the evidence against the context)")
     ap.add_argument("--write", action="store_true", help="store the thresholds in the checkpoint's config.json")
     ap.add_argument("--json", default=None, help="also write the measurements here")
     args = ap.parse_args()
@@ -90,17 +95,18 @@ def main() -> None:
     asked = {(r.get("kind") or r.get("dataset"), r.get("question")) for r in val}
     shared = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) in asked]
     test = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) not in asked]
-    fit = calibrate(val, args.rate)
+    fit = calibrate(val, args.rate, check_evidence=not args.no_evidence_check)
     thresholds = {k: r["threshold"] for k, r in fit.items()}
-    res = {"val": fit, **({"test": measure(test, thresholds)} if test else {})}
+    checked = [k for k, r in fit.items() if r["evidence_checked"]]
+    res = {"val": fit, **({"test": measure(test, thresholds, checked)} if test else {})}
     name = Path(args.checkpoint).name
     print(f"checkpoint {name}: thresholds fitted on {sum(r['n'] for r in fit.values())} validation answers "
           f"(at most {args.rate:.0%} of right answers flagged); no probability: "
           f"{sum(r.get('probability') is None for r in val)} val, {sum(r.get('probability') is None for r in test)} test; "
           f"{len(shared)} test answers left out (their questions are in the validation answers too)")
     print("| checkpoint | kind | split | n | accuracy | majority | threshold | wrong flagged (n wrong) | "
-          "right flagged (n right) | accuracy not flagged |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "right flagged (n right) | accuracy not flagged | flagged by their evidence |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(table(name, res)))
     if args.json:
         Path(args.json).write_text(json.dumps({"checkpoint": name, "rate": args.rate, **res}, indent=2))
@@ -108,7 +114,7 @@ def main() -> None:
         datasets = sorted({str(r.get("dataset") or r.get("kind") or "?") for r in val})
         fitted_on = args.fitted_on or (f"validation split ({', '.join(datasets)}), {len(val)} answers: at most "
                                        f"{args.rate:.0%} of right answers below the threshold")
-        path = write_confidence(args.checkpoint, thresholds, fitted_on, {k: r["n"] for k, r in fit.items()})
+        path = write_confidence(args.checkpoint, thresholds, fitted_on, {k: r["n"] for k, r in fit.items()}, checked)
         print(f"wrote confidence thresholds into {path}")
 
 

@@ -226,7 +226,7 @@ for col, (m, a) in zip(cols, answers.items()):
         if conf.low:
             st.warning(ask.confidence_markdown(conf), icon=":material/warning:")
         else:
-            st.caption(conf.headline())
+            st.caption(ask.confidence_markdown(conf))
         if gold is not None:
             right = ask.judge(task, a.answer, gold)
             (st.success if right else st.error)(
@@ -238,7 +238,7 @@ for col, (m, a) in zip(cols, answers.items()):
         if occurs:
             st.caption(occurs)
         if claim.is_yes_no_answer(a):  # evidence read from the retrieved facts, never the model's sentence
-            show_claim_evidence(m, claim.claim_evidence(asked, a.subcomplex, a.evidence))
+            show_claim_evidence(m, claim.claim_evidence(asked, a.subcomplex, a.evidence, a.unsupported_claims))
         elif a.evidence is not None:
             st.markdown(ask.evidence_heading(a, errors.is_citation(a.evidence)))
             with st.container(key=f"ask_evidence_{m}"):

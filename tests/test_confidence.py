@@ -220,7 +220,7 @@ def test_the_page_judges_a_names_answer_by_its_confidence_not_the_softmax():
 
     cands = [{"name": "A", "probability": 0.85}, {"name": "B", "probability": 0.15}]
     a = SimpleNamespace(answer="A", probability=0.85, confidence=0.31, low_confidence=True, candidates=cands,
-                        confidence_threshold=0.8, answer_kind="names")
+                        confidence_threshold=0.8, answer_kind="names", unsupported_claims=None)
     head = answer_confidence(a).headline()
     assert head.startswith("Low confidence: p = 0.31 is below the threshold 0.8")  # not the softmax's 0.85
     assert "p: the model's own probability that the answer is its first name" in head

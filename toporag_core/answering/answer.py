@@ -6,7 +6,8 @@ derived here, once:
 
 * :meth:`Answer.to_json` - the JSON fields shared by ``toporag ask --json`` and ``toporag serve``:
   the answer, its confidence (``probability``, ``confidence``, ``low_confidence`` against
-  ``confidence_threshold``, ``margin``, ``candidates``), the evidence, what was retrieved (``cells``),
+  ``confidence_threshold``, ``margin``, ``candidates``), the evidence and its claims the context does
+  not hold (``unsupported_claims``), what was retrieved (``cells``),
   what the LLM read (``context``, ``prompt``) and the ``timings`` in seconds;
 * the CLI adds the question, the retrieval parameters, the runner-ups and the route; the service adds
   the subcomplex's cell ids, the setting and the batch size.
@@ -26,7 +27,8 @@ from ..retrieval.budget import ContextFit
 
 # the fields of ``to_json``, in their printed order
 JSON_FIELDS = ("answer", "probability", "label_probs", "confidence", "low_confidence", "confidence_threshold",
-               "answer_kind", "margin", "candidates", "evidence", "method", "cells", "context", "prompt", "timings")
+               "answer_kind", "margin", "candidates", "evidence", "unsupported_claims", "method", "cells", "context",
+               "prompt", "timings")
 
 
 @dataclass
@@ -45,6 +47,8 @@ class Answer:
     timings: dict[str, Any]
     label_probs: dict[str, float] | None = None
     evidence: str | None = None  # what an evidence-first / cited checkpoint wrote before its answer
+    # the claims of a label answer's evidence that its context does not hold ([]: all hold; None: not checked)
+    unsupported_claims: list[str] | None = None
     choices: tuple[str, ...] | None = None
     candidates: list[dict[str, Any]] | None = None  # the top names / labels with their probabilities
     probability: float | None = None  # label / name softmax; generated: per-token geometric mean

@@ -6,6 +6,11 @@ fitted by ``benchmarks/bench_confidence.py``: at most 25% of right validation an
 Then the user sees the runner-up answers with their probabilities (the other labels of a closed set,
 the next names of the name reader; a generated answer has none). Without a calibrated threshold the
 probability is shown as it is, and the notice says it is not calibrated.
+
+A label answer after evidence the model wrote is also low confidence when a claim of that evidence is not
+a fact of the retrieved graph (:func:`~toporag_core.retrieval.claims.unsupported_claims`, for the
+checkpoints calibrated with that check); the notice quotes the claims, and says so even where the
+checkpoint was calibrated without the check.
 """
 from __future__ import annotations
 
@@ -30,6 +35,17 @@ class ConfidenceNote:
     threshold: float | None = None
     kind: str | None = None  # "label" | "names" | "generated"
     runner_ups: list[tuple[str, float]] = field(default_factory=list)  # the next answers, best first
+    unsupported: list[str] = field(default_factory=list)  # the evidence's claims the retrieved graph does not hold
+
+    @property
+    def by_evidence(self) -> bool:
+        """Low confidence because of the evidence alone (the probability is at or above the threshold)."""
+        return bool(self.low and self.unsupported and self.confidence is not None
+                    and (self.threshold is None or self.confidence >= self.threshold))
+
+    def unsupported_text(self) -> str | None:
+        """``'"The poster is blue"'`` (the unsupported claims, quoted, ``;``-joined), or ``None``."""
+        return "; ".join(f'"{c}"' for c in self.unsupported) if self.unsupported else None
 
     def headline(self) -> str:
         """``"Low confidence: p = 0.03, below ..."`` / ``"Confidence: p = 0.91 ..."`` (plain text)."""
@@ -42,6 +58,10 @@ class ConfidenceNote:
         where = f"the threshold {self.threshold:.3g} calibrated on validation for {kind}" \
             if self.threshold is not None else f"the threshold calibrated on validation for {kind}"
         what = f" (p: {KIND_NUMBER[self.kind]})" if self.kind in KIND_NUMBER else ""
+        if self.by_evidence:
+            return (f"Low confidence: the evidence the model wrote is not in the retrieved graph "
+                    f"({self.unsupported_text()}), though {p} is at or above {where}; the answer may well be "
+                    f"wrong{what}")
         if self.low:
             return f"Low confidence: {p} is below {where}; the answer may well be wrong{what}"
         return f"Confidence: {p} (at or above {where}){what}"
@@ -53,8 +73,11 @@ class ConfidenceNote:
         return ", ".join(f"{name} (p = {p:.3g})" for name, p in self.runner_ups)
 
     def lines(self) -> list[str]:
-        """The CLI's lines: the headline, and the runner-ups when the answer is low confidence."""
+        """The CLI's lines: the headline, the evidence's unsupported claims (when the headline does not quote
+        them), and the runner-ups when the answer is low confidence."""
         out = [self.headline()]
+        if self.unsupported and not self.by_evidence:
+            out.append("evidence not in the retrieved graph: " + str(self.unsupported_text()))
         if self.low and self.runner_ups:
             out.append("runner-up answers: " + str(self.runner_up_text()))
         elif self.low:
@@ -63,7 +86,8 @@ class ConfidenceNote:
 
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": self.confidence, "low_confidence": self.low, "threshold": self.threshold,
-                "answer_kind": self.kind, "runner_ups": [{"name": n, "probability": p} for n, p in self.runner_ups]}
+                "answer_kind": self.kind, "runner_ups": [{"name": n, "probability": p} for n, p in self.runner_ups],
+                "unsupported_claims": list(self.unsupported)}
 
 
 def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 3) -> list[tuple[str, float]]:
@@ -76,10 +100,12 @@ def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 
 
 
 def confidence_note(answer: str, probability: float | None, low: bool | None, candidates=None,
-                    threshold: float | None = None, kind: str | None = None, top: int = 3) -> ConfidenceNote:
+                    threshold: float | None = None, kind: str | None = None, top: int = 3,
+                    unsupported: list[str] | None = None) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
     with (the pipeline's ``confidence``: for a names answer the chosen name's own probability, not the softmax
     ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
-    :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`."""
+    :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`; ``unsupported``: the
+    answer's ``unsupported_claims``."""
     return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,
-                          runner_ups(answer, candidates, top))
+                          runner_ups(answer, candidates, top), list(unsupported or ()))

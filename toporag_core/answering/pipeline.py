@@ -34,6 +34,7 @@ from ..nn import collate, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from ..retrieval.budget import ContextFit, fit_context
 from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
+from ..retrieval.claims import unsupported_claims
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .answer import Answer
 
@@ -211,15 +212,24 @@ class TopoRAGPipeline:
             thr = thr.get(kind) if kind is not None else None
         return None if thr is None else float(thr)
 
-    def confidence_of(self, probability: float | None, kind: str | None = None) -> dict[str, Any]:
+    def checks_evidence(self, kind: str | None) -> bool:
+        """Whether answers of ``kind`` are also flagged when their evidence is not a fact of their context
+        (``config.json`` ``"confidence": {"evidence_check": [kind, ...]}``: the kinds whose threshold
+        ``bench_confidence.py`` fitted beside that check)."""
+        return kind is not None and kind in ((self.meta.get("confidence") or {}).get("evidence_check") or ())
+
+    def confidence_of(self, probability: float | None, kind: str | None = None,
+                      unsupported: list[str] | None = None) -> dict[str, Any]:
         """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
-        calibrated threshold for answers of ``kind`` (:meth:`confidence_threshold`); ``None`` when there
-        is no probability (``confidence`` too) or no threshold for the kind."""
+        calibrated threshold for answers of ``kind`` (:meth:`confidence_threshold`), or, for a kind the
+        checkpoint checks (:meth:`checks_evidence`), when ``unsupported`` (the claims of its evidence its
+        context does not hold, :func:`~toporag_core.retrieval.claims.unsupported_claims`) is not empty;
+        ``None`` when there is no probability (``confidence`` too) or no threshold for the kind."""
         if probability is None:
             return {"confidence": None, "low_confidence": None}
         thr = self.confidence_threshold(kind)
-        return {"confidence": float(probability),
-                "low_confidence": None if thr is None else bool(probability < thr)}
+        low = None if thr is None else bool(probability < thr or (unsupported and self.checks_evidence(kind)))
+        return {"confidence": float(probability), "low_confidence": low}
 
     @property
     def use_cells2(self) -> bool:
@@ -298,8 +308,8 @@ class TopoRAGPipeline:
         the frozen part of each row (chat prefix + context) is read once per distinct context and
         reused from the store afterwards; only the tail and the label scoring run per batch.
 
-        Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence"}, ...], {"encode",
-        "generate", "batch_size"})``.
+        Returns ``([{"answer", "label_probs", "probability", "raw", "clean", "evidence", "unsupported_claims"},
+        ...], {"encode", "generate", "batch_size"})``.
         """
         batch = QABatch(cells=None, questions=[j.question for j in jobs], contexts=[j.context for j in jobs])
         with self._lock, torch.no_grad():
@@ -317,7 +327,7 @@ class TopoRAGPipeline:
                                      priors=[j.priors for j in jobs], path_weight=self.path_weight)
             t2 = time.perf_counter()
         out = []
-        for r in rows:
+        for j, r in zip(jobs, rows):
             probs = None
             if r.get("scores"):  # softmax over the candidates' log-likelihoods, in float64
                 z = torch.tensor(list(r["scores"].values()), dtype=torch.float64).softmax(0).tolist()
@@ -330,11 +340,15 @@ class TopoRAGPipeline:
             cands = r.get("candidates") or ([{"name": k, "probability": v} for k, v in
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
             kind = r.get("kind") or ("label" if probs else "generated")  # what the threshold is fitted per
+            # a label after evidence the model wrote: the claims of that evidence the context does not hold
+            unsupported = unsupported_claims(r.get("evidence"), j.context) if kind == "label" else None
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
                         "candidates": cands, "answer_kind": kind,
-                        **self.confidence_of(r.get("confidence", prob), kind),  # names: the chosen name's probability
-                        "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence")})
+                        # names: judged by the chosen name's own probability
+                        **self.confidence_of(r.get("confidence", prob), kind, unsupported),
+                        "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence"),
+                        "unsupported_claims": unsupported})
         return out, {"encode": t1 - t0, "generate": t2 - t1, "batch_size": len(jobs)}
 
     def check_embeddings(self, ecx: EmbeddedComplex) -> None:
@@ -389,6 +403,7 @@ class TopoRAGPipeline:
             prompt=self.prompt_layout(job.fit, job.question),
             timings={"retrieve": job.retrieve_s, "encode": times["encode"], "generate": times["generate"]},
             label_probs=res["label_probs"], evidence=res.get("evidence"),
+            unsupported_claims=res.get("unsupported_claims"),
             choices=tuple(job.choices) if job.choices else None, candidates=res["candidates"],
             probability=res["probability"], low_confidence=res["low_confidence"], answer_kind=kind,
             confidence_threshold=self.confidence_threshold(kind), confidence=res["confidence"],
@@ -421,7 +436,8 @@ class TopoRAGPipeline:
             "low_confidence" (:meth:`confidence_of`), "answer_kind" (``"label"`` /
             ``"names"`` / ``"generated"``), "topic" (the question's
             named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first
-            checkpoint wrote before its yes/no, else None), "subcomplex", "context" (what the
+            checkpoint wrote before its yes/no, else None), "unsupported_claims" (the claims of that evidence
+            the context does not hold; None: nothing checked), "subcomplex", "context" (what the
             LLM read: fitted to its input limit by prize), "context_fit" (:class:`ContextFit`: what
             a cut dropped), "prompt" (layout, with ``context_cut``), "cells" (texts), "timings"
             {prepare, retrieve, encode, generate, total} (seconds), "method", "setting", "params"}``.

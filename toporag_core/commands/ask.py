@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     out.timings["prepare"] = prepare_s
     out.timings["total"] += prepare_s
     note = confidence_note(out.answer, out.confidence, out.low_confidence, out.candidates,
-                           out.confidence_threshold, out.answer_kind)
+                           out.confidence_threshold, out.answer_kind, unsupported=out.unsupported_claims)
     result = {**out.to_json(), "runner_ups": note.to_dict()["runner_ups"], "question": question,
               "params": dict(out.setting.params), "model": pipe.describe(),
               "route": {"checkpoint": decision.checkpoint, "model": decision.model, "reason": decision.reason,
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     human = "\n".join([
         "model: " + decision.line().split(": ", 1)[1].replace("**", ""),
         f"answer: {out.answer}" + (f" (p = {out.probability:.2f})" if out.probability is not None else ""),
-        *(note.lines() if note.low else []),
+        *(note.lines() if note.low or note.unsupported else []),
         *([f"evidence: {out.evidence}"] if out.evidence is not None else []),
         f"retrieved ({out.method}): {len(out.cells['nodes'])} nodes, {len(out.cells['edges'])} edges, "
         f"{len(out.cells['cells2'])} 2-cells",

@@ -216,8 +216,8 @@ def _answer_lines(a) -> list[str]:
     from ..answering.confidence import confidence_note
 
     note = confidence_note(a.answer, a.confidence, a.low_confidence, a.candidates, a.confidence_threshold,
-                           a.answer_kind)
-    lines = [f"answer: {a.answer}", *(note.lines() if note.low else [note.headline()])]
+                           a.answer_kind, unsupported=a.unsupported_claims)
+    lines = [f"answer: {a.answer}", *note.lines()]
     cands = a.candidates or []
     if len(cands) > 1:
         lines.append("candidates (probability among them): "

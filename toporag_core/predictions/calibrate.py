@@ -14,9 +14,17 @@ for ``k = floor(rate * m)``: every ``t <= p_(k+1)`` flags at most ``k`` right an
 ``t`` also flags ``p_(k+1)``. An answer is flagged when ``p < t*``; what matters is then the share of
 *wrong* answers it flags (the target is at least 60%), measured on validation and on test.
 
+**Evidence that the context does not hold.** A label answer after evidence the model wrote (the scene
+checkpoint's yes / no) is also flagged when a claim of that evidence is not a fact of the context it read
+(:func:`~toporag_core.retrieval.claims.unsupported_claims`), whatever its probability. For those kinds
+(:data:`EVIDENCE_CHECKED`) the threshold is fitted on what the check leaves: with ``f`` right answers
+flagged by the check, ``t*`` is the ``(k - f + 1)``-th smallest probability of the other right answers
+(``0``, flagging by probability nothing, when ``f >= k``), so at most ``k`` right answers are flagged in all.
+
 * :func:`answer_kind` - the kind of one record (``answer_kind`` when written, else inferred from its
   margin and candidate names, for older files).
 * :func:`fit_threshold`, :func:`flag_rates`, :func:`calibrate` - the fit and the measurements.
+* :func:`unsupported_of` - a record's evidence claims its context does not hold (the check above).
 * :func:`write_confidence` - the fitted thresholds into a checkpoint's ``config.json`` (key
   ``"confidence"``, written atomically), which :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_of`
   reads.
@@ -33,8 +41,10 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..metrics import name_confidence
+from ..retrieval.claims import unsupported_claims
 
 KINDS = ("label", "names", "generated")
+EVIDENCE_CHECKED = ("label",)  # kinds whose evidence is checked against the context (a label after evidence)
 MAX_RIGHT_FLAGGED = 0.25  # at most this share of right validation answers is flagged
 
 
@@ -63,50 +73,78 @@ def confidence_of(rec: dict[str, Any]) -> float | None:
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
+def unsupported_of(rec: dict[str, Any]) -> list[str] | None:
+    """The claims of a record's evidence that its context does not hold: its ``unsupported_claims`` when
+    written, else :func:`~toporag_core.retrieval.claims.unsupported_claims` of its ``evidence`` and
+    ``context``; ``None`` (nothing checked) for kinds outside :data:`EVIDENCE_CHECKED` or without evidence."""
+    if answer_kind(rec) not in EVIDENCE_CHECKED:
+        return None
+    if "unsupported_claims" in rec:
+        return rec["unsupported_claims"]
+    return unsupported_claims(rec.get("evidence"), rec.get("context"))
+
+
 def correct_of(rec: dict[str, Any]) -> bool:
     """The record's verdict: ``correct`` (``toporag eval``), else ``hit`` (knowledge-graph answer records)."""
     return bool(rec["correct"] if "correct" in rec else rec.get("hit"))
 
 
-def fit_threshold(p_right: Iterable[float], rate: float = MAX_RIGHT_FLAGGED) -> float | None:
+def fit_threshold(p_right: Iterable[float], rate: float = MAX_RIGHT_FLAGGED,
+                  forced: Iterable[bool] | None = None) -> float | None:
     """The largest ``t`` with at most ``rate`` of ``p_right`` below it (``p_(k+1)``, ``k = floor(rate m)``);
-    ``None`` without right answers."""
-    p = np.sort(np.asarray(list(p_right), dtype=np.float64))
+    ``None`` without right answers. ``forced``: per right answer, whether it is flagged anyway (its evidence
+    failed the check); the threshold then flags at most ``k`` minus those among the others (``0`` when none)."""
+    p = np.asarray(list(p_right), dtype=np.float64)
     if not len(p):
         return None
     k = int(np.floor(rate * len(p) + 1e-9))
+    if forced is not None:
+        f = np.asarray(list(forced), dtype=bool)
+        k, p = k - int(f.sum()), p[~f]
+        if k < 0 or not len(p):
+            return 0.0
+    p = np.sort(p)
     return float(p[min(k, len(p) - 1)])
 
 
-def flag_rates(p: Iterable[float], correct: Iterable[bool], t: float | None) -> dict[str, Any]:
-    """What threshold ``t`` does to answers with probabilities ``p`` and verdicts ``correct``:
+def flag_rates(p: Iterable[float], correct: Iterable[bool], t: float | None,
+               forced: Iterable[bool] | None = None) -> dict[str, Any]:
+    """What threshold ``t`` does to answers with probabilities ``p`` and verdicts ``correct`` (and
+    ``forced``: flagged whatever their probability, :func:`unsupported_of`):
     ``{"n", "n_right", "n_wrong", "accuracy", "wrong_flagged", "right_flagged", "flagged",
-    "kept_accuracy"}`` (shares; ``kept_accuracy``: accuracy of the answers not flagged; a share is
-    ``None`` when it has no answers to count)."""
+    "kept_accuracy", "unsupported"}`` (shares; ``kept_accuracy``: accuracy of the answers not flagged;
+    ``unsupported``: how many were flagged by their evidence; a share is ``None`` when it has no answers
+    to count)."""
     p = np.asarray(list(p), dtype=np.float64)
     ok = np.asarray(list(correct), dtype=bool)
-    flag = p < t if t is not None else np.zeros(len(p), bool)
+    forced_ = np.zeros(len(p), bool) if forced is None else np.asarray(list(forced), dtype=bool)
+    flag = (p < t if t is not None else np.zeros(len(p), bool)) | forced_
 
     def share(x: np.ndarray) -> float | None:
         return float(x.mean()) if len(x) else None
 
     return {"n": int(len(p)), "n_right": int(ok.sum()), "n_wrong": int((~ok).sum()), "accuracy": share(ok),
             "wrong_flagged": share(flag[~ok]), "right_flagged": share(flag[ok]), "flagged": share(flag),
-            "kept_accuracy": share(ok[~flag])}
+            "kept_accuracy": share(ok[~flag]), "unsupported": int(forced_.sum())}
 
 
-def by_kind(records: Iterable[dict[str, Any]]) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any]]]:
-    """``{kind: (confidences, verdicts, gold answers)}`` of the records that have one (:func:`confidence_of`)."""
-    out: dict[str, tuple[list, list, list]] = {}
+def by_kind(records: Iterable[dict[str, Any]], check_evidence: bool = True
+            ) -> dict[str, tuple[np.ndarray, np.ndarray, list[Any], np.ndarray]]:
+    """``{kind: (confidences, verdicts, gold answers, unsupported)}`` of the records that have a confidence
+    (:func:`confidence_of`); ``unsupported``: the evidence check failed (:func:`unsupported_of`; all
+    ``False`` with ``check_evidence=False``)."""
+    out: dict[str, tuple[list, list, list, list]] = {}
     for r in records:
         c = confidence_of(r)
         if c is None:
             continue
-        p, ok, gold = out.setdefault(answer_kind(r), ([], [], []))
+        p, ok, gold, bad = out.setdefault(answer_kind(r), ([], [], [], []))
         p.append(c)
         ok.append(correct_of(r))
         gold.append(r.get("gold", r.get("answers")))
-    return {k: (np.asarray(p, np.float64), np.asarray(ok, bool), g) for k, (p, ok, g) in out.items()}
+        bad.append(bool(unsupported_of(r)) if check_evidence else False)
+    return {k: (np.asarray(p, np.float64), np.asarray(ok, bool), g, np.asarray(b, bool))
+            for k, (p, ok, g, b) in out.items()}
 
 
 def majority_accuracy(gold: list[Any]) -> float | None:
@@ -116,32 +154,41 @@ def majority_accuracy(gold: list[Any]) -> float | None:
     return Counter(keys).most_common(1)[0][1] / len(keys) if keys else None
 
 
-def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED) -> dict[str, dict[str, Any]]:
-    """Per answer kind: the fitted threshold (:func:`fit_threshold` on the right answers) and what it
-    flags on these records (:func:`flag_rates`, plus ``majority_accuracy``)."""
+def calibrate(records: Iterable[dict[str, Any]], rate: float = MAX_RIGHT_FLAGGED,
+              check_evidence: bool = True) -> dict[str, dict[str, Any]]:
+    """Per answer kind: the fitted threshold (:func:`fit_threshold` on the right answers, beside the ones the
+    evidence check flags) and what it flags on these records (:func:`flag_rates`, plus
+    ``majority_accuracy`` and ``evidence_checked``: whether any of the kind's evidence failed the check)."""
     out = {}
-    for kind, (p, ok, gold) in by_kind(records).items():
-        t = fit_threshold(p[ok], rate)
-        out[kind] = {"threshold": t, **flag_rates(p, ok, t), "majority_accuracy": majority_accuracy(gold)}
+    for kind, (p, ok, gold, bad) in by_kind(records, check_evidence).items():
+        t = fit_threshold(p[ok], rate, bad[ok] if bad.any() else None)
+        out[kind] = {"threshold": t, **flag_rates(p, ok, t, bad), "majority_accuracy": majority_accuracy(gold),
+                     "evidence_checked": bool(bad.any())}
     return out
 
 
-def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None]) -> dict[str, dict[str, Any]]:
-    """Per answer kind, what the given thresholds (fitted elsewhere: on validation) flag on these records."""
-    return {kind: {"threshold": thresholds.get(kind), **flag_rates(p, ok, thresholds.get(kind)),
+def measure(records: Iterable[dict[str, Any]], thresholds: dict[str, float | None],
+            checked: Iterable[str] = EVIDENCE_CHECKED) -> dict[str, dict[str, Any]]:
+    """Per answer kind, what the given thresholds (fitted elsewhere: on validation) flag on these records,
+    the evidence check applied to the kinds in ``checked``."""
+    checked = set(checked)
+    return {kind: {"threshold": thresholds.get(kind), **flag_rates(p, ok, thresholds.get(kind),
+                                                                   bad if kind in checked else None),
                    "majority_accuracy": majority_accuracy(gold)}
-            for kind, (p, ok, gold) in by_kind(records).items()}
+            for kind, (p, ok, gold, bad) in by_kind(records).items()}
 
 
 def write_confidence(folder: str | os.PathLike, thresholds: dict[str, float | None], fitted_on: str,
-                     n: dict[str, int]) -> Path:
-    """Store ``{"threshold": {kind: t}, "fitted_on", "n"}`` as ``"confidence"`` in ``folder/config.json``
-    (every other key kept), written next to it and moved into place."""
+                     n: dict[str, int], evidence_checked: Iterable[str] = ()) -> Path:
+    """Store ``{"threshold": {kind: t}, "fitted_on", "n"}`` (and ``"evidence_check": [kind, ...]``, the kinds
+    whose thresholds were fitted beside the evidence check, when there are any) as ``"confidence"`` in
+    ``folder/config.json`` (every other key kept), written next to it and moved into place."""
     path = Path(folder) / "config.json"
     text = path.read_text()
     meta = json.loads(text)
     meta["confidence"] = {"threshold": {k: t for k, t in thresholds.items() if t is not None},
-                          "fitted_on": fitted_on, "n": n}
+                          "fitted_on": fitted_on, "n": n,
+                          **({"evidence_check": sorted(evidence_checked)} if evidence_checked else {})}
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         tmp.write_text(json.dumps(meta, indent=2) + ("\n" if text.endswith("\n") else ""))

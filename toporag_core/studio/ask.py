@@ -170,13 +170,15 @@ def confidence_markdown(note: ConfidenceNote) -> str:
     the runner-up answers on a line of their own, their names escaped."""
     from .errors.display import escape_markdown
 
-    head = note.headline()
+    head = escape_markdown(note.headline()) if note.by_evidence else note.headline()  # quotes the model's text
+    claims = "" if note.by_evidence or not note.unsupported else \
+        f"  \nEvidence not in the retrieved graph: {escape_markdown(str(note.unsupported_text()))}"
     if not note.low:
-        return head
+        return head + claims
     head = "**Low confidence**" + head[len("Low confidence"):]
     rest = ", ".join(f"{escape_markdown(n)} (p = {p:.3g})" for n, p in note.runner_ups) if note.runner_up_text() \
         else "none (a generated answer has no scored alternatives)"
-    return f"{head}.  \nRunner-up answers: {rest}"
+    return f"{head}.{claims}  \nRunner-up answers: {rest}"
 
 
 def answer_confidence(a: Answer, top: int = 3) -> ConfidenceNote:
@@ -184,7 +186,7 @@ def answer_confidence(a: Answer, top: int = 3) -> ConfidenceNote:
     threshold calibrated on the checkpoint's validation split, with the ``top`` runner-up answers."""
     shown = a.confidence if a.confidence is not None else a.probability  # the number the threshold judges
     return confidence_note(a.answer, shown, a.low_confidence, a.candidates, a.confidence_threshold,
-                           a.answer_kind, top)
+                           a.answer_kind, top, a.unsupported_claims)
 
 
 def _effect_inputs(pipe: TopoRAGPipeline, a: Answer) -> tuple[tuple[str, ...] | None, str | None]:

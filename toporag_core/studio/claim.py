@@ -16,34 +16,22 @@ shown for a yes/no answer is read from the retrieved subcomplex, never taken fro
   :data:`MAX_FACTS` (*cup has color red* for "Is the cup blue?": the fact a right "no" rests on); no
   such fact = the page says the retrieved context holds nothing about the claim;
 * the model's own sentence is shown only when it is about the claim (holds a claim term) and
-  **backed**: every one of its content words occurs in a retrieved fact together with another of its
-  words (one word: in any fact). "The metal cup is orange" is backed by *cup made of metal* and *cup
-  has color orange*; "The cup is blue" is not when no fact joins *cup* and *blue*.
+  **backed**: every claim of it is a fact of the context the model read
+  (:func:`~toporag_core.retrieval.claims.unsupported_claims`, the check that also flags the answer as low
+  confidence: "The metal table is in front of the red man" is not backed by ``table [1] behind man [5]``).
+  Where that check cannot read the context (plain-name graphs, whose attributes are triples of their own),
+  the looser rule of :func:`~toporag_core.retrieval.claims.loosely_backed` decides: "The metal cup is
+  orange" is backed by *cup made of metal* and *cup has color orange*; "The cup is blue" is not when no
+  fact joins *cup* and *blue*.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from ..retrieval.claims import content_words as words
+from ..retrieval.claims import loosely_backed
+
 MAX_FACTS = 5
-STOP_WORDS = frozenset(
-    "a an the is are was were be been being am do does did done has have had having can could will would shall "
-    "should may might must of in on at to for from by with as and or nor but not no yes any some there this that "
-    "these those it its it's they them their he she his her him we you your i me my what which who whom whose "
-    "where when why how than then so if into onto over under about also both either neither each every other "
-    "another same such very more most less least one ones thing things kind sort".split())
-
-
-def words(text: str) -> list[str]:
-    """Content words of ``text`` in order, lower-cased, punctuation dropped, a plural ``-s`` folded."""
-    out = []
-    for w in re.findall(r"[a-z0-9]+", str(text).lower()):
-        if w in STOP_WORDS:
-            continue
-        if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-            w = w[:-1]
-        out.append(w)
-    return out
 
 
 def claim_terms(question: str) -> tuple[str, ...]:
@@ -75,21 +63,11 @@ class ClaimEvidence:
     backed: bool | None = None
 
 
-def sentence_backed(sentence: str, facts: list[str]) -> bool:
-    """Whether each content word of ``sentence`` occurs in a fact together with another of its words
-    (a one-word sentence: in any fact). No content word: not backed."""
-    ws = list(dict.fromkeys(words(sentence)))
-    fact_words = [set(words(f)) for f in facts]
-    if not ws:
-        return False
-    if len(ws) == 1:
-        return any(ws[0] in fw for fw in fact_words)
-    return all(any(w in fw and len(fw & set(ws)) >= 2 for fw in fact_words) for w in ws)
-
-
-def claim_evidence(question: str, sub, sentence: str | None = None) -> ClaimEvidence:
+def claim_evidence(question: str, sub, sentence: str | None = None,
+                   unsupported: list[str] | None = None) -> ClaimEvidence:
     """The facts of ``sub`` about the claim of ``question`` and whether they back ``sentence`` (the
-    model's evidence, if it wrote one); see the module docstring for the rules."""
+    model's evidence, if it wrote one); ``unsupported``: the answer's ``unsupported_claims`` (``None``:
+    its context could not be checked, so the looser rule decides); see the module docstring."""
     terms = claim_terms(question)
     facts = retrieved_facts(sub)
     held = []
@@ -104,7 +82,8 @@ def claim_evidence(question: str, sub, sentence: str | None = None) -> ClaimEvid
     about = text is not None and bool(set(words(text)) & set(terms))
     return ClaimEvidence(terms=terms, facts=tuple(held[:MAX_FACTS]),
                          whole=bool(held) and len(held[0][1]) == len(terms),
-                         sentence=text, backed=None if text is None else about and sentence_backed(text, facts))
+                         sentence=text, backed=None if text is None else about and (
+                             not unsupported if unsupported is not None else loosely_backed(text, facts)))
 
 
 def evidence_markdown(ev: ClaimEvidence) -> str:

@@ -1,0 +1,203 @@
+"""Grounded evidence (issue 51): the claims an evidence-first answer wrote, checked against the compact
+context it read; the check flags the answer as low confidence, the calibration fits the threshold beside
+it, and every surface quotes the claims the retrieved graph does not hold."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toporag_core.answering.confidence import confidence_note
+from toporag_core.answering.pipeline import TopoRAGPipeline
+from toporag_core.graph import TextualGraph
+from toporag_core.predictions.calibrate import calibrate, fit_threshold, flag_rates, measure, unsupported_of
+from toporag_core.retrieval.claims import ContextFacts, claims, loosely_backed, unsupported_claims
+from toporag_core.retrieval.textualize import textualize
+
+CONTEXT = """nodes
+table [0]: pink, wooden
+table [1]: blue, metal, large
+man [4]: black, standing
+man [5]: red, standing
+tv stand [6]: black
+
+relations
+table [0] next to man [5]
+man [5] next to table [0]
+table [1] behind man [5]
+man [5] in front of table [1]
+tv stand [6] to the left of table [0]
+
+2-cells (closed loops)
+c3: table [1] <-[behind]-[in front of]-> man [5] <-[next to]-[next to]-> table [0]"""
+
+
+def test_a_claim_is_a_node_fact_or_a_directed_relation_fact_of_the_context():
+    facts = ContextFacts(CONTEXT)
+    assert facts.readable and len(facts.relations) == 5
+    assert facts.supports("The metal table is blue")  # one node line holds every word
+    assert facts.supports("The table is large") and facts.supports("The man is red")
+    assert not facts.supports("The metal table is pink")  # pink is the other table's
+    assert not facts.supports("The poster is blue")  # no such node
+    assert not facts.supports("blue")  # a claim names its node
+    assert facts.supports("The metal table is behind the red man")
+    assert facts.supports("The red man is in front of the metal table")
+    assert not facts.supports("The metal table is in front of the red man")  # the direction counts
+    assert not facts.supports("The wooden table is behind the red man")  # the wrong head
+    assert not facts.supports("The metal table is behind the black man")  # the wrong tail
+    assert facts.supports("The black tv stand is to the left of the pink table")  # several-word names, relation
+    assert not facts.supports("The tv stand is to the left of the metal table")
+
+
+def test_claims_split_at_and_and_the_unsupported_ones_are_named():
+    assert claims("The table is metal and the chair is metal.") == ["The table is metal", "the chair is metal"]
+    assert claims("") == [] and claims(None) == []
+    assert unsupported_claims("The metal table is blue and the red man is black", CONTEXT) == ["the red man is black"]
+    assert unsupported_claims("The wooden table is pink and the metal table is blue", CONTEXT) == []
+    assert unsupported_claims(None, CONTEXT) is None  # no evidence: nothing to check
+    assert unsupported_claims("The cup is red", "node_id,node_attr\n0,cup\n") is None  # not a compact context
+    assert unsupported_claims("The cup is red", "nodes\ncup\nred\n\nrelations\ncup has color red") is None
+
+
+def test_the_facts_of_a_scene_subcomplex_read_as_the_model_reads_them():
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+
+    g = TextualGraph.from_triples([("name: cup; attribute: red, metal", "on", "name: table; attribute: wooden")])
+    sub = retrieve(EmbeddedComplex.from_graph(g, HashingEncoder()), "cup", setting=RetrievalSetting.make("whole"))
+    text = textualize(sub, fmt="compact")
+    assert unsupported_claims("The metal cup is on the wooden table", text) == []
+    assert unsupported_claims("The red cup is under the table", text) == ["The red cup is under the table"]
+
+
+def test_the_looser_rule_joins_facts_of_plain_name_graphs():
+    facts = ["cup has color red", "cup made of metal"]
+    assert loosely_backed("The metal cup is red", facts)
+    assert not loosely_backed("The cup is blue", facts)
+    assert not loosely_backed("the", facts)
+
+
+# ---------------------------------------------------------------------------------------------- calibration
+def _rec(ok: bool, p: float, evidence: str | None) -> dict:
+    return {"correct": ok, "probability": p, "confidence": p, "answer_kind": "label", "margin": 0.5,
+            "evidence": evidence, "context": CONTEXT, "gold": "yes"}
+
+
+def test_the_threshold_is_fitted_beside_the_answers_the_evidence_check_flags():
+    # 8 right answers: 25% = 2 may be flagged; one is flagged by its evidence, so the threshold flags one more
+    p = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99]
+    forced = [False, False, False, False, False, False, False, True]
+    assert fit_threshold(p, 0.25) == 0.7
+    assert fit_threshold(p, 0.25, forced) == 0.6
+    assert fit_threshold(p, 0.25, [True, True, True] + [False] * 5) == 0.0  # the check alone flags too many
+    r = flag_rates([0.99, 0.99, 0.2], [False, True, False], 0.5, [True, False, False])
+    assert r["wrong_flagged"] == 1.0 and r["right_flagged"] == 0.0 and r["unsupported"] == 1
+
+    good, bad = "The metal table is blue", "The metal table is pink"
+    recs = [_rec(True, 0.99, good)] * 6 + [_rec(True, 0.9, good), _rec(True, 0.99, bad)] + \
+        [_rec(False, 0.99, bad)] * 3 + [_rec(False, 0.6, good)]
+    assert unsupported_of(recs[7]) == [bad] and unsupported_of(recs[0]) == []
+    assert unsupported_of({**recs[0], "answer_kind": "generated"}) is None  # cited lines are not claims
+    fit = calibrate(recs)["label"]
+    assert fit["evidence_checked"] and fit["unsupported"] == 4
+    # k = 2 right answers may be flagged, one is by its evidence: the threshold is the 2nd smallest other p
+    assert fit["threshold"] == 0.99 and fit["right_flagged"] == 2 / 8 and fit["wrong_flagged"] == 1.0
+    alone = calibrate(recs, check_evidence=False)["label"]
+    assert not alone["evidence_checked"] and alone["wrong_flagged"] == 0.25  # the probability misses them
+    assert measure(recs, {"label": 0.9})["label"]["wrong_flagged"] == 1.0
+    assert measure(recs, {"label": 0.9}, checked=())["label"]["wrong_flagged"] == 0.25
+
+
+# ---------------------------------------------------------------------------------------------- answering
+def test_the_pipeline_flags_an_answer_whose_evidence_the_context_does_not_hold():
+    from toporag_core.model.tiny import tiny_model
+
+    meta = {"confidence": {"threshold": {"label": 0.5}, "evidence_check": ["label"]}}
+    pipe = TopoRAGPipeline(tiny_model(), meta=meta)
+    assert pipe.checks_evidence("label") and not pipe.checks_evidence("generated")
+    assert pipe.confidence_of(0.9, "label", ["The poster is blue"])["low_confidence"] is True
+    assert pipe.confidence_of(0.9, "label", [])["low_confidence"] is False
+    assert pipe.confidence_of(0.9, "label", None)["low_confidence"] is False
+    unchecked = TopoRAGPipeline(tiny_model(), meta={"confidence": {"threshold": {"label": 0.5}}})
+    assert unchecked.confidence_of(0.9, "label", ["The poster is blue"])["low_confidence"] is False
+
+
+def test_an_evidence_first_answer_carries_its_unsupported_claims_end_to_end(tmp_path):
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.model.tiny import build_tiny_checkpoint
+    from toporag_core.retrieval import EmbeddedComplex
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ck", answer_style="cited", max_new_tokens=8,
+                                 retrieval={"method": "whole", "text": "compact"})
+    meta = json.loads((ckpt / "config.json").read_text())
+    meta["confidence"] = {"threshold": {"label": 0.0}, "evidence_check": ["label"]}  # only the check flags
+    (ckpt / "config.json").write_text(json.dumps(meta))
+    pipe = TopoRAGPipeline.load(ckpt, device="cpu")
+    g = TextualGraph.from_triples([("name: cup; attribute: red, metal", "on", "name: table; attribute: wooden")])
+    a = pipe.answer(EmbeddedComplex.from_graph(g, HashingEncoder()), "Is the cup on the table?")
+    assert a.answer_kind == "label" and a.evidence is not None and "cup [0]: red, metal" in a.context
+    assert a.unsupported_claims == unsupported_claims(a.evidence, a.context) and a.unsupported_claims is not None
+    assert a.low_confidence is bool(a.unsupported_claims)
+    assert a.to_json()["unsupported_claims"] == a.unsupported_claims
+
+
+def test_the_notice_quotes_the_claims_the_graph_does_not_hold():
+    from toporag_core.studio.ask import confidence_markdown
+
+    low = confidence_note("yes", 0.99, True, [{"name": "no", "probability": 0.01}], 0.9, "label",
+                          unsupported=["The *poster* is blue"])
+    assert low.by_evidence
+    head = low.headline()
+    assert head.startswith("Low confidence: the evidence the model wrote is not in the retrieved graph "
+                           '("The *poster* is blue"), though p = 0.99 is at or above the threshold 0.9')
+    assert low.lines()[1] == "runner-up answers: no (p = 0.01)"
+    md = confidence_markdown(low)
+    assert md.startswith("**Low confidence**") and "\\*poster\\*" in md and "Runner-up answers: no" in md
+    both = confidence_note("yes", 0.5, True, [], 0.9, "label", unsupported=["The poster is blue"])
+    assert not both.by_evidence and both.headline().startswith("Low confidence: p = 0.5 is below")
+    assert both.lines()[1] == 'evidence not in the retrieved graph: "The poster is blue"'
+    info = confidence_note("yes", 0.99, False, [], 0.9, "label", unsupported=["The poster is blue"])
+    assert info.lines() == [info.headline(), 'evidence not in the retrieved graph: "The poster is blue"']
+    assert "Evidence not in the retrieved graph" in confidence_markdown(info)
+    assert info.to_dict()["unsupported_claims"] == ["The poster is blue"]
+
+
+@pytest.mark.parametrize("unsupported", [["The cup is purple"], []])
+def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monkeypatch, tmp_path, unsupported):
+    pytest.importorskip("streamlit")
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from toporag_core.model.tiny import build_tiny_checkpoint
+    from toporag_core.studio import state
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ck")
+    meta = json.loads((ckpt / "config.json").read_text())
+    meta["confidence"] = {"threshold": {"label": 0.0}, "evidence_check": ["label"]}
+    (ckpt / "config.json").write_text(json.dumps(meta))
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOPORAG_LLM", raising=False)
+    real = TopoRAGPipeline.answer
+
+    def with_evidence(self, *a, **kw):  # the tiny checkpoint writes no evidence: give its answer some
+        out = real(self, *a, **kw)
+        out.evidence, out.unsupported_claims = "The cup is purple", list(unsupported)
+        out.low_confidence = self.confidence_of(out.confidence, out.answer_kind, out.unsupported_claims)[
+            "low_confidence"]
+        return out
+
+    monkeypatch.setattr(TopoRAGPipeline, "answer", with_evidence)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "4_Ask.py"), default_timeout=120)
+    at.run()
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("Is the cup on the table?")
+    at.button(key="ask_go").click()
+    at.run()
+    assert not at.exception
+    warned = [w.value for w in at.warning if "not in the retrieved graph" in w.value]
+    if unsupported:
+        assert len(warned) == 1 and '"The cup is purple"' in warned[0]
+    else:
+        assert not warned and not any("Low confidence" in w.value for w in at.warning)

@@ -1,0 +1,154 @@
+"""Grounded evidence: whether each claim an evidence-first answer wrote is a fact of the context it read.
+
+An evidence-first checkpoint (``answer_style="evidence"`` / ``"cited"``) writes a sentence before its
+yes / no and scores the labels after it: ``"The leather chair is orange. Answer: yes"``. The sentence
+is the model's own reading of the retrieved subcomplex, and when the context does not hold it, the
+label that follows rests on nothing. On the scene checkpoint's first 300 validation questions, 24 of
+the 31 wrong yes / no answers wrote such a claim, against 16 of the 83 right ones (a right answer by
+luck: "Is the wooden lamp orange?" -> "The wooden lamp is pink. Answer: no" for a lamp the context
+calls brown), where the label's probability separated them far less (docs/results/confidence.md).
+
+A claim is one clause of the evidence (split at ``and`` / ``;``), read as lower-case words with the
+function words :data:`FUNCTION_WORDS` left out. It is **supported** when the compact context spells it:
+
+* **a node fact**: one node line ``chair [3]: brown, leather`` holds every word of the clause, the
+  node's name among them (``"The leather chair is brown"``);
+* **a relation fact**: one relation line ``table [1] behind man [5]`` whose relation's words occur in the
+  clause as one run (``... is behind the ...``), with the words before the run all in the head node's line
+  (its name among them) and the words after it all in the tail node's line (``"The metal table is behind
+  the red man"`` when ``table [1]: blue, metal`` and ``man [5]: red, standing``). The direction counts:
+  ``man [5] in front of table [1]`` does not support ``"The table is in front of the man"``.
+
+Only compact contexts are read (node lines with a local index, :data:`~.textualize.NODE_LINE`; the
+``relations`` section names both ends of each line). Any other context, or an answer with no evidence,
+gets ``None``: nothing to check, never a flag. Pure string code, no torch, as :mod:`.citations`.
+
+Plain-name graphs (ExplaGraphs, knowledge graphs: ``cup has color red`` is a triple, not a node line)
+give each attribute a fact of its own, so one clause can join several facts; there the Ask page shows the
+model's sentence by the looser rule of :func:`loosely_backed` (each content word in a retrieved fact with
+another of the sentence's words), which is not used to flag answers.
+"""
+from __future__ import annotations
+
+import re
+
+from .textualize import NODE_LINE
+
+FUNCTION_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "were", "of", "made", "and"})
+STOP_WORDS = frozenset(
+    "a an the is are was were be been being am do does did done has have had having can could will would shall "
+    "should may might must of in on at to for from by with as and or nor but not no yes any some there this that "
+    "these those it its it's they them their he she his her him we you your i me my what which who whom whose "
+    "where when why how than then so if into onto over under about also both either neither each every other "
+    "another same such very more most less least one ones thing things kind sort".split())
+_WORD = re.compile(r"[a-z0-9]+")
+_CLAUSE_SEP = re.compile(r"\s*(?:;|\band\b)\s*", re.IGNORECASE)
+_RELATION_LINE = re.compile(r"^(?P<head>.+?) \[(?P<h>\d+)\] (?P<rest>.+) \[(?P<t>\d+)\]$")
+
+
+def words(text: str) -> list[str]:
+    """Lower-case letter / digit runs of ``text``, in order."""
+    return _WORD.findall(str(text).lower())
+
+
+def _content(ws: list[str]) -> set[str]:
+    return {w for w in ws if w not in FUNCTION_WORDS}
+
+
+class ContextFacts:
+    """The facts of one compact context: per node index its name words and all its words (name and
+    details), and the relation lines as ``(head index, relation words, tail index)``."""
+
+    def __init__(self, context: str | None) -> None:
+        self.names: dict[str, set[str]] = {}
+        self.node_words: dict[str, set[str]] = {}
+        self.relations: list[tuple[str, list[str], str]] = []
+        spelled: dict[str, str] = {}  # node index -> its name's words, as a relation line ends with them
+        section = None
+        rows: list[str] = []
+        for ln in (x.strip() for x in str(context or "").splitlines()):
+            if ln in ("nodes", "relations") or ln.startswith("2-cells"):
+                section = ln.split()[0]
+                continue
+            m = NODE_LINE.match(ln) if section == "nodes" else None
+            if m:
+                i = m.group("index")[1:-1]
+                spelled[i] = " " + " ".join(words(m.group("name")))
+                self.names[i] = _content(words(m.group("name")))
+                self.node_words[i] = self.names[i] | _content(words(m.group("attrs") or ""))
+            elif section == "relations":
+                rows.append(ln)
+        for ln in rows:
+            m = _RELATION_LINE.match(ln)
+            if not m or m.group("h") not in self.names or m.group("t") not in self.names:
+                continue
+            rest, tail = " " + " ".join(words(m.group("rest"))), spelled[m.group("t")]
+            if not rest.endswith(tail) or not rest[: -len(tail)].strip():
+                continue  # the line does not end with its tail node's name: not a line of this format
+            self.relations.append((m.group("h"), rest[: -len(tail)].split(), m.group("t")))
+
+    @property
+    def readable(self) -> bool:
+        """Whether the context has compact node lines to check claims against."""
+        return bool(self.names)
+
+    def _names_node(self, part: set[str], i: str) -> bool:
+        return bool(part) and self.names[i] <= part <= self.node_words[i]
+
+    def supports(self, claim: str) -> bool:
+        """Whether one clause is a node fact or a relation fact of the context (module docstring)."""
+        ws = words(claim)
+        content = _content(ws)
+        if any(self._names_node(content, i) for i in self.names):
+            return True
+        for h, rel, t in self.relations:
+            n = len(rel)
+            for k in range(1, len(ws) - n):
+                if ws[k:k + n] == rel and self._names_node(_content(ws[:k]), h) \
+                        and self._names_node(_content(ws[k + n:]), t):
+                    return True
+        return False
+
+
+def content_words(text: str) -> list[str]:
+    """Content words of ``text`` in order, lower-cased, punctuation dropped, a plural ``-s`` folded."""
+    out = []
+    for w in re.findall(r"[a-z0-9]+", str(text).lower()):
+        if w in STOP_WORDS:
+            continue
+        if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+            w = w[:-1]
+        out.append(w)
+    return out
+
+
+def loosely_backed(sentence: str, facts: list[str]) -> bool:
+    """The looser rule for plain-name graphs: each content word of ``sentence``
+    (:func:`content_words`: stop words out, plurals folded) occurs in one of ``facts``
+    together with another of its words (a one-word sentence: in any fact). No content word: not backed."""
+    ws = list(dict.fromkeys(content_words(sentence)))
+    fact_words = [set(content_words(f)) for f in facts]
+    if not ws:
+        return False
+    if len(ws) == 1:
+        return any(ws[0] in fw for fw in fact_words)
+    return all(any(w in fw and len(fw & set(ws)) >= 2 for fw in fact_words) for w in ws)
+
+
+def claims(evidence: str | None) -> list[str]:
+    """The clauses of an evidence sentence (split at ``and`` / ``;``, trailing full stop dropped)."""
+    text = str(evidence or "").strip().rstrip(".").strip()
+    return [c.strip() for c in _CLAUSE_SEP.split(text) if c.strip()] if text else []
+
+
+def unsupported_claims(evidence: str | None, context: str | None) -> list[str] | None:
+    """The claims of ``evidence`` that ``context`` does not spell (:meth:`ContextFacts.supports`): ``[]``
+    when every claim is a fact of it; ``None`` when there is nothing to check (no evidence, or a context
+    without compact node lines)."""
+    parts = claims(evidence)
+    if not parts:
+        return None
+    facts = ContextFacts(context)
+    if not facts.readable:
+        return None
+    return [c for c in parts if not facts.supports(c)]
