@@ -325,3 +325,19 @@ def test_ranking_by_the_whole_paths_match_prizes_the_answers_over_their_bridges(
     assert by[0.0].prizes[0][films].sum() > by[1.0].prizes[0][films].sum()  # the bridges give way
     assert np.array_equal(by[0.0].node_scores, by[1.0].node_scores)  # the path score itself is unchanged
     assert by[1.0].params["match"] == 1.0 and set(by[1.0].node_texts()) >= {str(1980 + i) for i in range(4)}
+
+
+def test_hit1_reads_the_first_item_of_a_list_and_a_number_with_commas_as_one_item():
+    from toporag_core.answering.confidence import runner_ups
+    from toporag_core.evaluation.kg_questions import hit, hit1
+    from toporag_core.metrics import answer_items
+    from toporag_core.model.answer_text import dedupe_items
+
+    assert answer_items("2,679,285") == ["2,679,285"] and answer_items("Pat Nixon, Gerald Ford,") == [
+        "Pat Nixon", "Gerald Ford"]
+    assert hit1("2,679,285", ["2,679,285"]) and hit1("2,679,285, 1,000", ["2,679,285"])
+    assert not hit1("1,000, 2,679,285", ["2,679,285"]) and hit("1,000, 2,679,285", ["2,679,285"])
+    assert hit1("Paris, Lyon", ["paris"]) and not hit1("", ["paris"])
+    assert dedupe_items("1,000, 1,000") == "1,000"
+    cands = [{"name": "2,679,285", "probability": 0.6}, {"name": "1,000", "probability": 0.4}]
+    assert runner_ups("2,679,285", cands) == [("1,000", 0.4)]

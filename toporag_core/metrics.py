@@ -19,6 +19,15 @@ def normalize(s: str) -> str:
     return " ".join(s.split())
 
 
+_ITEM_SEP = re.compile(r",(?=\s|$)")  # a list answer's separator: "1,000,000" is one item, "A, B" two
+
+
+def answer_items(answer: str) -> list[str]:
+    """The items of a list answer (``"Pat Nixon, Gerald Ford"`` -> two names), stripped, empty ones dropped;
+    a comma inside a number is not a separator (``"2,679,285"`` is one item)."""
+    return [x.strip() for x in _ITEM_SEP.split(str(answer)) if x.strip()]
+
+
 def expla_correct(prediction: str, label: str) -> bool:
     """ExplaGraphs: the first ``support|counter`` match (case-insensitive) equals the label."""
     m = re.search(r"support|counter", str(prediction).lower())

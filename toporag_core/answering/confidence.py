@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metrics import answer_items
+
 KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's names",
               "generated": "generated answers"}
 # what the compared number is, per answer kind (docs/results/confidence.md)
@@ -93,7 +95,7 @@ class ConfidenceNote:
 def runner_ups(answer: str, candidates: list[dict[str, Any]] | None, top: int = 3) -> list[tuple[str, float]]:
     """The best ``top`` candidates that are not part of ``answer`` (a list answer ``"A, B"`` holds both
     names), best first."""
-    chosen = {x.strip().lower() for x in str(answer).split(",")} | {str(answer).strip().lower()}
+    chosen = {x.lower() for x in answer_items(answer)} | {str(answer).strip().lower()}
     rest = [(str(c["name"]), float(c["probability"])) for c in candidates or ()
             if str(c["name"]).strip().lower() not in chosen]
     return sorted(rest, key=lambda x: -x[1])[:top]

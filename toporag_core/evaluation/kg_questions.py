@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from ..kg.answer import ask_store, links_json
 from ..kg.link import with_seeds
 from ..kg.store import KGStore
-from ..metrics import normalize
+from ..metrics import answer_items, normalize
 
 
 @dataclass
@@ -96,8 +96,10 @@ def hit(prediction: str, answers: Sequence[str]) -> bool:
 
 
 def hit1(prediction: str, answers: Sequence[str]) -> bool:
-    """The first name of the answer equals a gold answer (normalised)."""
-    first = normalize(str(prediction).split(",")[0])
+    """The first name of the answer (:func:`~toporag_core.metrics.answer_items`: a number's commas do not
+    split it) equals a gold answer (normalised)."""
+    items = answer_items(prediction)
+    first = normalize(items[0]) if items else ""
     return bool(first) and any(normalize(a) == first for a in answers)
 
 

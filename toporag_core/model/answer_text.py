@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..metrics import answer_items
 from ..retrieval.citations import EVIDENCE_CUE
 
 _LEAD = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]?\s*", re.IGNORECASE)
@@ -12,14 +13,14 @@ _LEAD = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\-]?\s*", 
 def dedupe_items(line: str) -> str:
     """A comma-separated answer list with repeated items kept once, in order (a small model looping
     on a list writes ``"Tony Warren, Tony Warren, Tony Warren,"``); unchanged when nothing repeats."""
-    items = [x.strip() for x in re.split(r",(?=\s|$)", line)]  # "1,000,000" is one item
+    items = answer_items(line)  # "1,000,000" is one item
     if len(items) < 2:
         return line
     keep: dict[str, str] = {}
     for x in items:
-        if x and x.lower() not in keep:
+        if x.lower() not in keep:
             keep[x.lower()] = x
-    return ", ".join(keep.values()) if len(keep) < len([x for x in items if x]) else line
+    return ", ".join(keep.values()) if len(keep) < len(items) else line
 
 
 def short_answer(text: str, max_words: int = 12) -> str:
