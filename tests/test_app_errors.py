@@ -493,7 +493,8 @@ def test_evidence_column_and_drill_down_show_what_the_model_wrote_first(tmp_path
 def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path):
     """A cited predictions file (``--answer-style cited``): the ``cited`` column counts the evidence's
     ``"; "`` parts found among the context lines, and the drill-down names a line the model wrote that
-    the context does not have (a hallucinated citation, not a misreading). Sentence evidence is no citation."""
+    the context does not have (a hallucinated citation, not a misreading). Sentence evidence is no citation: its
+    claims are checked against the context instead."""
     ctx = "nodes\ncabinet [5]: yellow, wooden\nclock [9]: white, metal\n\nrelations\ncabinet [5] in front of clock [9]"
     q = "Question: What is behind the yellow cabinet?\nAnswer:"
     recs = [{**rec("s1", "clock", "clock", True, ["cabinet", "clock"], question=q, qtype="1-cell",
@@ -506,7 +507,7 @@ def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path)
                    dataset="scene_graphs"), "context": ctx, "evidence": "The cup is white"}]
     at = load(page().run(), write_jsonl(tmp_path / "c.jsonl", recs))
     assert not at.exception
-    assert list(frame(at, "line")["cited"]) == ["2/2", "1/2", ""]
+    assert list(frame(at, "line")["cited"]) == ["2/2", "1/2", "0/1"]  # s3: its sentence's one claim
     at.selectbox(key="err_pick").set_value("s2").run()
     shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
     assert ("Citations:  1 of 2 cited lines are in the context; not in the context: "
@@ -517,6 +518,8 @@ def test_cited_answers_show_how_many_of_their_lines_are_in_the_context(tmp_path)
     at.selectbox(key="err_pick").set_value("s3").run()
     shown = [t.value for t in at.text if t.value.startswith("Question:")][0]
     assert "Evidence:   The cup is white\n" in shown and "Citations:" not in shown
+    assert ("Evidence:  0 of 1 claims of the evidence are facts of the context; not in the context: "
+            "'The cup is white'\n") in shown  # the context has no cup
 
 
 # ====================================================================== uploads with other field names

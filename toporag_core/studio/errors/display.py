@@ -9,7 +9,9 @@ nodes that hold the gold answer, cited evidence, and Markdown that cannot be hij
   highlights; :func:`gold_note` says so in one line; :func:`cells_note` why no subcomplex is drawn
   (none recorded in the file, or an empty retrieval).
 * :func:`citation_check` / :func:`citation_text` / :func:`citation_note`: whether a cited answer's
-  lines are really in its context.
+  lines are really in its context; for evidence written as a sentence (a yes / no answer's ``"The metal
+  cup is red"``), whether each of its claims is a fact of the context
+  (:func:`~toporag_core.retrieval.claims.unsupported_claims`, the check that flags such answers low confidence).
 * :func:`escape_markdown`: file text shown through Streamlit's Markdown (verdict reasons, notes,
   line errors) is escaped, so an id or a node text cannot become a link, an image or markup. (The
   graph view's tooltips are HTML-escaped in :mod:`~toporag_core.studio.graph_view`.)
@@ -21,6 +23,7 @@ from typing import Any
 
 from ...metrics import normalize
 from ...retrieval.citations import CITATION_SEP, NODE_ID, CitationGrammar
+from ...retrieval.claims import claims, unsupported_claims
 from .verdicts import gold_answers, label_is_entity, verdict
 
 # The prompt wrappers the tasks put around a question (tasks/webqsp.py, tasks/scenes/dataset.py:
@@ -115,17 +118,36 @@ def citation_check(evidence: str, context: str) -> tuple[int, int, list[str]] | 
     return len(parts) - len(missing), len(parts), missing
 
 
+def claim_check(evidence: str, context: str) -> tuple[int, int, list[str]] | None:
+    """Whether evidence written as a sentence holds in its context: ``(held, claims, not held)`` over its
+    claims (:func:`~toporag_core.retrieval.claims.unsupported_claims`); ``None`` for a citation, no evidence or a
+    context the check cannot read."""
+    if not context or not evidence or is_citation(evidence):
+        return None
+    missing = unsupported_claims(evidence, context)
+    if missing is None:
+        return None
+    n = len(claims(evidence))
+    return n - len(missing), n, missing
+
+
 def citation_text(rec: dict) -> str:
-    """``"2/2"`` (cited lines found in the context / cited), ``""`` for a record without citations."""
-    c = citation_check(rec.get("evidence", ""), rec.get("context", ""))
+    """``"2/2"`` (cited lines, or a sentence's claims, found in the context / all), ``""`` for a record with
+    neither."""
+    c = citation_check(rec.get("evidence", ""), rec.get("context", "")) or \
+        claim_check(rec.get("evidence", ""), rec.get("context", ""))
     return "" if c is None else f"{c[0]}/{c[1]}"
 
 
 def citation_note(rec: dict) -> str:
-    """The drill-down line about a cited answer's lines (``""`` without citations)."""
-    c = citation_check(rec.get("evidence", ""), rec.get("context", ""))
+    """The drill-down line about a cited answer's lines, or about an evidence sentence's claims (``""``
+    without either)."""
+    evidence, context = rec.get("evidence", ""), rec.get("context", "")
+    head, c = "Citations:  {} of {} cited lines are in the context", citation_check(evidence, context)
+    if c is None:
+        head, c = "Evidence:  {} of {} claims of the evidence are facts of the context", claim_check(evidence, context)
     if c is None:
         return ""
     found, n, missing = c
     tail = "" if not missing else "; not in the context: " + " | ".join(repr(m) for m in missing[:3])
-    return f"Citations:  {found} of {n} cited lines are in the context{tail}\n"
+    return head.format(found, n) + tail + "\n"

@@ -23,7 +23,8 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
     """One row per record (label lists joined with ``|``) with its verdict and cell counts; ``template``
     is the generated-SceneGraphs template that wrote the question (``""`` for any other question);
     ``evidence`` what an evidence-first checkpoint wrote before its answer (``""`` otherwise); ``cited``
-    how many of a cited answer's lines are in its context (:func:`~.display.citation_text`)."""
+    how many of a cited answer's lines, or of an evidence sentence's claims, are in its context
+    (:func:`~.display.citation_text`)."""
     from ...tasks.scenes import question_template
 
     rows = []
