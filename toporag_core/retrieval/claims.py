@@ -35,7 +35,7 @@ import re
 from .textualize import NODE_LINE
 
 FUNCTION_WORDS = frozenset({"the", "a", "an", "is", "are", "was", "were", "of", "made", "and"})
-STOP_WORDS = frozenset(
+STOP_WORDS = frozenset(  # the looser rule's and the yes / no claim terms' (studio/claim.py) stop words
     "a an the is are was were be been being am do does did done has have had having can could will would shall "
     "should may might must of in on at to for from by with as and or nor but not no yes any some there this that "
     "these those it its it's they them their he she his her him we you your i me my what which who whom whose "
@@ -113,7 +113,7 @@ class ContextFacts:
 def content_words(text: str) -> list[str]:
     """Content words of ``text`` in order, lower-cased, punctuation dropped, a plural ``-s`` folded."""
     out = []
-    for w in re.findall(r"[a-z0-9]+", str(text).lower()):
+    for w in words(text):
         if w in STOP_WORDS:
             continue
         if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
