@@ -130,7 +130,7 @@ with tab_run:
             res = errors.run_evaluation(pipe.model, examples, dataset, out, method=method,
                                         on_progress=lambda d, n: bar.progress(d / n, f"Answered {d}/{n} ..."),
                                         should_stop=lambda: bool(ss.get("err_stop_flag")),
-                                        lock=pipe.lock)
+                                        lock=pipe.lock, calibration=pipe.meta.get("confidence"))
             ss["err_run_banner"] = {"kind": "warning" if res["stopped"] else "success",
                                     "text": f"{'Stopped' if res['stopped'] else 'Finished'}: {res['done']} of "
                                             f"{res['total']} examples answered, written to {res['path']}."}
@@ -179,6 +179,9 @@ if unknown:
     cols[5].metric("Unknown (no cells recorded)", unknown)
     st.info(errors.verdict_summary(counts))
 st.caption(f"{errors.escape_markdown(preds.name)}. {errors.VERDICT_RULE}")
+flags = errors.low_confidence_summary(df)
+if flags:
+    st.caption(flags)
 
 left, right = st.columns([3, 2])
 left.plotly_chart(errors.accuracy_chart(errors.accuracy_by_type(view_df)), key="err_acc_chart")

@@ -287,7 +287,7 @@ def test_exports_are_valid_json_graphml_and_csv():
     cx = lift(small)
     assert errors.matching_cells2(cx, r) == [0]  # the stored 2-cell is the re-lifted triangle
     csv = errors.frame_csv(errors.predictions_frame(errors.Predictions("x", [dict(r, line=1)])))
-    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,evidence,cited,correct,verdict")
+    assert csv.decode().splitlines()[0].startswith("line,id,question,label,prediction,evidence,cited,correct,low confidence,verdict")
 
 
 def test_run_evaluation_stops_between_chunks_and_keeps_what_it_wrote(tmp_path):

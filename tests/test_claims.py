@@ -114,7 +114,6 @@ def test_the_pipeline_flags_an_answer_whose_evidence_the_context_does_not_hold()
 
     meta = {"confidence": {"threshold": {"label": 0.5}, "evidence_check": ["label"]}}
     pipe = TopoRAGPipeline(tiny_model(), meta=meta)
-    assert pipe.checks_evidence("label") and not pipe.checks_evidence("generated")
     assert pipe.confidence_of(0.9, "label", ["The poster is blue"])["low_confidence"] is True
     assert pipe.confidence_of(0.9, "label", [])["low_confidence"] is False
     assert pipe.confidence_of(0.9, "label", None)["low_confidence"] is False
@@ -201,3 +200,52 @@ def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monk
         assert len(warned) == 1 and '"The cup is purple"' in warned[0]
     else:
         assert not warned and not any("Low confidence" in w.value for w in at.warning)
+
+
+# ---------------------------------------------------------------------------------------------- evaluation records
+def test_eval_records_say_whether_each_answer_is_low_confidence(tmp_path):
+    from toporag_core.embed import HashingEncoder
+    from toporag_core.evaluation.evaluate import evaluate
+    from toporag_core.model.tiny import tiny_model
+    from toporag_core.predictions.calibrate import is_low
+    from toporag_core.retrieval import RetrievalSetting
+    from toporag_core.studio import errors
+    from toporag_core.tasks.prep import PrepConfig, RawExample, prepare_example
+
+    graphs = [[("cats", "are", "pets"), ("pets", "need", "care"), ("care", "helps", "cats")],
+              [("guns", "cause", "harm"), ("harm", "is", "bad")], [("sun", "gives", "energy")]]
+    raw = [RawExample(id=f"e{i}", graph=TextualGraph.from_triples(t), question=f"{t[0][0]} and {t[-1][2]}?",
+                      label=lab, answer=lab, qtype="q")
+           for i, (t, lab) in enumerate(zip(graphs, ["support", "counter", "support"]))]
+    model = tiny_model(in_dim=16, answer_set=("support", "counter")).eval()
+    exs = [prepare_example(r, HashingEncoder(dim=16), PrepConfig(RetrievalSetting())) for r in raw]
+    calibration = {"threshold": {"label": 0.5}}
+    out = tmp_path / "p.jsonl"
+    evaluate(model, exs, "expla_graphs", out=out, batch_size=3, show_progress=False, calibration=calibration)
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(recs) == len(exs)
+    for r in recs:  # no evidence: nothing checked; the flag is the threshold's
+        assert r["answer_kind"] == "label" and "unsupported_claims" not in r
+        assert r["low_confidence"] is (r["confidence"] < 0.5)
+        assert r["low_confidence"] == is_low(calibration, "label", r["confidence"])
+    plain = tmp_path / "plain.jsonl"
+    evaluate(model, exs, "expla_graphs", out=plain, batch_size=3, show_progress=False)
+    assert all("low_confidence" not in json.loads(x) for x in plain.read_text().splitlines())  # not calibrated
+    # the Error-analysis table shows the flag and sums it up per verdict
+    df = errors.predictions_frame(errors.load_predictions(out))
+    assert set(df["low confidence"]) <= {"yes", "no"}
+    wrong = int((~df["correct"].astype(bool)).sum())
+    assert errors.low_confidence_summary(df).startswith("Low confidence (the checkpoint's calibrated flag")
+    assert f"of {wrong} wrong answers flagged" in errors.low_confidence_summary(df)
+    assert errors.low_confidence_summary(errors.predictions_frame(errors.load_predictions(plain))) is None
+
+
+def test_is_low_reads_one_threshold_or_one_per_kind_and_the_evidence_check():
+    from toporag_core.predictions.calibrate import is_low, threshold_for
+
+    assert threshold_for({"threshold": 0.4}, "names") == 0.4 and threshold_for({"threshold": {"label": 0.3}}, "x") is None
+    assert threshold_for(None, "label") is None
+    cal = {"threshold": {"label": 0.5, "generated": 0.5}, "evidence_check": ["label"]}
+    assert is_low(cal, "label", 0.9, ["The cup is red"]) is True and is_low(cal, "label", 0.9, []) is False
+    assert is_low(cal, "generated", 0.9, ["x"]) is False and is_low(cal, "generated", 0.1) is True
+    assert is_low(cal, "names", 0.1) is None and is_low(cal, "label", None) is None

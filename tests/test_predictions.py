@@ -21,13 +21,15 @@ def test_eval_record_has_the_documented_fields_in_order():
     rec = P.eval_record(id="e1", qtype=None, question="q", gold="support", answer="support", probability=0.9,
                         correct=True, clean=True, seconds=0.1, raw="support.", cells={}, context="c",
                         method="toporag", dataset="expla_graphs")
-    assert tuple(rec) == tuple(k for k in P.FIELDS if k not in ("evidence", "support_covered"))
+    from toporag_core.predictions.schema import OPTIONAL_FIELDS
+
+    assert tuple(rec) == tuple(k for k in P.FIELDS if k not in OPTIONAL_FIELDS)
     assert rec["prediction"] == rec["answer"] and rec["label"] == rec["gold"]
     assert rec["confidence"] == 0.9  # the probability, unless the decoder gives another number to judge
     assert P.eval_record(**{k: rec[k] for k in rec if k not in ("prediction", "label", "confidence")},
                          confidence=0.3)["confidence"] == 0.3
     full = P.eval_record(**{k: rec[k] for k in rec if k not in ("prediction", "label")}, evidence="e",
-                         support_covered=False)
+                         support_covered=False, unsupported_claims=["e"], low_confidence=True)
     assert tuple(full) == P.FIELDS
     assert json.loads(P.record_line(full)) == full and P.record_line(full).endswith("}\n")
 

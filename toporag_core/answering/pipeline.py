@@ -34,6 +34,7 @@ from ..nn import collate, subcomplex_tensors
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from ..retrieval.budget import ContextFit, fit_context
 from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
+from ..predictions.calibrate import is_low, threshold_for
 from ..retrieval.claims import unsupported_claims
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .answer import Answer
@@ -206,30 +207,23 @@ class TopoRAGPipeline:
         ``"names"``: the name reader, ``"generated"``: greedy generation): ``config.json``
         ``"confidence": {"threshold": {kind: t, ...}}`` as ``benchmarks/bench_confidence.py --write`` fits
         it on the validation split (the largest ``t`` below which at most 25% of right answers fall); a
-        single number applies to every kind; ``None`` when the checkpoint has none for ``kind``."""
-        thr = (self.meta.get("confidence") or {}).get("threshold")
-        if isinstance(thr, dict):
-            thr = thr.get(kind) if kind is not None else None
-        return None if thr is None else float(thr)
-
-    def checks_evidence(self, kind: str | None) -> bool:
-        """Whether answers of ``kind`` are also flagged when their evidence is not a fact of their context
-        (``config.json`` ``"confidence": {"evidence_check": [kind, ...]}``: the kinds whose threshold
-        ``bench_confidence.py`` fitted beside that check)."""
-        return kind is not None and kind in ((self.meta.get("confidence") or {}).get("evidence_check") or ())
+        single number applies to every kind; ``None`` when the checkpoint has none for ``kind``
+        (:func:`~toporag_core.predictions.calibrate.threshold_for`)."""
+        return threshold_for(self.meta.get("confidence"), kind)
 
     def confidence_of(self, probability: float | None, kind: str | None = None,
                       unsupported: list[str] | None = None) -> dict[str, Any]:
         """``{"confidence", "low_confidence"}`` of an answer's probability: low below the checkpoint's
         calibrated threshold for answers of ``kind`` (:meth:`confidence_threshold`), or, for a kind the
-        checkpoint checks (:meth:`checks_evidence`), when ``unsupported`` (the claims of its evidence its
-        context does not hold, :func:`~toporag_core.retrieval.claims.unsupported_claims`) is not empty;
+        checkpoint checks (``"evidence_check"``: the kinds whose threshold was fitted beside the check), when
+        ``unsupported`` (the claims of its evidence its context does not hold,
+        :func:`~toporag_core.retrieval.claims.unsupported_claims`) is not empty
+        (:func:`~toporag_core.predictions.calibrate.is_low`, the rule ``toporag eval`` records use too);
         ``None`` when there is no probability (``confidence`` too) or no threshold for the kind."""
         if probability is None:
             return {"confidence": None, "low_confidence": None}
-        thr = self.confidence_threshold(kind)
-        low = None if thr is None else bool(probability < thr or (unsupported and self.checks_evidence(kind)))
-        return {"confidence": float(probability), "low_confidence": low}
+        return {"confidence": float(probability),
+                "low_confidence": is_low(self.meta.get("confidence"), kind, float(probability), unsupported)}
 
     @property
     def use_cells2(self) -> bool:

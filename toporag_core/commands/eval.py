@@ -118,20 +118,23 @@ def choices_option(spec: str | None, model, dataset: str) -> tuple[str, ...] | N
     return task.answer_set if task is not None and task.answer_set else None
 
 
-def score(args, model, examples: list, method: str, choices) -> dict:
-    """Answer and score ``examples``: one shard of them (``--shard I/N``) or all."""
+def score(args, model, examples: list, method: str, choices, calibration: dict | None = None) -> dict:
+    """Answer and score ``examples``: one shard of them (``--shard I/N``) or all; ``calibration``: the
+    checkpoint's ``"confidence"`` entry (the records then carry ``low_confidence``)."""
     from ..evaluation.evaluate import evaluate
 
     if not args.shard:
         return evaluate(model, examples, args.dataset, out=args.out, batch_size=args.batch_size, method=method,
-                        resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
+                        resume=args.resume, choices=choices, graph_tokens=args.graph_tokens,
+                        calibration=calibration)
     from ..training.distributed import evaluate_shard, parse_shard
 
     if not args.out:
         raise ValueError("--shard needs --out (each shard writes OUT.shard-I-of-N.jsonl)")
     i, n = parse_shard(args.shard)
     return evaluate_shard(model, examples, args.dataset, args.out, i, n, batch_size=args.batch_size,
-                          method=method, resume=args.resume, choices=choices, graph_tokens=args.graph_tokens)
+                          method=method, resume=args.resume, choices=choices, graph_tokens=args.graph_tokens,
+                          calibration=calibration)
 
 
 def run(args) -> int:
@@ -151,7 +154,8 @@ def run(args) -> int:
     model, method = load_model(args, meta, setting.retrieval.method)
     if args.readback:
         return print_readback(model, examples, args)
-    res = score(args, model, examples, method, choices_option(args.choices, model, args.dataset))
+    res = score(args, model, examples, method, choices_option(args.choices, model, args.dataset),
+                meta.get("confidence"))
     print(json.dumps({"dataset": args.dataset, "split": args.split, "method": method,
                       "dtype": dtype_name(model.dtype), **res}))
     print(f"accuracy: {res['accuracy']:.4f} ({res['correct']}/{res['n']}), unclean answers: {res['unclean']} "

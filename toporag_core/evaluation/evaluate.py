@@ -32,6 +32,8 @@ from ..model import TopoRAGModel
 from ..tasks.batching import make_batch
 from .arms import GraphTokenArm, check_arm
 from ..predictions import eval_record, read_predictions, read_records, record_line, write_predictions
+from ..predictions.calibrate import is_low
+from ..retrieval.claims import unsupported_claims
 
 
 def score(dataset: str, prediction: str, label: Any) -> bool:
@@ -158,21 +160,28 @@ def _answer_batch(model: TopoRAGModel, arm: GraphTokenArm, chunk: list[Example],
 
 
 def _record(ex: Example, pred: dict[str, Any], ok: bool, secs_each: float, method: str, dataset: str,
-            graph_tokens: str) -> dict[str, Any]:
-    """One predictions line (:func:`~toporag_core.predictions.eval_record`)."""
+            graph_tokens: str, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One predictions line (:func:`~toporag_core.predictions.eval_record`); with the checkpoint's
+    ``calibration`` (its ``"confidence"`` entry) also ``low_confidence`` and, for a label answer after
+    evidence, ``unsupported_claims``, as Ask flags the same answer
+    (:func:`~toporag_core.predictions.calibrate.is_low`)."""
+    kind = pred.get("kind")
+    conf = pred["probability"] if pred.get("confidence") is None else pred["confidence"]
+    unsupported = unsupported_claims(pred.get("evidence"), ex.context) if kind == "label" else None
     return eval_record(
         id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
         probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,
         raw=pred["raw"], evidence=pred.get("evidence"), support_covered=ex.covered,
         cells=ex.cells, context=ex.context, method=method, dataset=dataset,
-        graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=pred.get("kind"),
-        confidence=pred.get("confidence"))
+        graph_tokens=graph_tokens, margin=_margin(pred), answer_kind=kind,
+        confidence=pred.get("confidence"), unsupported_claims=unsupported,
+        low_confidence=is_low(calibration, kind, conf, unsupported) if calibration else None)
 
 
 def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: str | os.PathLike | None = None,
              batch_size: int = 8, method: str = "toporag", resume: bool = False,
              show_progress: bool = True, choices=None, graph_tokens: str = "normal",
-             arm_seed: int = 0) -> dict[str, Any]:
+             arm_seed: int = 0, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """Answer every example, score it, stream predictions to ``out`` (JSONL).
 
     ``choices``: passed to :meth:`TopoRAGModel.answer` (``None``: per question, the model's
@@ -183,6 +192,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
     (SceneGraphs), ``{"answer objects retrieved" | "answer objects missed": {"n", "accuracy"}}``, which
     separates retrieval misses from reading mistakes; empty otherwise. ``graph_tokens``/``arm_seed``:
     the ablation arm (:class:`~toporag_core.evaluation.arms.GraphTokenArm`) and its derangement seed.
+    ``calibration``: the checkpoint's ``"confidence"`` entry; each record then says whether its answer is
+    low confidence (``low_confidence``), as the Ask page would flag it.
     """
     from tqdm.auto import tqdm
 
@@ -203,7 +214,8 @@ def evaluate(model: TopoRAGModel, examples: list[Example], dataset: str, out: st
                 ok = score(dataset, pred["answer"], ex.label)
                 tally.add(ex.qtype, ex.covered, ok, pred["clean"])
                 if fh is not None:
-                    fh.write(record_line(_record(ex, pred, ok, secs_each, method, dataset, graph_tokens)))
+                    fh.write(record_line(_record(ex, pred, ok, secs_each, method, dataset, graph_tokens,
+                                                 calibration)))
                     fh.flush()
             bar.update(len(chunk))
             bar.set_postfix(acc=f"{tally.correct / max(tally.n, 1):.3f}")

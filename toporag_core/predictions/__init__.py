@@ -20,7 +20,9 @@ Fields of a record (:data:`~.schema.FIELDS`, in this order):
   ``names`` / ``generated`` (what ``benchmarks/bench_confidence.py`` calibrates per; ``null`` in
   files written before it existed); ``confidence``: the number that threshold judges (``probability``,
   except the name reader's probability of its chosen name and the per-token probability of a cited
-  answer's evidence and answer; absent in older files).
+  answer's evidence and answer; absent in older files); ``unsupported_claims`` (a label answer after
+  evidence: its claims the context does not hold) and ``low_confidence`` (the answer flagged under the
+  checkpoint's calibration, as Ask flags it), when known.
 
 Readers and writers:
 

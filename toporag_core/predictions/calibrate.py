@@ -25,6 +25,8 @@ flagged by the check, ``t*`` is the ``(k - f + 1)``-th smallest probability of t
   margin and candidate names, for older files).
 * :func:`fit_threshold`, :func:`flag_rates`, :func:`calibrate` - the fit and the measurements.
 * :func:`unsupported_of` - a record's evidence claims its context does not hold (the check above).
+* :func:`threshold_for`, :func:`is_low` - the stored calibration read back: the one rule by which an answer is
+  flagged, for the pipeline (Ask, ``toporag ask``, ``kg ask``) and ``toporag eval``'s records alike.
 * :func:`write_confidence` - the fitted thresholds into a checkpoint's ``config.json`` (key
   ``"confidence"``, written atomically), which :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_of`
   reads.
@@ -82,6 +84,27 @@ def unsupported_of(rec: dict[str, Any]) -> list[str] | None:
     if "unsupported_claims" in rec:
         return rec["unsupported_claims"]
     return unsupported_claims(rec.get("evidence"), rec.get("context"))
+
+
+def threshold_for(calibration: dict[str, Any] | None, kind: str | None) -> float | None:
+    """The threshold of answers of ``kind`` in a checkpoint's ``"confidence"`` entry (``{"threshold": {kind: t}}``;
+    a single number applies to every kind); ``None`` when it has none for ``kind``."""
+    thr = (calibration or {}).get("threshold")
+    if isinstance(thr, dict):
+        thr = thr.get(kind) if kind is not None else None
+    return None if thr is None else float(thr)
+
+
+def is_low(calibration: dict[str, Any] | None, kind: str | None, confidence: float | None,
+           unsupported: list[str] | None = None) -> bool | None:
+    """Whether an answer is low confidence under a checkpoint's ``"confidence"`` entry: its ``confidence``
+    below the kind's threshold, or (for a kind in the entry's ``evidence_check``) a claim of its evidence that
+    its context does not hold (``unsupported`` not empty); ``None`` without a confidence or a threshold."""
+    thr = threshold_for(calibration, kind)
+    if confidence is None or thr is None:
+        return None
+    checked = kind in ((calibration or {}).get("evidence_check") or ())
+    return bool(confidence < thr or (checked and unsupported))
 
 
 def correct_of(rec: dict[str, Any]) -> bool:

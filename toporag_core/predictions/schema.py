@@ -14,8 +14,8 @@ from typing import Any
 # only where the model / the data has them).
 FIELDS = ("id", "qtype", "question", "gold", "answer", "probability", "correct", "clean", "seconds", "prediction",
           "label", "raw", "evidence", "support_covered", "cells", "context", "method", "dataset",
-          "graph_tokens", "margin", "answer_kind", "confidence")
-OPTIONAL_FIELDS = ("evidence", "support_covered")
+          "graph_tokens", "margin", "answer_kind", "confidence", "unsupported_claims", "low_confidence")
+OPTIONAL_FIELDS = ("evidence", "support_covered", "unsupported_claims", "low_confidence")
 
 # The lenient reader's canonical fields and, for each, the keys it accepts, first found wins.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -32,14 +32,17 @@ def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, p
                 clean: bool, seconds: float, raw: Any, cells: Any, context: str, method: str, dataset: str,
                 evidence: str | None = None, support_covered: bool | None = None,
                 graph_tokens: str = "normal", margin: float | None = None,
-                answer_kind: str | None = None, confidence: float | None = None) -> dict[str, Any]:
+                answer_kind: str | None = None, confidence: float | None = None,
+                unsupported_claims: list[str] | None = None, low_confidence: bool | None = None) -> dict[str, Any]:
     """One ``toporag eval`` record, keys in :data:`FIELDS` order (``prediction`` repeats ``answer``,
     ``label`` repeats ``gold``; ``evidence`` / ``support_covered`` only when not ``None``;
     ``graph_tokens``: the ablation arm of :mod:`toporag_core.evaluation.arms` the answer was given under; ``margin``:
     the answer's probability lead over the runner-up candidate, ``None`` for a generated answer;
     ``answer_kind``: ``"label"`` / ``"names"`` / ``"generated"``, what the confidence is calibrated per;
     ``confidence``: the number its threshold judges, ``probability`` unless the decoder gives another:
-    docs/results/confidence.md)."""
+    docs/results/confidence.md; ``unsupported_claims`` (a label answer after evidence: the claims of that
+    evidence its context does not hold) and ``low_confidence`` (under the checkpoint's calibration) only when
+    not ``None``)."""
     return {"id": id, "qtype": qtype, "question": question, "gold": gold, "answer": answer,
             "probability": probability, "correct": correct, "clean": clean, "seconds": seconds,
             "prediction": answer, "label": gold, "raw": raw,
@@ -47,7 +50,9 @@ def eval_record(*, id: Any, qtype: Any, question: str, gold: Any, answer: str, p
             **({"support_covered": support_covered} if support_covered is not None else {}),
             "cells": cells, "context": context, "method": method, "dataset": dataset,
             "graph_tokens": graph_tokens, "margin": margin, "answer_kind": answer_kind,
-            "confidence": probability if confidence is None else confidence}
+            "confidence": probability if confidence is None else confidence,
+            **({"unsupported_claims": unsupported_claims} if unsupported_claims is not None else {}),
+            **({"low_confidence": low_confidence} if low_confidence is not None else {})}
 
 
 def record_line(record: dict[str, Any]) -> str:

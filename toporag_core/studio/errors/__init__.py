@@ -23,8 +23,8 @@ from .display import (cells_note, citation_check, citation_note, citation_text, 
 from .exports import matching_cells2, subcomplex_complex, subcomplex_graph, subcomplex_graphml, subcomplex_json
 from .live import SPLITS, eval_output_path, prep_setting, prepare_slice, run_evaluation, task_names
 from .tables import (CLOSED_SETS, COLUMNS, OTHER, accuracy_by_template, accuracy_by_type, accuracy_chart,
-                     closed_label_set, compare, confusion_matrix, filter_frame, frame_csv, predicted_label,
-                     predictions_frame, shared_ids, verdict_counts)
+                     closed_label_set, compare, confusion_matrix, filter_frame, frame_csv, low_confidence_summary,
+                     predicted_label, predictions_frame, shared_ids, verdict_counts)
 from .verdicts import (CORRECT, NON_ENTITY, REASONING, RETRIEVAL, UNKNOWN, VERDICT_RULE, VERDICTS, gold_answers,
                        label_is_entity, verdict, verdict_summary)
 
@@ -35,7 +35,7 @@ __all__ = ["ACCEPTED_FIELDS", "CLOSED_SETS", "SPLITS", "eval_output_path", "prep
            "REASONING", "RETRIEVAL", "UNKNOWN", "VERDICTS", "VERDICT_RULE", "accuracy_by_template", "accuracy_by_type",
            "accuracy_chart", "check_record", "citation_check", "citation_note", "citation_text", "closed_label_set",
            "compare", "confusion_matrix", "escape_markdown", "filter_frame", "frame_csv", "gold_answers",
-           "gold_nodes", "gold_note", "is_citation", "label_is_entity", "load_predictions",
+           "gold_nodes", "gold_note", "is_citation", "label_is_entity", "load_predictions", "low_confidence_summary",
            "matching_cells2", "parse_predictions", "predicted_label", "predictions_frame", "prepare_slice",
            "require_records", "run_evaluation", "shared_ids", "subcomplex_graph", "subcomplex_graphml",
            "subcomplex_json", "user_question", "verdict", "verdict_counts", "verdict_markdown",

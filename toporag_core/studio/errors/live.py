@@ -62,10 +62,11 @@ def prepare_slice(dataset: str, split: str, start: int, count: int, encoder, set
 def run_evaluation(model, examples: list, dataset: str, out: str | os.PathLike, method: str = "toporag",
                    batch_size: int = 1, on_progress: Callable[[int, int], None] | None = None,
                    should_stop: Callable[[], bool] | None = None,
-                   lock: threading.Lock | None = None) -> dict[str, Any]:
+                   lock: threading.Lock | None = None, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """``toporag eval`` in small chunks: every chunk's predictions are appended (and flushed) to
     ``out`` before ``should_stop`` is asked again, so a stop keeps everything answered so far.
-    ``lock``: held per chunk (the pipeline's, so Ask answers interleave with a long run).
+    ``lock``: held per chunk (the pipeline's, so Ask answers interleave with a long run); ``calibration``:
+    the checkpoint's ``"confidence"`` entry (each record says whether its answer is low confidence).
 
     Returns ``{"done", "total", "stopped", "path"}``.
     """
@@ -79,7 +80,7 @@ def run_evaluation(model, examples: list, dataset: str, out: str | os.PathLike, 
         chunk = examples[i:i + max(1, batch_size)]
         with lock if lock is not None else contextlib.nullcontext():
             evaluate(model, chunk, dataset, out=out, batch_size=len(chunk), method=method, resume=True,
-                     show_progress=False)
+                     show_progress=False, calibration=calibration)
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, len(examples))

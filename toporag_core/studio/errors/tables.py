@@ -15,8 +15,9 @@ from .verdicts import VERDICTS, gold_answers, verdict
 
 CLOSED_SETS = (("support", "counter"), ("yes", "no"))
 OTHER = "(other)"
-COLUMNS = ["line", "id", "question", "label", "prediction", "evidence", "cited", "correct", "verdict", "qtype",
-           "template", "method", "dataset", "0-cells", "1-cells", "2-cells"]
+COLUMNS = ["line", "id", "question", "label", "prediction", "evidence", "cited", "correct", "low confidence",
+           "verdict", "qtype", "template", "method", "dataset", "0-cells", "1-cells", "2-cells"]
+FLAG_TEXT = {True: "yes", False: "no"}  # a record's low_confidence as the table shows it ("" when not recorded)
 
 
 def predictions_frame(preds: Predictions) -> pd.DataFrame:
@@ -24,7 +25,8 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
     is the generated-SceneGraphs template that wrote the question (``""`` for any other question);
     ``evidence`` what an evidence-first checkpoint wrote before its answer (``""`` otherwise); ``cited``
     how many of a cited answer's lines, or of an evidence sentence's claims, are in its context
-    (:func:`~.display.citation_text`)."""
+    (:func:`~.display.citation_text`); ``low confidence``: the record's ``low_confidence`` (``toporag eval``
+    and ``kg eval`` with a calibrated checkpoint; ``""`` when the file does not say)."""
     from ...tasks.scenes import question_template
 
     rows = []
@@ -33,11 +35,26 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
         rows.append({"line": r["line"], "id": r["id"], "question": user_question(r["question"]),
                      "label": "|".join(gold_answers(r["label"])), "prediction": r["prediction"],
                      "evidence": r["evidence"], "cited": citation_text(r),
-                     "correct": r["correct"], "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
+                     "correct": r["correct"], "low confidence": FLAG_TEXT.get(r.get("low_confidence"), ""),
+                     "verdict": verdict(r)[0], "qtype": r["qtype"] or "untyped",
                      "template": question_template(str(r["question"]), r["qtype"] or None) or "",
                      "method": r["method"] or "unknown", "dataset": r["dataset"], "0-cells": len(c["nodes"]),
                      "1-cells": len(c["edges"]), "2-cells": len(c["cells2"])})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def low_confidence_summary(df: pd.DataFrame) -> str | None:
+    """``"Low confidence: 12 of 20 wrong answers flagged, 5 of 80 right ones"`` over the records that say whether
+    they were flagged (``None`` when none does)."""
+    known = df[df["low confidence"] != ""]
+    if known.empty:
+        return None
+    low = known["low confidence"] == "yes"
+    wrong, right = ~known["correct"].astype(bool), known["correct"].astype(bool)
+    unknown = f" ({len(df) - len(known)} records do not say)" if len(known) < len(df) else ""
+    return (f"Low confidence (the checkpoint's calibrated flag, as Ask shows it): {int((low & wrong).sum())} of "
+            f"{int(wrong.sum())} wrong answers flagged, {int((low & right).sum())} of {int(right.sum())} right ones"
+            f"{unknown}.")
 
 
 def filter_frame(df: pd.DataFrame, outcome: str = "all", qtypes=None, methods=None, verdicts=None,
