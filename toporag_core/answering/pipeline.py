@@ -31,10 +31,10 @@ import torch
 
 from ..model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
 from ..nn import collate, subcomplex_tensors
+from ..predictions.calibrate import EVIDENCE_CHECKED, is_low, threshold_for
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from ..retrieval.budget import ContextFit, fit_context
 from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
-from ..predictions.calibrate import is_low, threshold_for
 from ..retrieval.claims import unsupported_claims
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .answer import Answer
@@ -335,7 +335,7 @@ class TopoRAGPipeline:
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
             kind = r.get("kind") or ("label" if probs else "generated")  # what the threshold is fitted per
             # a label after evidence the model wrote: the claims of that evidence the context does not hold
-            unsupported = unsupported_claims(r.get("evidence"), j.context) if kind == "label" else None
+            unsupported = unsupported_claims(r.get("evidence"), j.context) if kind in EVIDENCE_CHECKED else None
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
                         "candidates": cands, "answer_kind": kind,
