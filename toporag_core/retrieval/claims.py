@@ -19,14 +19,13 @@ function words :data:`FUNCTION_WORDS` left out. It is **supported** when the com
   the red man"`` when ``table [1]: blue, metal`` and ``man [5]: red, standing``). The direction counts:
   ``man [5] in front of table [1]`` does not support ``"The table is in front of the man"``.
 
-Only compact contexts are read (node lines with a local index, :data:`~.textualize.NODE_LINE`; the
-``relations`` section names both ends of each line). Any other context, or an answer with no evidence,
-gets ``None``: nothing to check, never a flag. Pure string code, no torch, as :mod:`.citations`.
-
-Plain-name graphs (ExplaGraphs, knowledge graphs: ``cup has color red`` is a triple, not a node line)
-give each attribute a fact of its own, so one clause can join several facts; there the Ask page shows the
-model's sentence by the looser rule of :func:`loosely_backed` (each content word in a retrieved fact with
-another of the sentence's words), which is not used to flag answers.
+Only compact contexts are read (a ``nodes`` section, then a ``relations`` section whose lines name both
+ends). Plain-name graphs (the built-in breakfast scene, knowledge graphs: ``cup has color red`` is a triple,
+not a node line) are read too: a node's attribute values are the nodes it points to that point nowhere
+(:class:`ContextFacts`). Any other context (the CSV format), or an answer with no evidence, gets ``None``:
+nothing to check, never a flag; there the Ask page decides whether to show the model's sentence by the
+looser rule of :func:`loosely_backed` (each content word in a retrieved fact with another of the sentence's
+words). Pure string code, no torch, as :mod:`.citations`.
 """
 from __future__ import annotations
 
@@ -56,40 +55,77 @@ def _content(ws: list[str]) -> set[str]:
 
 
 class ContextFacts:
-    """The facts of one compact context: per node index its name words and all its words (name and
-    details), and the relation lines as ``(head index, relation words, tail index)``."""
+    """The facts of one compact context: per node key its name words and all its words (name and details),
+    and the relation lines as ``(head key, relation words, tail key)``.
+
+    A node is keyed by its local index when its line has one (``cup [2]: red, metal``), else by its name
+    (plain-name graphs: ``cup``); a plain relation line ``cup has color red`` is split at the longest node
+    names that begin and end it. In a plain-name graph an attribute is a triple of its own, so a node's words
+    also take in the names of the nodes it points to that point nowhere themselves (the values *red*,
+    *ceramic* of ``cup has color red``, ``cup made of ceramic``): "The red cup is on the table" then reads as
+    in a scene graph."""
 
     def __init__(self, context: str | None) -> None:
         self.names: dict[str, set[str]] = {}
         self.node_words: dict[str, set[str]] = {}
         self.relations: list[tuple[str, list[str], str]] = []
-        spelled: dict[str, str] = {}  # node index -> its name's words, as a relation line ends with them
+        spelled: dict[str, str] = {}  # node key -> its name's words, as a relation line ends with them
+        plain: list[str] = []  # the plain node names, longest first (for splitting plain relation lines)
         section = None
         rows: list[str] = []
         for ln in (x.strip() for x in str(context or "").splitlines()):
             if ln in ("nodes", "relations") or ln.startswith("2-cells"):
                 section = ln.split()[0]
                 continue
+            if not ln:
+                continue
             m = NODE_LINE.match(ln) if section == "nodes" else None
             if m:
-                i = m.group("index")[1:-1]
-                spelled[i] = " " + " ".join(words(m.group("name")))
-                self.names[i] = _content(words(m.group("name")))
-                self.node_words[i] = self.names[i] | _content(words(m.group("attrs") or ""))
-            elif section == "relations":
-                rows.append(ln)
-        for ln in rows:
-            m = _RELATION_LINE.match(ln)
-            if not m or m.group("h") not in self.names or m.group("t") not in self.names:
+                key, name, attrs = m.group("index")[1:-1], m.group("name"), m.group("attrs") or ""
+            elif section == "nodes":
+                key, name, attrs = ln, ln, ""
+                plain.append(ln)
+            else:
+                if section == "relations":
+                    rows.append(ln)
                 continue
-            rest, tail = " " + " ".join(words(m.group("rest"))), spelled[m.group("t")]
-            if not rest.endswith(tail) or not rest[: -len(tail)].strip():
-                continue  # the line does not end with its tail node's name: not a line of this format
-            self.relations.append((m.group("h"), rest[: -len(tail)].split(), m.group("t")))
+            spelled[key] = " " + " ".join(words(name))
+            self.names[key] = _content(words(name))
+            self.node_words[key] = self.names[key] | _content(words(attrs))
+        plain.sort(key=len, reverse=True)
+        for ln in rows:
+            fact = self._indexed(ln, spelled) or self._plain(ln, plain)
+            if fact is not None:
+                self.relations.append(fact)
+        heads = {h for h, _, _ in self.relations}
+        for h, _, t in self.relations:  # plain-name graphs: values (nodes that point nowhere) describe their head
+            if h in plain and t in plain and t not in heads:
+                self.node_words[h] = self.node_words[h] | self.names[t]
+
+    def _indexed(self, ln: str, spelled: dict[str, str]) -> tuple[str, list[str], str] | None:
+        m = _RELATION_LINE.match(ln)
+        if not m or m.group("h") not in self.names or m.group("t") not in self.names:
+            return None
+        rest, tail = " " + " ".join(words(m.group("rest"))), spelled[m.group("t")]
+        if not rest.endswith(tail) or not rest[: -len(tail)].strip():
+            return None  # the line does not end with its tail node's name: not a line of this format
+        return m.group("h"), rest[: -len(tail)].split(), m.group("t")
+
+    @staticmethod
+    def _plain(ln: str, plain: list[str]) -> tuple[str, list[str], str] | None:
+        head = next((n for n in plain if ln.startswith(n + " ")), None)
+        if head is None:
+            return None
+        rest = ln[len(head) + 1:]
+        tail = next((n for n in plain if rest.endswith(" " + n) and len(rest) > len(n) + 1), None)
+        if tail is None:
+            return None
+        rel = words(rest[: -len(tail) - 1])
+        return (head, rel, tail) if rel else None
 
     @property
     def readable(self) -> bool:
-        """Whether the context has compact node lines to check claims against."""
+        """Whether the context has compact node lines (indexed or plain names) to check claims against."""
         return bool(self.names)
 
     def _names_node(self, part: set[str], i: str) -> bool:

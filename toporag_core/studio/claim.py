@@ -18,11 +18,11 @@ shown for a yes/no answer is read from the retrieved subcomplex, never taken fro
 * the model's own sentence is shown only when it is about the claim (holds a claim term) and
   **backed**: every claim of it is a fact of the context the model read
   (:func:`~toporag_core.retrieval.claims.unsupported_claims`, the check that also flags the answer as low
-  confidence: "The metal table is in front of the red man" is not backed by ``table [1] behind man [5]``).
-  Where that check cannot read the context (plain-name graphs, whose attributes are triples of their own),
-  the looser rule of :func:`~toporag_core.retrieval.claims.loosely_backed` decides: "The metal cup is
-  orange" is backed by *cup made of metal* and *cup has color orange*; "The cup is blue" is not when no
-  fact joins *cup* and *blue*.
+  confidence: "The metal table is in front of the red man" is not backed by ``table [1] behind man [5]``; in
+  a plain-name graph "The red cup is on the table" is backed by *cup has color red* and *cup on table*).
+  Where that check cannot read the context (a CSV context), the looser rule of
+  :func:`~toporag_core.retrieval.claims.loosely_backed` decides: each of the sentence's words in some fact
+  together with another of its words.
 """
 from __future__ import annotations
 
