@@ -52,7 +52,8 @@ class Answer:
     choices: tuple[str, ...] | None = None
     candidates: list[dict[str, Any]] | None = None  # the top names / labels with their probabilities
     probability: float | None = None  # label / name softmax; generated: per-token geometric mean
-    low_confidence: bool | None = None  # below the checkpoint's calibrated threshold (None: no threshold)
+    # below the checkpoint's calibrated threshold, or evidence its context does not hold (None: no threshold)
+    low_confidence: bool | None = None
     answer_kind: str | None = None  # "label" | "names" | "generated"
     confidence_threshold: float | None = None
     confidence: float | None = None  # what the threshold is compared with (names: the chosen name's own probability)

@@ -33,7 +33,7 @@ class ConfidenceNote:
     """One answer's confidence as the user reads it."""
 
     confidence: float | None  # the number the threshold is compared with (None: the model gave none)
-    low: bool | None  # below the calibrated threshold (None: no threshold for this kind of answer)
+    low: bool | None  # low confidence: below the threshold, or evidence the graph does not hold (None: no threshold)
     threshold: float | None = None
     kind: str | None = None  # "label" | "names" | "generated"
     runner_ups: list[tuple[str, float]] = field(default_factory=list)  # the next answers, best first
