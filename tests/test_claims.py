@@ -272,3 +272,18 @@ def test_is_low_reads_one_threshold_or_one_per_kind_and_the_evidence_check():
     assert is_low(cal, "label", 0.9, ["The cup is red"]) is True and is_low(cal, "label", 0.9, []) is False
     assert is_low(cal, "generated", 0.9, ["x"]) is False and is_low(cal, "generated", 0.1) is True
     assert is_low(cal, "names", 0.1) is None and is_low(cal, "label", None) is None
+
+
+def test_the_evidence_heading_says_whether_the_claims_were_checked():
+    from types import SimpleNamespace
+
+    from toporag_core.studio.ask import evidence_heading
+    from toporag_core.studio.errors import citation_note
+
+    a = SimpleNamespace(answer="blue", evidence="The metal table is blue", context=CONTEXT, unsupported_claims=None)
+    assert "which of its claims are facts of the retrieved context" in evidence_heading(a, False)
+    assert citation_note({"evidence": a.evidence, "context": CONTEXT}) == \
+        "Evidence:  1 of 1 claims of the evidence are facts of the context\n"
+    csv = SimpleNamespace(answer="blue", evidence="The table is blue", context="node_id,node_attr\n0,table\n",
+                          unsupported_claims=None)
+    assert "could not be checked against this context" in evidence_heading(csv, False)

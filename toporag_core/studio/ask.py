@@ -337,15 +337,21 @@ def occurrence_note(a: Answer) -> str | None:
 
 
 def evidence_heading(a: Answer, is_citation: bool) -> str:
-    """The heading over what the model wrote before its answer. Nothing checks that an evidence
-    sentence is true or that it supports the answer (a wrong "no" came with false evidence at 0.996),
-    so the heading says so; cited context lines are checked against the context below them."""
+    """The heading over what the model wrote before its answer. Cited context lines are checked against the
+    context below them, and so are the claims of an evidence sentence where the context can be read
+    (:func:`~toporag_core.studio.errors.citation_note`); even a sentence the context holds is no proof that the
+    answer follows from it (a wrong "no" came with a sentence at 0.996), so the heading says so."""
     if is_citation:
         return ("**Context lines the model cited before its answer** (cited nodes are highlighted in the picture; "
                 "the line below says how many are really in the context)")
     then = f"then picked **{a.answer}**" if a.answer.strip() else "then answered"
-    return (f"**Evidence the model wrote first**: the model's cited evidence (not checked): it {then} after it; "
-            "the sentence may be false and is no proof of the answer")
+    from .errors.display import claim_check
+
+    checked = ("the line below says which of its claims are facts of the retrieved context"
+               if claim_check(a.evidence or "", a.context) is not None
+               else "its claims could not be checked against this context")
+    return (f"**Evidence the model wrote first**: it {then} after it; {checked}; the sentence is no proof of the "
+            "answer")
 
 
 def answer_in_context(answer: str, context: str) -> bool:
