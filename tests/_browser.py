@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -109,6 +109,24 @@ def ask(pg, question: str | None = None):
     answer = pg.locator("[class*='st-key-ask_answer_'] code").first  # the checkpoint's method: toporag or seeded
     answer.wait_for()
     return answer
+
+
+@contextlib.contextmanager
+def ask_page_of(url: str, timeout_ms: int = 300_000) -> Iterator[Any]:
+    """A Chromium page on the Ask page of the app at ``url`` (1440 x 1150), closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            pg = browser.new_page(viewport={"width": 1440, "height": 1150})
+            pg.set_default_timeout(timeout_ms)
+            pg.goto(url)
+            pg.get_by_text("Current graph:").wait_for()
+            pg.get_by_role("link", name="Ask").first.click()
+            yield pg
+        finally:
+            browser.close()
 
 
 def load_sample(pg, title: str) -> None:

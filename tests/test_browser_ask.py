@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from ._browser import CHROMIUM, CHROMIUM_ARGS, ask, load_sample, shipped_scene_server, streamlit_server
+from ._browser import (CHROMIUM, CHROMIUM_ARGS, ask, ask_page_of, load_sample, shipped_scene_server,
+                       streamlit_server)
 
 QUESTION = "What is on the table? Answer in a few words."
 
@@ -177,20 +178,10 @@ def test_the_scene_checkpoint_shows_what_the_graph_tokens_did(tmp_path_factory, 
     """The committed SceneGraphs checkpoint answers the built-in scene's question; the page then shows
     "What the graph tokens did" behind a button, and once pressed the own / zeroed / permuted table and the
     direction of the own tokens."""
-    with shipped_scene_server(tmp_path_factory, "scene") as url:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-                pg.set_default_timeout(300_000)
-                pg.goto(url)
-                pg.get_by_text("Current graph:").wait_for()
-                pg.get_by_role("link", name="Ask").first.click()
-                ask(pg)
-                measure_graph_tokens(pg)
-                pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
-            finally:
-                browser.close()
+    with shipped_scene_server(tmp_path_factory, "scene") as url, ask_page_of(url) as pg:
+        ask(pg)
+        measure_graph_tokens(pg)
+        pg.screenshot(path=str(tmp_path / "ask_graph_tokens.png"))
 
 
 def test_the_expla_checkpoint_reads_the_relations_from_its_graph_tokens_on_the_argument_sample(tmp_path_factory,
@@ -229,27 +220,17 @@ def test_the_scene_checkpoint_flags_a_yes_no_answer_whose_evidence_the_graph_doe
     checkpoint writes before its yes / no, the page tells one story: a sentence the retrieved graph does not
     hold is quoted in a low-confidence warning and not shown as evidence; a sentence it holds is shown as the
     evidence and never quoted as unsupported."""
-    with shipped_scene_server(tmp_path_factory, "scene_claims") as url:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                pg = browser.new_page(viewport={"width": 1440, "height": 1150})
-                pg.set_default_timeout(300_000)
-                pg.goto(url)
-                pg.get_by_text("Current graph:").wait_for()
-                pg.get_by_role("link", name="Ask").first.click()
-                answer = ask(pg, "Is the cup blue?")
-                assert answer.inner_text().strip() in ("yes", "no")
-                pg.get_by_text("Evidence about the claim").first.wait_for()
-                text = pg.locator("[data-testid='stMain']").inner_text()
-                flagged = "the evidence the model wrote is not in the retrieved graph" in text
-                hidden = "that the retrieved facts do not back, so it is not shown as evidence" in text
-                shown = "The model wrote this before its answer; the retrieved facts back it" in text
-                assert (flagged or hidden or shown) and not (flagged and shown)
-                if flagged:
-                    assert hidden  # an unsupported sentence is never shown as the evidence
-                    warning = pg.locator("[data-testid='stAlert']").filter(has_text="not in the retrieved graph")
-                    assert warning.count() == 1 and "Low confidence" in warning.inner_text()
-                pg.screenshot(path=str(tmp_path / "ask_claims.png"))
-            finally:
-                browser.close()
+    with shipped_scene_server(tmp_path_factory, "scene_claims") as url, ask_page_of(url) as pg:
+        answer = ask(pg, "Is the cup blue?")
+        assert answer.inner_text().strip() in ("yes", "no")
+        pg.get_by_text("Evidence about the claim").first.wait_for()
+        text = pg.locator("[data-testid='stMain']").inner_text()
+        flagged = "the evidence the model wrote is not in the retrieved graph" in text
+        hidden = "that the retrieved facts do not back, so it is not shown as evidence" in text
+        shown = "The model wrote this before its answer; the retrieved facts back it" in text
+        assert (flagged or hidden or shown) and not (flagged and shown)
+        if flagged:
+            assert hidden  # an unsupported sentence is never shown as the evidence
+            warning = pg.locator("[data-testid='stAlert']").filter(has_text="not in the retrieved graph")
+            assert warning.count() == 1 and "Low confidence" in warning.inner_text()
+        pg.screenshot(path=str(tmp_path / "ask_claims.png"))
