@@ -97,9 +97,9 @@ class ContextFacts:
             fact = self._indexed(ln, spelled) or self._plain(ln, plain)
             if fact is not None:
                 self.relations.append(fact)
-        heads = {h for h, _, _ in self.relations}
+        heads, plain_keys = {h for h, _, _ in self.relations}, set(plain)
         for h, _, t in self.relations:  # plain-name graphs: values (nodes that point nowhere) describe their head
-            if h in plain and t in plain and t not in heads:
+            if h in plain_keys and t in plain_keys and t not in heads:
                 self.node_words[h] = self.node_words[h] | self.names[t]
 
     def _indexed(self, ln: str, spelled: dict[str, str]) -> tuple[str, list[str], str] | None:

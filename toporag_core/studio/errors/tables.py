@@ -44,8 +44,8 @@ def predictions_frame(preds: Predictions) -> pd.DataFrame:
 
 
 def low_confidence_summary(df: pd.DataFrame) -> str | None:
-    """``"Low confidence: 12 of 20 wrong answers flagged, 5 of 80 right ones"`` over the records that say whether
-    they were flagged (``None`` when none does)."""
+    """``"Low confidence (the checkpoint's calibrated flag, as Ask shows it): 12 of 20 wrong answers flagged, 5 of
+    80 right ones."`` over the records that say whether they were flagged (``None`` when none does)."""
     known = df[df["low confidence"] != ""]
     if known.empty:
         return None
