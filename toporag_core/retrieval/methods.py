@@ -5,7 +5,7 @@ Cell methods (``dimension="cells"``, return a :class:`~.result.Subcomplex`):
 | name | label | parameters | what |
 |---|---|---|---|
 | ``toporag`` | TopoRAG (cell complex) | k0, k1, k2, c2, edge_cost | Algorithm 3: prizes, PCST, closure |
-| ``toporag-seeded`` | TopoRAG, seeded | k0, k1, k2, c2, edge_cost, hops, tau, hop_cost, match | path prizes |
+| ``toporag-seeded`` | TopoRAG, seeded | k0, k1, k2, c2, edge_cost, hops, tau, hop_cost, match, lexical | path prizes |
 | ``g-retriever`` | G-Retriever PCST | k0, k1, edge_cost | G-Retriever's PCST on the original edges (PyG parity) |
 | ``shortest-path`` | Shortest paths (w/o TSR) | k0, k1 | "w/o TSR": shortest paths joining top-k cells, no 2-cells |
 | ``topk-triples`` | Top-k triples (KAPING) | k | top-k triples by cosine with the triple's cells (head, edge, tail) |
@@ -106,6 +106,9 @@ def register_builtin_methods() -> None:
          Param("match", float, 1.0, 0.0, 10.0, "weight of the whole relation path's match with the question in "
                "the ranking (1: as much as one relation's), so the end of a path can outrank its bridge",
                ui=(0.0, 4.0, 0.25), advanced=True),
+         Param("lexical", float, 0.1, 0.0, 1.0, "cosine added to a relation and to a relation path for each "
+               "question word its words name ('writers' for written by, 'born' for place of birth)",
+               ui=(0.0, 0.5, 0.05), advanced=True),
          Param("seeds", str, None, help="seed entities: node names or ids separated by '|' (default: the nodes the "
                                         "question names)", widget=False, advanced=True)),
         retrieve_seeded, "rank prizes by relation paths from the entities the question names (bridge entities "

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .result import EmbeddedComplex
+from .word_match import count, relation_masks
 
 TOP = 8  # first-hop relations followed to a second hop
 
@@ -81,10 +82,30 @@ def _graph_arrays(ecx: EmbeddedComplex) -> tuple[np.ndarray, np.ndarray, np.ndar
     return ecx.cache["path-match-arrays"]
 
 
+def word_masks(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """``(W,)`` int64 bit sets: the question words each relation text of :func:`_graph_arrays` names
+    (:func:`~.word_match.relation_masks`; the seeds' own names are not question words); zeros for a
+    question vector or a graph without edges."""
+    cx = ecx.complex
+    if cx.num_edges == 0:
+        return np.zeros(0, np.int64)
+    wtext = _graph_arrays(ecx)[0]
+    if not isinstance(question, str):
+        return np.zeros(len(wtext), np.int64)
+    names = [cx.graph.node_text[int(i)] for i in np.asarray(seeds, np.int64).tolist()]
+    return relation_masks(ecx, question, wtext.tolist(), names)
+
+
+def cell_word_masks(ecx: EmbeddedComplex, masks: np.ndarray) -> np.ndarray:
+    """``(M,)`` each 1-cell's bit set, from the ``(W,)`` bit sets of :func:`word_masks`."""
+    return masks[_graph_arrays(ecx)[1]] if masks.size else np.zeros(ecx.complex.num_edges, np.int64)
+
+
 def path_match(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray,
-               top: int = TOP) -> np.ndarray | None:
-    """``(N,)`` the module docstring's ``P`` (the mean over the seeds); ``None`` without an encoder or for
-    a question vector."""
+               top: int = TOP, lexical: float = 0.0, masks: np.ndarray | None = None) -> np.ndarray | None:
+    """``(N,)`` the module docstring's ``P`` (the mean over the seeds), plus ``lexical`` x the question
+    words the path's relations name (:mod:`.word_match`; ``masks`` from :func:`word_masks`, computed when
+    not given); ``None`` without an encoder or for a question vector."""
     if ecx.encoder is None or not isinstance(question, str):
         return None
     seeds = np.asarray(seeds, np.int64)
@@ -92,16 +113,22 @@ def path_match(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarr
         return np.full(ecx.complex.num_nodes, -1.0)
     q = np.asarray(ecx.question_vector(question), np.float32)
     wcos = text_cosines(ecx, _graph_arrays(ecx)[0].tolist(), q)
+    if lexical and masks is None:
+        masks = word_masks(ecx, question, seeds)
+    if not lexical:
+        masks = None
     if seeds.size == 1:
-        return _match_from(ecx, q, wcos, seeds, top)
-    out = np.mean([_match_from(ecx, q, wcos, seeds[i:i + 1], top) for i in range(seeds.size)], axis=0)
+        return _match_from(ecx, q, wcos, seeds, top, lexical, masks)
+    out = np.mean([_match_from(ecx, q, wcos, seeds[i:i + 1], top, lexical, masks) for i in range(seeds.size)],
+                  axis=0)
     out[seeds] = -1.0
     return np.round(out, 5)
 
 
-def _match_from(ecx: EmbeddedComplex, q: np.ndarray, wcos: np.ndarray, seeds: np.ndarray, top: int) -> np.ndarray:
-    """``P`` from one seed set (the best path of any of them), given the question vector ``q`` and each
-    relation word's cosine ``wcos (W,)``."""
+def _match_from(ecx: EmbeddedComplex, q: np.ndarray, wcos: np.ndarray, seeds: np.ndarray, top: int,
+                lexical: float = 0.0, masks: np.ndarray | None = None) -> np.ndarray:
+    """``P`` from one seed set (the best path of any of them), given the question vector ``q``, each
+    relation word's cosine ``wcos (W,)`` and, with ``lexical``, its bit set ``masks (W,)``."""
     cx = ecx.complex
     n = cx.num_nodes
     out = np.full(n, -1.0)
@@ -112,10 +139,11 @@ def _match_from(ecx: EmbeddedComplex, q: np.ndarray, wcos: np.ndarray, seeds: np
     # hop 1: every 1-cell with exactly one seed end
     e1 = np.flatnonzero(seed[u] ^ seed[v])
     b = np.where(seed[u[e1]], v[e1], u[e1])
-    np.maximum.at(out, b, wcos[wid[e1]])
+    one = wcos + lexical * count(masks) if masks is not None else wcos
+    np.maximum.at(out, b, one[wid[e1]])
     # hop 2: from the bridges reached by the `top` best-matching first relations
     best = np.unique(wid[e1])
-    best = best[np.argsort(-wcos[best], kind="stable")[:top]]
+    best = best[np.argsort(-one[best], kind="stable")[:top]]
     keep = np.isin(wid[e1], best)
     e1, b = e1[keep], b[keep]
     start, stop = np.searchsorted(ends, b, "left"), np.searchsorted(ends, b, "right")
@@ -129,6 +157,9 @@ def _match_from(ecx: EmbeddedComplex, q: np.ndarray, wcos: np.ndarray, seeds: np
         code = wid[e1[first]] * len(wtext) + wid[e2]
         uniq, inv = np.unique(code, return_inverse=True)
         texts = [f"{wtext[c // len(wtext)]} {wtext[c % len(wtext)]}" for c in uniq.tolist()]
-        np.maximum.at(out, far, text_cosines(ecx, texts, q)[inv])
+        two = text_cosines(ecx, texts, q)
+        if masks is not None:
+            two = two + lexical * count(masks[uniq // len(wtext)] | masks[uniq % len(wtext)])
+        np.maximum.at(out, far, two[inv])
     out[seed] = -1.0
     return np.round(out, 5)

@@ -46,7 +46,8 @@ import time
 import numpy as np
 
 from .mediators import mediator_mask
-from .path_match import path_match, readable
+from .path_match import cell_word_masks, path_match, readable, word_masks
+from .word_match import count
 from .result import EmbeddedComplex, Subcomplex
 from .seeds import link_nodes, name_index, norm, relation_words
 from .toporag import CellPrizes, candidate_cells2, cell2_prizes, prized_subcomplex, rank_prizes
@@ -155,7 +156,7 @@ def path_scores(edges: np.ndarray, r: np.ndarray, seeds: np.ndarray, n: int, hop
 
 
 def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1: int, k2: int, c2: float,
-                  hops: int, tau: float, hop_cost: float, seeds=None, match: float = 0.0):
+                  hops: int, tau: float, hop_cost: float, seeds=None, match: float = 0.0, lexical: float = 0.0):
     """``(CellPrizes, (s0, s1, s2), seed ids, path scores L, path match P)`` of the module docstring's
     steps 1-4 (``P``: :func:`~.path_match.path_match`, ``None`` without one)."""
     cx = ecx.complex
@@ -164,11 +165,14 @@ def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1:
     if seed.size == 0:
         seed = np.argsort(-s0, kind="stable")[:max(1, k0)]
     rc = relation_cosines(ecx, question, s1)
+    masks = word_masks(ecx, question, seed) if lexical and isinstance(question, str) else None
+    if masks is not None and rc.size:  # + lexical x the question words each relation names
+        rc = rc + lexical * count(cell_word_masks(ecx, masks))
     r = (rc - rc.max()) / max(tau, 1e-6) if rc.size else rc
     if "mediators" not in ecx.cache:
         ecx.cache["mediators"] = mediator_mask(cx.graph.node_text)
     L, Le = path_scores(cx.edges, r, seed, cx.num_nodes, hops, hop_cost, ecx.cache["mediators"])
-    P = path_match(ecx, question, seed)
+    P = path_match(ecx, question, seed, lexical=lexical, masks=masks)
     rank = L
     if match and P is not None:  # step 4 with the path's match: S = L + match (P - max P) / tau, 0 on seeds
         reached = P > -1
@@ -198,16 +202,17 @@ def inside_cells2(cx, p0: np.ndarray) -> np.ndarray:
 
 def retrieve_seeded(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 10, k1: int = 10, k2: int = 3,
                     c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, tau: float = 0.1,
-                    hop_cost: float = 0.5, match: float = 1.0, seeds=None) -> Subcomplex:
+                    hop_cost: float = 0.5, match: float = 1.0, lexical: float = 0.1, seeds=None) -> Subcomplex:
     """Question-seeded TopoRAG (the module docstring); ``seeds``: node ids or names (default: linked)."""
     cx = ecx.complex
     if cx.num_nodes == 0:
         raise ValueError("cannot retrieve from an empty graph (no nodes)")
     t0 = time.perf_counter()
-    prz, sims, seed, L, P = seeded_prizes(ecx, question, k0, k1, k2, c2, hops, tau, hop_cost, seeds, match)
+    prz, sims, seed, L, P = seeded_prizes(ecx, question, k0, k1, k2, c2, hops, tau, hop_cost, seeds, match,
+                                          lexical)
     t1 = time.perf_counter()
     params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, tau=tau, hop_cost=hop_cost,
-                  match=match)
+                  match=match, lexical=lexical)
     sub = prized_subcomplex(cx, prz, edge_cost, "toporag-seeded", params, sims, t0, t1)
     sub.params["seeds"] = seed.tolist()
     sub.node_scores = L
