@@ -9,7 +9,7 @@ from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.path_match import path_match, word_masks
 from toporag_core.retrieval.seeded import seed_nodes, seeded_prizes
-from toporag_core.retrieval.word_match import _prefix_match, content_words, count, question_words, relation_masks
+from toporag_core.retrieval.word_match import _prefix_match, content_words, count, question_words, relation_masks, stem
 
 DIRECTOR = "Alice Moreau"
 
@@ -36,13 +36,15 @@ def test_question_words_drop_function_words_and_the_seed_names():
 
 
 def test_prefix_rule_matches_word_forms_not_mere_shared_starts():
-    a = np.array(["writers", "directed", "released", "country", "year"], dtype=object)
-    b = np.array(["written", "director", "relatives", "countries", "yearbooks"], dtype=object)
+    a = np.array(["writers", "directed", "released", "country", "year", "acted"], dtype=object)
+    b = np.array(["written", "director", "relatives", "countries", "yearbooks", "actors"], dtype=object)
     hit = _prefix_match(a, b)
     assert hit[0, 0] and hit[1, 1] and hit[3, 3]  # writ-, direct-, countr-
+    assert hit[5, 5]  # the same stem "act"
     assert not hit[2, 2]  # "rel": three letters
     assert not hit[4, 4]  # "year" is less than half of "yearbooks"
-    assert hit.sum() == 3
+    assert hit.sum() == 4
+    assert stem("actors") == stem("acted") == "act" and stem("gas") == "gas"  # at least 3 letters stay
 
 
 def test_relation_masks_count_each_question_word_once(film_ecx):
