@@ -11,7 +11,9 @@ its score is that text's cosine with the question,
     P(v) = max over paths  s -r1-> v  or  s -r1-> b -r2-> v   of   cos(q, enc("r1 r2")),
 
 so "spouse occupation" matches the question better than "spouse" alone, and "place of death" better
-than "place of birth".  ``P(v) = -1`` for a node no 1- or 2-hop path reaches (and for the seeds).
+than "place of birth". With ``lexical > 0`` each path also gains ``lexical x C(path)``, the question words
+its relations name together (:mod:`.word_match`). ``P(v) = -1`` for a node no 1- or 2-hop path reaches
+(and for the seeds).
 With several seeds ``P`` is the mean of each seed's ``P_s``: "Which element named after Canada did
 Anton Castellan discover?" is answered by the node both seeds reach, and an element reached from only
 one of them pays ``-1`` for the other (measured: docs/results/kg.md).

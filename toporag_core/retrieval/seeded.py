@@ -10,8 +10,10 @@ tree, boundary closure) and replaces *what is ranked*:
    given by the caller (a KG store's linked entities); without any, the ``k0`` nodes most similar
    to the question (the paper's 0-cell ranking).
 2. **Relation relevance** of each 1-cell ``e`` (its relation texts, cosine ``s1(e)`` with the
-   question): ``r(e) = (s1(e) - max_e' s1(e')) / tau <= 0``, a log-weight; the relation the
-   question asks about has ``r = 0``.
+   question, plus ``lexical x C(e)``, ``C(e)`` the question words the relation's own words name,
+   :mod:`.word_match`): ``r(e) = (s1(e) - max_e' s1(e')) / tau <= 0``, a log-weight; the relation the
+   question asks about has ``r = 0``. Whole-text cosines alone are noisy on movie graphs ("films" pulls
+   ``starred actors`` above ``in language`` for "what languages are the films directed by X in").
 3. **Path scores** (a max-product walk, ``hops`` rounds of Bellman-Ford over the 1-skeleton, both
    directions): ``L_0(v) = 0`` on seeds, ``-inf`` elsewhere;
    ``L_{h+1}(v) = max(L_h(v), max_{e = (u, v)} L_h(u) + r(e) - hop_cost)``.
@@ -30,7 +32,8 @@ tree, boundary closure) and replaces *what is ranked*:
    ``L_e`` from ``S``), where ``P`` is the whole relation path's match with the question
    (:mod:`.path_match`): "person place of birth" can then outrank relations that match the
    question's words better one at a time. The subcomplex keeps ``L`` as its node scores and ``P`` as
-   its path match (the name reader's priors).
+   its path match (the name reader's priors). ``P`` gains ``lexical x C(path)`` too, the question words the
+   path's relations name together (each once), so the end of a two-relation question outranks its bridge.
 
 Shapes: ``s0 (N,)``, ``s1 (M,)``, ``L (N,)``, ``L_e (M,)``; every round is a handful of numpy
 scatter-max operations over the ``(M, 2)`` edge array (no Python loop over cells).
