@@ -183,6 +183,19 @@ def test_store_linking_drops_common_titles(store_files):
     assert [lk.name for lk in links] == [ACTOR]
 
 
+def test_a_bracketed_span_links_alone_in_the_store_and_in_one_graph(store_files):
+    _, db, _ = store_files
+    q = "what film did Tom Hanks make before [Fall]"  # MetaQA marks the topic in brackets
+    with KGStore(db) as store:
+        links = link_entities(store, q)
+        assert [(lk.name, lk.how) for lk in links] == [("Fall", "marked")]  # a common title, but marked
+        assert [lk.name for lk in link_entities(store, "what film did Tom Hanks make before [Nowhere]")] == [ACTOR]
+    nodes = ["What?", "Fall", "Tom Hanks"]
+    ids, mentions = link_nodes(nodes, q)
+    assert [nodes[i] for i in ids] == ["Fall"] and not mentions[0].weak
+    assert [nodes[i] for i in link_nodes(nodes, "what did [nobody] give Tom Hanks")[0]] == ["Tom Hanks"]
+
+
 def test_kg_subgraph_reads_back_from_its_csv_in_the_same_order(store_files, enc, tmp_path, capsys):
     _, db, _ = store_files
     q = "what release year do the films starred by Tom Hanks have"

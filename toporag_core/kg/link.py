@@ -1,6 +1,9 @@
 """Entity linking: which stored entities a question mentions.
 
-* **exact** (always tried first): the normalised name (lower case, punctuation removed,
+* **marked**: a span of the question in square brackets that is a stored name (MetaQA's question files
+  mark the topic so: "which films share the same actor of [Mister Lonely]") is linked alone, without the
+  n-gram search (:func:`~toporag_core.retrieval.seeds.marked_spans`, the same rule inside one graph).
+* **exact** (otherwise tried first): the normalised name (lower case, punctuation removed,
   single spaces; :func:`~toporag_core.kg.store.normalize_name`) equals a word n-gram of the
   normalised question (n up to the longest stored name, :meth:`KGStore.longest_name`). The rules of
   :func:`~toporag_core.retrieval.seeds.pick_mentions` decide, the same as inside one graph: longer
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..retrieval.seeds import is_stop, pick_mentions
+from ..retrieval.seeds import is_stop, marked_spans, pick_mentions
 from ..retrieval.seeds import ngrams as question_ngrams
 from .store import KGStore, normalize_name
 
@@ -60,6 +63,15 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
     """Entities mentioned in ``question`` (see the module docstring)."""
     if mode not in LINK_MODES:
         raise ValueError(f"link mode must be one of {', '.join(LINK_MODES)}, got {mode!r}")
+    marked = marked_spans(question)
+    if marked:
+        rows = store.con.execute("SELECT id, name, norm FROM entities WHERE norm IN (SELECT unnest(?)) ORDER BY id",
+                                 [marked]).fetchall()
+        if rows:
+            count = {}
+            for _, _, g in rows:
+                count[g] = count.get(g, 0) + 1
+            return [Link(int(i), name, g, "marked", 1.0, False, count[g] > 1) for i, name, g in rows]
     grams = question_ngrams(question, max(max_words, store.longest_name()))
     links: list[Link] = []
     if mode in ("auto", "exact") and grams:

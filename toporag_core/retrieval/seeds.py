@@ -14,7 +14,10 @@ question up to the longest node name, longest first:
   (:func:`relation_words`): in "who was vice president after kennedy died" the words *vice president*
   name what is asked (Freebase's ``vice_president``), not the topic, though an entity *Vice President*
   exists; likewise *President*, *Government*;
-* names of one or two letters link only when nothing longer does.
+* names of one or two letters link only when nothing longer does;
+* a span in square brackets names the topic outright, as MetaQA's question files mark it ("which films
+  share the same actor of [Mister Lonely]"): when a bracketed span is a name, those spans are the only
+  links (:func:`marked_spans`).
 
 The same rules serve the DuckDB store's linker (:mod:`toporag_core.kg.link`), so a question links the
 same entities in a store and in the subgraph cut from it.
@@ -64,6 +67,14 @@ def ngrams(text: str, max_words: int) -> list[str]:
             for i in range(len(words) - n + 1)]
 
 
+_MARKED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def marked_spans(text: str) -> list[str]:
+    """The normalised spans of ``text`` in square brackets, in order (MetaQA's topic markers)."""
+    return list(dict.fromkeys(g for g in (norm(m) for m in _MARKED.findall(str(text))) if g))
+
+
 @dataclass(frozen=True)
 class Mention:
     """One linked span: the normalised n-gram and whether it passed the stop-word rule (``weak`` if not)."""
@@ -107,7 +118,8 @@ def link_nodes(node_text: list[str], question: str, index=None, relations: froze
     ``index``: a prebuilt :func:`name_index` of ``node_text`` (the retrieval keeps one per graph);
     ``relations``: the graph's :func:`relation_words`."""
     by, longest = index if index is not None else name_index(node_text)
-    mentions = pick_mentions(ngrams(question, longest), by, relations)
+    marked = [Mention(g, False) for g in marked_spans(question) if g in by]
+    mentions = marked or pick_mentions(ngrams(question, longest), by, relations)
     if not mentions:
         return np.zeros(0, np.int64), []
     return np.unique(np.concatenate([by[m.gram] for m in mentions])), mentions
