@@ -68,16 +68,21 @@ TWO_HOP = [  # (form, topic pool, first step, second step)
 
 
 def movie_kg(seed: int, n_movies: int = 500):
-    """``(triples, pools)``: the movie rows and the entity pools questions draw their topics from."""
+    """``(triples, pools)``: the movie rows and the entity pools questions draw their topics from (people:
+    first / last name pairs, with a middle initial beyond 900 of them, about 1.8 per film)."""
     rng = random.Random(seed)
     movies = set()
     while len(movies) < n_movies:
         t = " ".join(rng.choice(WORDS) for _ in range(rng.choice([1, 2, 2, 3]))).title()
         movies.add("The " + t if rng.random() < 0.3 else t)
     movies = sorted(movies) + ONE_WORD
-    people = sorted(f"{a} {b}" for a in FIRST for b in LAST)
+    pairs = [f"{a} {b}" for a in FIRST for b in LAST]
+    n_people = max(900, int(1.8 * n_movies))
+    people = sorted(pairs + [f"{p.split()[0]} {chr(65 + i % 26)}. {p.split()[1]}"
+                             for i, p in enumerate(pairs * (n_people // len(pairs)))][:n_people - len(pairs)])
     rng.shuffle(people)
-    actors, directors, writers = people[:500], people[450:620], people[600:]
+    a, d = 5 * n_people // 9, 31 * n_people // 45
+    actors, directors, writers = people[:a], people[a - n_people // 18:d], people[d - n_people // 45:]
 
     def popular(pool):  # a few people in many films
         return pool[int(len(pool) * rng.random() ** 2)]
@@ -128,13 +133,14 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-hop", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--movies", type=int, default=500, help="films in the graph (500: about 5,200 triples)")
     ap.add_argument("--arm", action="append", default=[], help="NAME=KG-EVAL-FLAGS (repeatable; first: reference)")
     ap.add_argument("--out", default=None, help="keep the store, questions and predictions here")
     args = ap.parse_args(argv)
     arms = [a.split("=", 1) for a in (args.arm or ["off=--lexical 0", "shipped="])]
     work = Path(args.out or tempfile.mkdtemp(prefix="kg-movies-"))
     work.mkdir(parents=True, exist_ok=True)
-    rows, pools = movie_kg(args.seed)
+    rows, pools = movie_kg(args.seed, args.movies)
     with open(work / "movies.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["head", "relation", "tail"])
