@@ -9,7 +9,8 @@ from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.path_match import path_match, word_masks
 from toporag_core.retrieval.seeded import seed_nodes, seeded_prizes
-from toporag_core.retrieval.word_match import _prefix_match, content_words, count, question_words, relation_masks, stem
+from toporag_core.retrieval.word_match import (_same_form, content_words, count, question_words, relation_masks,
+                                               relation_vocab, stem)
 
 DIRECTOR = "Alice Moreau"
 
@@ -38,7 +39,7 @@ def test_question_words_drop_function_words_and_the_seed_names():
 def test_prefix_rule_matches_word_forms_not_mere_shared_starts():
     a = np.array(["writers", "directed", "released", "country", "year", "acted"], dtype=object)
     b = np.array(["written", "director", "relatives", "countries", "yearbooks", "actors"], dtype=object)
-    hit = _prefix_match(a, b)
+    hit = _same_form(a, b, [stem(w) for w in b.tolist()])
     assert hit[0, 0] and hit[1, 1] and hit[3, 3]  # writ-, direct-, countr-
     assert hit[5, 5]  # the same stem "act"
     assert not hit[2, 2]  # "rel": three letters
@@ -53,6 +54,9 @@ def test_relation_masks_count_each_question_word_once(film_ecx):
     assert count(m).tolist() == [1.0, 1.0, 0.0, 0.0]
     assert count(m[0] | m[1]) == 2 and count(m[0] | m[0]) == 1  # a path counts a word once
     assert relation_masks(film_ecx, "Alice Moreau", ["directed by"], [DIRECTOR]).tolist() == [0]  # no words left
+    rv = relation_vocab(["directed by", "written by", "by"])  # "by" alone has no content word
+    assert rv.vocab.tolist() == ["directed", "written"] and rv.owner.tolist() == [0, 1]
+    assert relation_masks(film_ecx, q, rv, [DIRECTOR]).tolist() == [4, 1, 0]  # bits: writers 1, films 2, directed 4
 
 
 def test_the_path_that_names_more_of_the_question_reaches_the_answer(film_ecx):

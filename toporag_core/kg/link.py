@@ -20,6 +20,7 @@
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -68,10 +69,8 @@ def link_entities(store: KGStore, question: str, mode: str = "auto", threshold: 
         rows = store.con.execute("SELECT id, name, norm FROM entities WHERE norm IN (SELECT unnest(?)) ORDER BY id",
                                  [marked]).fetchall()
         if rows:
-            count = {}
-            for _, _, g in rows:
-                count[g] = count.get(g, 0) + 1
-            return [Link(int(i), name, g, "marked", 1.0, False, count[g] > 1) for i, name, g in rows]
+            many = Counter(g for _, _, g in rows)
+            return [Link(int(i), name, g, "marked", 1.0, False, many[g] > 1) for i, name, g in rows]
     grams = question_ngrams(question, max(max_words, store.longest_name()))
     links: list[Link] = []
     if mode in ("auto", "exact") and grams:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .result import EmbeddedComplex
-from .word_match import count, relation_masks
+from .word_match import count, relation_masks, relation_vocab, text_vectors
 
 TOP = 8  # first-hop relations followed to a second hop
 
@@ -58,16 +58,9 @@ def cell_words(ecx: EmbeddedComplex) -> np.ndarray:
 
 
 def text_cosines(ecx: EmbeddedComplex, texts: list[str], q: np.ndarray) -> np.ndarray:
-    """``(len(texts),)`` cosine of ``q`` with each text's unit vector; every text is encoded once per graph."""
-    store = ecx.cache.setdefault("path-text-vectors", {})
-    new = [t for t in dict.fromkeys(texts) if t not in store]
-    if new:
-        vec = np.asarray(ecx.encoder.encode(new), np.float32)
-        vec /= np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
-        store.update(zip(new, vec))
-    if not texts:
-        return np.zeros(0)
-    return np.stack([store[t] for t in texts]) @ q
+    """``(len(texts),)`` cosine of ``q`` with each text's unit vector (:func:`~.word_match.text_vectors`: every
+    text is encoded once per graph)."""
+    return text_vectors(ecx, texts) @ q if texts else np.zeros(0)
 
 
 def _graph_arrays(ecx: EmbeddedComplex) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +88,9 @@ def word_masks(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarr
     if not isinstance(question, str):
         return np.zeros(len(wtext), np.int64)
     names = [cx.graph.node_text[int(i)] for i in np.asarray(seeds, np.int64).tolist()]
-    return relation_masks(ecx, question, wtext.tolist(), names)
+    if "relation-vocab" not in ecx.cache:  # the relation texts' words, once per graph
+        ecx.cache["relation-vocab"] = relation_vocab(wtext.tolist())
+    return relation_masks(ecx, question, ecx.cache["relation-vocab"], names)
 
 
 def cell_word_masks(ecx: EmbeddedComplex, masks: np.ndarray) -> np.ndarray:

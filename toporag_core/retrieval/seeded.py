@@ -50,10 +50,10 @@ import numpy as np
 
 from .mediators import mediator_mask
 from .path_match import cell_word_masks, path_match, readable, word_masks
-from .word_match import count
 from .result import EmbeddedComplex, Subcomplex
 from .seeds import link_nodes, name_index, norm, relation_words
 from .toporag import CellPrizes, candidate_cells2, cell2_prizes, prized_subcomplex, rank_prizes
+from .word_match import count
 
 NEG = -1e9  # "unreachable" (finite, so sums stay finite and ranks stay defined)
 

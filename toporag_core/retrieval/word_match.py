@@ -24,10 +24,13 @@ not content words. The stem rule catches "acted" / "actors", the prefix rule "wr
 "married" / "spouse" (0.82), and not "films" / "actors" (0.64). Measured: docs/results/kg.md.
 
 Shapes: question words ``(n,)``; relation word texts ``(W,)``; the match ``(n, V)`` over the ``V`` distinct
-relation words, reduced to ``(W,)`` bit masks by one ``np.bitwise_or.at``. Word vectors are encoded once per
-graph and word (``ecx.cache``).
+relation words, reduced to ``(W,)`` bit masks by one ``np.bitwise_or.at``. The relation vocabulary
+(:class:`RelationVocab`) is built once per graph, and every word vector is encoded once per graph
+(:func:`text_vectors`, the cache the relation-path texts share).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -60,11 +63,11 @@ def stem(word: str) -> str:
     return word
 
 
-def _prefix_match(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _same_form(a: np.ndarray, b: np.ndarray, b_stems: list[str]) -> np.ndarray:
     """``(len(a), len(b))`` bool: equal stems, or sharing a prefix of >= PREFIX letters and >= half the
-    longer word."""
+    longer word (``b_stems``: the stems of ``b``). String comparisons: ``len(a)`` question words by the
+    graph's relation vocabulary, a few thousand pairs."""
     out = np.zeros((a.size, b.size), bool)
-    sb = [stem(y) for y in b.tolist()]
     for i, x in enumerate(a.tolist()):
         sx = stem(x)
         for j, y in enumerate(b.tolist()):
@@ -73,13 +76,14 @@ def _prefix_match(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 if p != q:
                     break
                 n += 1
-            out[i, j] = sx == sb[j] or (n >= PREFIX and 2 * n >= max(len(x), len(y)))
+            out[i, j] = sx == b_stems[j] or (n >= PREFIX and 2 * n >= max(len(x), len(y)))
     return out
 
 
-def word_vectors(ecx: EmbeddedComplex, texts: list[str]) -> np.ndarray:
-    """``(len(texts), d)`` unit vectors of single words, each encoded once per graph."""
-    store = ecx.cache.setdefault("word-vectors", {})
+def text_vectors(ecx: EmbeddedComplex, texts: list[str]) -> np.ndarray:
+    """``(len(texts), d)`` unit vectors of short texts (single words, relation paths), each encoded once per
+    graph and kept in ``ecx.cache``; ``d = 0`` without an encoder."""
+    store = ecx.cache.setdefault("text-vectors", {})
     new = [t for t in dict.fromkeys(texts) if t not in store]
     if new and ecx.encoder is not None:
         vec = np.asarray(ecx.encoder.encode(new), np.float32)
@@ -90,24 +94,42 @@ def word_vectors(ecx: EmbeddedComplex, texts: list[str]) -> np.ndarray:
     return np.stack([store[t] for t in texts])
 
 
-def relation_masks(ecx: EmbeddedComplex, question: str, relation_texts, names=()) -> np.ndarray:
-    """``(W,)`` int64: for each relation text (read as words), the bit set of the question words it names."""
-    texts = [str(t) for t in relation_texts]
-    out = np.zeros(len(texts), np.int64)
+@dataclass(frozen=True)
+class RelationVocab:
+    """The words of ``W`` relation texts: ``vocab (V,)`` distinct content words, their ``stems``, and per
+    word occurrence its relation ``owner`` and its ``word`` id (both ``(O,)``). Once per graph."""
+
+    size: int
+    vocab: np.ndarray
+    stems: list[str]
+    owner: np.ndarray
+    word: np.ndarray
+
+
+def relation_vocab(relation_texts) -> RelationVocab:
+    """:class:`RelationVocab` of the relation texts (each read as words: :func:`content_words`)."""
+    per = [content_words(str(t)) for t in relation_texts]
+    flat = [w for p in per for w in p]
+    vocab, word = np.unique(np.asarray(flat, dtype=object), return_inverse=True) if flat else \
+        (np.zeros(0, dtype=object), np.zeros(0, np.int64))
+    owner = np.repeat(np.arange(len(per)), [len(p) for p in per])
+    return RelationVocab(len(per), vocab, [stem(w) for w in vocab.tolist()], owner, word.reshape(-1))
+
+
+def relation_masks(ecx: EmbeddedComplex, question: str, relations, names=()) -> np.ndarray:
+    """``(W,)`` int64: for each relation text, the bit set of the question words it names; ``relations``:
+    a :class:`RelationVocab` or the texts themselves."""
+    rv = relations if isinstance(relations, RelationVocab) else relation_vocab(relations)
+    out = np.zeros(rv.size, np.int64)
     q = np.asarray(question_words(question, names), dtype=object)
-    if q.size == 0 or not texts:
+    if q.size == 0 or rv.vocab.size == 0:
         return out
-    per = [content_words(t) for t in texts]
-    vocab, inv = np.unique(np.asarray([w for p in per for w in p] or [""], dtype=object), return_inverse=True)
-    if not any(per):
-        return out
-    hit = _prefix_match(q, vocab)
-    qv, wv = word_vectors(ecx, q.tolist()), word_vectors(ecx, vocab.tolist())
+    hit = _same_form(q, rv.vocab, rv.stems)
+    qv, wv = text_vectors(ecx, q.tolist()), text_vectors(ecx, rv.vocab.tolist())
     if qv.shape[1]:
         hit |= qv @ wv.T >= COSINE
     bits = (hit.astype(np.int64) << np.arange(q.size, dtype=np.int64)[:, None]).sum(axis=0)  # (V,)
-    owner = np.repeat(np.arange(len(texts)), [len(p) for p in per])
-    np.bitwise_or.at(out, owner, bits[inv[:owner.size]])
+    np.bitwise_or.at(out, rv.owner, bits[rv.word])
     return out
 
 
