@@ -156,8 +156,10 @@ def main(argv=None) -> None:
     for name, flags in arms:
         out = work / f"preds-{name}.jsonl"
         res = subprocess.run([*cli, "kg", "eval", str(work / "movies.duckdb"), str(work / "questions.jsonl"),
-                              "--out", str(out), "--json", *shlex.split(flags)], check=True, cwd=ROOT,
+                              "--out", str(out), "--json", *shlex.split(flags)], cwd=ROOT,
                              capture_output=True, text=True)
+        if res.returncode:
+            sys.exit(f"arm {name} (`kg eval {flags}`) failed:\n{res.stderr.strip()}")
         summary[name] = json.loads(res.stdout.strip().splitlines()[-1])
         recs[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     form_of = {q["id"]: (q["hops"], q["form"]) for q in qs}
