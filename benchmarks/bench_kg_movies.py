@@ -66,6 +66,57 @@ TWO_HOP = [  # (form, topic pool, first step, second step)
     ("what languages are the films directed by {} in", "directors", ("rev", "directed_by"), ("fwd", "in_language")),
 ]
 
+# Other wordings of the same questions, in the vocabulary MetaQA's paraphrased templates use ("starred in",
+# "appeared in", "screenwriter", "release dates", "types", "primary languages", "what words describe").
+# Written together, before either was run; set a was looked at while designing, set b is only measured.
+PARAPHRASE_A = ([
+    ("who is the director of {}", "movies", "fwd", "directed_by"),
+    ("which movies were directed by {}", "directors", "rev", "directed_by"),
+    ("who is the screenwriter of {}", "movies", "fwd", "written_by"),
+    ("{} wrote which films", "writers", "rev", "written_by"),
+    ("who starred in {}", "movies", "fwd", "starred_actors"),
+    ("what movies was {} an actor in", "actors", "rev", "starred_actors"),
+    ("what year was {} released", "movies", "fwd", "release_year"),
+    ("what type of film is {}", "movies", "fwd", "has_genre"),
+    ("what is the language spoken in {}", "movies", "fwd", "in_language"),
+    ("what words describe {}", "movies", "fwd", "has_tags"),
+], [
+    ("who are the directors of the films acted by {}", "actors", ("rev", "starred_actors"), ("fwd", "directed_by")),
+    ("when did the movies starred by {} release", "actors", ("rev", "starred_actors"), ("fwd", "release_year")),
+    ("what films did the actors of {} also appear in", "movies", ("fwd", "starred_actors"),
+     ("rev", "starred_actors")),
+    ("what other movies did the director of {} make", "movies", ("fwd", "directed_by"), ("rev", "directed_by")),
+    ("who wrote the films directed by {}", "directors", ("rev", "directed_by"), ("fwd", "written_by")),
+    ("what types are the films written by {}", "writers", ("rev", "written_by"), ("fwd", "has_genre")),
+    ("who starred in the films directed by {}", "directors", ("rev", "directed_by"), ("fwd", "starred_actors")),
+    ("what are the primary languages in the films directed by {}", "directors", ("rev", "directed_by"),
+     ("fwd", "in_language")),
+])
+PARAPHRASE_B = ([
+    ("{} was directed by who", "movies", "fwd", "directed_by"),
+    ("{} directed which movies", "directors", "rev", "directed_by"),
+    ("who was {} written by", "movies", "fwd", "written_by"),
+    ("what films was {} the writer of", "writers", "rev", "written_by"),
+    ("who appeared in {}", "movies", "fwd", "starred_actors"),
+    ("{} appeared in which movies", "actors", "rev", "starred_actors"),
+    ("when did {} come out", "movies", "fwd", "release_year"),
+    ("what kind of movie is {}", "movies", "fwd", "has_genre"),
+    ("which language was {} in", "movies", "fwd", "in_language"),
+    ("what is {} about", "movies", "fwd", "has_tags"),
+], [
+    ("the films starred by {} were directed by who", "actors", ("rev", "starred_actors"), ("fwd", "directed_by")),
+    ("what years were the movies acted by {} released", "actors", ("rev", "starred_actors"),
+     ("fwd", "release_year")),
+    ("which movies share actors with {}", "movies", ("fwd", "starred_actors"), ("rev", "starred_actors")),
+    ("the director of {} also directed which films", "movies", ("fwd", "directed_by"), ("rev", "directed_by")),
+    ("the films directed by {} were written by who", "directors", ("rev", "directed_by"), ("fwd", "written_by")),
+    ("the movies written by {} are of which genres", "writers", ("rev", "written_by"), ("fwd", "has_genre")),
+    ("who appeared in the movies directed by {}", "directors", ("rev", "directed_by"), ("fwd", "starred_actors")),
+    ("which languages are the movies directed by {} in", "directors", ("rev", "directed_by"),
+     ("fwd", "in_language")),
+])
+FORMS = {"metaqa": (ONE_HOP, TWO_HOP), "paraphrase-a": PARAPHRASE_A, "paraphrase-b": PARAPHRASE_B}
+
 
 def movie_kg(seed: int, n_movies: int = 500):
     """``(triples, pools)``: the movie rows and the entity pools questions draw their topics from (people:
@@ -101,8 +152,9 @@ def movie_kg(seed: int, n_movies: int = 500):
     return rows, {"movies": movies, "actors": actors, "directors": directors, "writers": writers}
 
 
-def movie_questions(rows, pools, per_hop: int, seed: int) -> list[dict]:
-    """``per_hop`` 1-hop and 2-hop questions (at most 20 / 30 answers each), with their form."""
+def movie_questions(rows, pools, per_hop: int, seed: int, wording: str = "metaqa") -> list[dict]:
+    """``per_hop`` 1-hop and 2-hop questions (at most 20 / 30 answers each) in the wordings of
+    ``FORMS[wording]``, with their form."""
     rng = random.Random(seed + 1)
     step_of = defaultdict(set)
     for h, r, t in rows:
@@ -113,7 +165,7 @@ def movie_questions(rows, pools, per_hop: int, seed: int) -> list[dict]:
         return set().union(*(step_of[d, r, e] for e in ents)) if ents else set()
 
     out = []
-    for hop, forms, most in ((1, ONE_HOP, 20), (2, TWO_HOP, 30)):
+    for hop, forms, most in ((1, FORMS[wording][0], 20), (2, FORMS[wording][1], 30)):
         got = 0
         while got < per_hop:
             form, pool, *steps = rng.choice(forms)
@@ -134,6 +186,8 @@ def main(argv=None) -> None:
     ap.add_argument("--per-hop", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--movies", type=int, default=500, help="films in the graph (500: about 5,200 triples)")
+    ap.add_argument("--forms", choices=sorted(FORMS), default="metaqa",
+                    help="question wordings: MetaQA's (default) or one of two paraphrase sets")
     ap.add_argument("--arm", action="append", default=[], help="NAME=KG-EVAL-FLAGS (repeatable; first: reference)")
     ap.add_argument("--out", default=None, help="keep the store, questions and predictions here")
     args = ap.parse_args(argv)
@@ -145,7 +199,7 @@ def main(argv=None) -> None:
         w = csv.writer(f)
         w.writerow(["head", "relation", "tail"])
         w.writerows(rows)
-    qs = movie_questions(rows, pools, args.per_hop, args.seed)
+    qs = movie_questions(rows, pools, args.per_hop, args.seed, args.forms)
     with open(work / "questions.jsonl", "w") as f:
         for q in qs:
             f.write(json.dumps({k: q[k] for k in ("id", "question", "answers")}) + "\n")
@@ -163,7 +217,7 @@ def main(argv=None) -> None:
         summary[name] = json.loads(res.stdout.strip().splitlines()[-1])
         recs[name] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     form_of = {q["id"]: (q["hops"], q["form"]) for q in qs}
-    print(f"{len(rows):,} triples; {args.per_hop} 1-hop and {args.per_hop} 2-hop questions; arms: "
+    print(f"{len(rows):,} triples; wordings {args.forms}; {args.per_hop} 1-hop and {args.per_hop} 2-hop questions; arms: "
           + ", ".join(f"{n} = `kg eval {f}`".rstrip() for n, f in arms))
     print("\n| hops | question form | n | " + " | ".join(f"{n}: Hit (Hit@1), coverage" for n, _ in arms) + " |")
     print("|---|---|---|" + "---|" * len(arms))
