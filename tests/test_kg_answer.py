@@ -321,7 +321,7 @@ def test_path_match_scores_whole_relation_paths_so_the_answer_beats_its_bridge(m
     match = candidate_match(sub, names)
     from toporag_core.retrieval.word_match import question_words
 
-    top = 1 + sub.params["lexical"] * len(question_words(q, [ACTOR]))  # a cosine plus at most every word named
+    top = 1 + sub.params["lexical"] * len(question_words(q, [ACTOR], sub.params["synonyms"]))  # at most every word
     assert len(match) == len(names) and all(-1 <= m <= top for m in match)
     plain, steered = candidate_priors(sub, names), candidate_priors(sub, names, match_weight=10.0)
     assert not names[int(np.argmax(plain))].isdigit()  # the path score alone prefers the bridge (a film)

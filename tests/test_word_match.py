@@ -7,10 +7,11 @@ import pytest
 from toporag_core.embed import get_encoder
 from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
+from toporag_core.retrieval.lexicon import GROUPS, NAMES
 from toporag_core.retrieval.path_match import path_match, word_masks
 from toporag_core.retrieval.seeded import seed_nodes, seeded_prizes
-from toporag_core.retrieval.word_match import (_same_form, content_words, count, question_words, relation_masks,
-                                               relation_vocab, stem)
+from toporag_core.retrieval.word_match import (_same_form, content_words, count, group_bits, question_words,
+                                               relation_masks, relation_vocab, stem)
 
 DIRECTOR = "Alice Moreau"
 
@@ -85,3 +86,44 @@ def test_the_path_that_names_more_of_the_question_reaches_the_answer(film_ecx):
     assert (L2[w] - L2[a]) - (L0[w] - L0[a]) == pytest.approx(2.0, abs=1e-3)
     off = retrieve(film_ecx, q, setting=RetrievalSetting.make("toporag-seeded", k0=3, k1=3, lexical=0.0))
     assert off.params["lexical"] == 0 and np.array_equal(off.path_match, plain)
+
+
+def test_synonym_groups_join_words_no_form_or_cosine_rule_joins():
+    words = ["appeared", "screenwriter", "kind", "describe", "about", "former", "films", "starred", "written", "genre"]
+    g = group_bits(words, stem)
+    same = (g[:, None] & g[None, :]) != 0
+    at = {w: i for i, w in enumerate(words)}
+    assert same[at["appeared"], at["starred"]]  # one group, by listed form
+    assert same[at["screenwriter"], at["written"]]  # a compound's tail "writer"
+    assert same[at["kind"], at["genre"]] and same[at["describe"], at["about"]]
+    assert g[at["former"]] == 0 and g[at["films"]] == 0  # "form" is not listed; "films" names every movie relation
+    assert not same[at["appeared"], at["written"]] and not same[at["kind"], at["starred"]]
+    assert set(GROUPS) == set(NAMES) and len(NAMES) <= 63  # bits of an int64
+
+
+def test_function_words_name_relations_only_through_the_synonym_groups(film_ecx):
+    assert question_words("what is Night Train 0 about", ["Night Train 0"]) == []
+    assert question_words("what is Night Train 0 about", ["Night Train 0"], synonyms=True) == ["about"]
+    rels = ["directed by", "written by", "starred actors", "in language", "has tags"]
+    q = "who appeared in the films directed by Alice Moreau"
+    on = relation_masks(film_ecx, q, rels, [DIRECTOR])
+    off = relation_masks(film_ecx, q, rels, [DIRECTOR], synonyms=False)
+    assert count(off).tolist() == [1, 0, 0, 0, 0]  # only "directed" is named without the groups
+    assert count(on).tolist() == [1, 0, 1, 0, 0]  # "appeared" names starred actors
+    assert count(relation_masks(film_ecx, "what is Night Train 0 about", rels, ["Night Train 0"])).tolist() == \
+        [0, 0, 0, 0, 1]
+
+
+def test_synonyms_send_the_walk_to_the_relation_the_question_words_differently(film_ecx):
+    q = "which actors appeared in the films directed by Alice Moreau"
+    g = film_ecx.complex.graph
+    at = {t: i for i, t in enumerate(g.node_text)}
+    seeds = seed_nodes(film_ecx, q)
+    off = seeded_prizes(film_ecx, q, 6, 6, 3, 0.5, 2, 0.1, 0.5, seeds, 1.0, 0.2, synonyms=False)[3]
+    on = seeded_prizes(film_ecx, q, 6, 6, 3, 0.5, 2, 0.1, 0.5, seeds, 1.0, 0.2, synonyms=True)[3]
+    a, w = at["Actor 0-0"], at["Writer 0"]
+    # "appeared" names starred actors only through its group: lexical / tau = 2 log units for the actors
+    assert (on[a] - on[w]) - (off[a] - off[w]) == pytest.approx(2.0, abs=1e-3)
+    sub = retrieve(film_ecx, q, setting=RetrievalSetting.make("toporag-seeded", k0=6, k1=6))
+    assert sub.params["synonyms"] is True
+    assert {g.node_text[i] for i in sub.nodes.tolist()} >= {"Actor 0-0", "Actor 0-1"}

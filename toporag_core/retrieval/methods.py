@@ -5,7 +5,7 @@ Cell methods (``dimension="cells"``, return a :class:`~.result.Subcomplex`):
 | name | label | parameters | what |
 |---|---|---|---|
 | ``toporag`` | TopoRAG (cell complex) | k0, k1, k2, c2, edge_cost | Algorithm 3: prizes, PCST, closure |
-| ``toporag-seeded`` | TopoRAG, seeded | k0, k1, k2, c2, edge_cost, hops, tau, hop_cost, match, lexical | path prizes |
+| ``toporag-seeded`` | TopoRAG, seeded | k0 ... match, lexical, synonyms | path prizes |
 | ``g-retriever`` | G-Retriever PCST | k0, k1, edge_cost | G-Retriever's PCST on the original edges (PyG parity) |
 | ``shortest-path`` | Shortest paths (w/o TSR) | k0, k1 | "w/o TSR": shortest paths joining top-k cells, no 2-cells |
 | ``topk-triples`` | Top-k triples (KAPING) | k | top-k triples by cosine with the triple's cells (head, edge, tail) |
@@ -109,6 +109,9 @@ def register_builtin_methods() -> None:
          Param("lexical", float, 0.2, 0.0, 1.0, "cosine added to a relation and to a relation path for each "
                "question word its words name ('writers' for written by, 'born' for place of birth)",
                ui=(0.0, 0.5, 0.05), advanced=True),
+         Param("synonyms", bool, True, help="with lexical: a question word also names a relation word of its "
+               "synonym group ('appeared' for starred, 'kind' for genre, 'screenwriter' for written)",
+               advanced=True),
          Param("seeds", str, None, help="seed entities: node names or ids separated by '|' (default: the nodes the "
                                         "question names)", widget=False, advanced=True)),
         retrieve_seeded, "rank prizes by relation paths from the entities the question names (bridge entities "

@@ -77,10 +77,11 @@ def _graph_arrays(ecx: EmbeddedComplex) -> tuple[np.ndarray, np.ndarray, np.ndar
     return ecx.cache["path-match-arrays"]
 
 
-def word_masks(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray) -> np.ndarray:
+def word_masks(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarray,
+               synonyms: bool = True) -> np.ndarray:
     """``(W,)`` int64 bit sets: the question words each relation text of :func:`_graph_arrays` names
-    (:func:`~.word_match.relation_masks`; the seeds' own names are not question words); zeros for a
-    question vector or a graph without edges."""
+    (:func:`~.word_match.relation_masks`, with its synonym groups when ``synonyms``; the seeds' own names are
+    not question words); zeros for a question vector or a graph without edges."""
     cx = ecx.complex
     if cx.num_edges == 0:
         return np.zeros(0, np.int64)
@@ -90,7 +91,7 @@ def word_masks(ecx: EmbeddedComplex, question: str | np.ndarray, seeds: np.ndarr
     names = [cx.graph.node_text[int(i)] for i in np.asarray(seeds, np.int64).tolist()]
     if "relation-vocab" not in ecx.cache:  # the relation texts' words, once per graph
         ecx.cache["relation-vocab"] = relation_vocab(wtext.tolist())
-    return relation_masks(ecx, question, ecx.cache["relation-vocab"], names)
+    return relation_masks(ecx, question, ecx.cache["relation-vocab"], names, synonyms)
 
 
 def cell_word_masks(ecx: EmbeddedComplex, masks: np.ndarray) -> np.ndarray:

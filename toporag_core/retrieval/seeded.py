@@ -11,8 +11,9 @@ tree, boundary closure) and replaces *what is ranked*:
    to the question (the paper's 0-cell ranking).
 2. **Relation relevance** of each 1-cell ``e`` (its relation texts, cosine ``s1(e)`` with the
    question, plus ``lexical x C(e)``, ``C(e)`` the question words the relation's own words name,
-   :mod:`.word_match`): ``r(e) = (s1(e) - max_e' s1(e')) / tau <= 0``, a log-weight; the relation the
-   question asks about has ``r = 0``. Whole-text cosines alone are noisy on movie graphs ("films" pulls
+   :mod:`.word_match`; with ``synonyms`` also their synonyms: "appeared" names ``starred actors``):
+   ``r(e) = (s1(e) - max_e' s1(e')) / tau <= 0``, a log-weight; the relation the question asks about has
+   ``r = 0``. Whole-text cosines alone are noisy on movie graphs ("films" pulls
    ``starred actors`` above ``in language`` for "what languages are the films directed by X in").
 3. **Path scores** (a max-product walk, ``hops`` rounds of Bellman-Ford over the 1-skeleton, both
    directions): ``L_0(v) = 0`` on seeds, ``-inf`` elsewhere;
@@ -159,7 +160,8 @@ def path_scores(edges: np.ndarray, r: np.ndarray, seeds: np.ndarray, n: int, hop
 
 
 def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1: int, k2: int, c2: float,
-                  hops: int, tau: float, hop_cost: float, seeds=None, match: float = 0.0, lexical: float = 0.0):
+                  hops: int, tau: float, hop_cost: float, seeds=None, match: float = 0.0, lexical: float = 0.0,
+                  synonyms: bool = True):
     """``(CellPrizes, (s0, s1, s2), seed ids, path scores L, path match P)`` of the module docstring's
     steps 1-4 (``P``: :func:`~.path_match.path_match`, ``None`` without one)."""
     cx = ecx.complex
@@ -168,7 +170,7 @@ def seeded_prizes(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int, k1:
     if seed.size == 0:
         seed = np.argsort(-s0, kind="stable")[:max(1, k0)]
     rc = relation_cosines(ecx, question, s1)
-    masks = word_masks(ecx, question, seed) if lexical and isinstance(question, str) else None
+    masks = word_masks(ecx, question, seed, synonyms) if lexical and isinstance(question, str) else None
     if masks is not None and rc.size:  # + lexical x the question words each relation names
         rc = rc + lexical * count(cell_word_masks(ecx, masks))
     r = (rc - rc.max()) / max(tau, 1e-6) if rc.size else rc
@@ -205,17 +207,18 @@ def inside_cells2(cx, p0: np.ndarray) -> np.ndarray:
 
 def retrieve_seeded(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 10, k1: int = 10, k2: int = 3,
                     c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, tau: float = 0.1,
-                    hop_cost: float = 0.5, match: float = 1.0, lexical: float = 0.2, seeds=None) -> Subcomplex:
+                    hop_cost: float = 0.5, match: float = 1.0, lexical: float = 0.2, synonyms: bool = True,
+                    seeds=None) -> Subcomplex:
     """Question-seeded TopoRAG (the module docstring); ``seeds``: node ids or names (default: linked)."""
     cx = ecx.complex
     if cx.num_nodes == 0:
         raise ValueError("cannot retrieve from an empty graph (no nodes)")
     t0 = time.perf_counter()
     prz, sims, seed, L, P = seeded_prizes(ecx, question, k0, k1, k2, c2, hops, tau, hop_cost, seeds, match,
-                                          lexical)
+                                          lexical, synonyms)
     t1 = time.perf_counter()
     params = dict(k0=k0, k1=k1, k2=k2, c2=c2, edge_cost=edge_cost, hops=hops, tau=tau, hop_cost=hop_cost,
-                  match=match, lexical=lexical)
+                  match=match, lexical=lexical, synonyms=synonyms)
     sub = prized_subcomplex(cx, prz, edge_cost, "toporag-seeded", params, sims, t0, t1)
     sub.params["seeds"] = seed.tolist()
     sub.node_scores = L

@@ -12,6 +12,7 @@ birth``), so each relation also counts the question words it names:
     match(q, w) = stem(q) == stem(w) (one suffix of -s, -es, -ed, -er, -or, -ing, -ion, ... dropped),
                   or a common prefix of >= 4 letters and >= half the longer word,
                   or cos(enc(q), enc(w)) >= 0.7                                           (MiniLM words)
+                  or q and w share a synonym group (``synonyms``, :mod:`.lexicon`)  ("appeared" / "starred")
     mask(r) = sum_j 2^j [some word w of r matches Q_j]                                    (an int64 bit set)
     C(path) = |mask(r1) | mask(r2) | ...|                                                 (popcount)
 
@@ -21,7 +22,9 @@ starred actors`` (1) and the bridge (``directed by``: 1), and a 1-hop question (
 no extra credit to a second hop. Function words (:data:`~.claims.STOP_WORDS`) and words of <= 2 letters are
 not content words. The stem rule catches "acted" / "actors", the prefix rule "writers" / "written" (cosine
 0.57) and "discovered" / "discoverer"; the cosine rule "wrote" / "written" (0.89), "born" / "birth" (0.84),
-"married" / "spouse" (0.82), and not "films" / "actors" (0.64). Measured: docs/results/kg.md.
+"married" / "spouse" (0.82), and not "films" / "actors" (0.64); the synonym groups what neither reaches:
+"appeared" / "starred" (cosine 0.34 to "starred actors"), "kind" / "genre", "describe" / "tags",
+"screenwriter" / "written". Measured: docs/results/kg.md.
 
 Shapes: question words ``(n,)``; relation word texts ``(W,)``; the match ``(n, V)`` over the ``V`` distinct
 relation words, reduced to ``(W,)`` bit masks by one ``np.bitwise_or.at``. The relation vocabulary
@@ -35,12 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .claims import STOP_WORDS, words
+from .lexicon import group_bits, lexicon_words
 from .result import EmbeddedComplex
 
 PREFIX = 4  # letters a word pair must share at the start (and half the longer word)
 SUFFIXES = ("ings", "ions", "ers", "ors", "ing", "ion", "ed", "er", "or", "es", "s")  # longest first
 COSINE = 0.7  # word-vector cosine that counts as the same word
 MAX_WORDS = 62  # question words kept (bits of an int64)
+NAMING_STOP_WORDS = STOP_WORDS & lexicon_words()  # "about", "kind", "sort": question words only by synonym
 
 
 def content_words(text: str) -> list[str]:
@@ -48,10 +53,13 @@ def content_words(text: str) -> list[str]:
     return list(dict.fromkeys(w for w in words(text) if len(w) > 2 and w not in STOP_WORDS))
 
 
-def question_words(question: str, names=()) -> list[str]:
-    """The question's content words that are not words of ``names`` (the seed entities' names)."""
+def question_words(question: str, names=(), synonyms: bool = False) -> list[str]:
+    """The question's content words that are not words of ``names`` (the seed entities' names); with
+    ``synonyms``, also the function words that name a relation through :mod:`.lexicon` ("what is X *about*")."""
     named = {w for n in names for w in words(n)}
-    return [w for w in content_words(question) if w not in named][:MAX_WORDS]
+    keep = list(dict.fromkeys(w for w in words(question) if w not in named and (
+        (len(w) > 2 and w not in STOP_WORDS) or (synonyms and w in NAMING_STOP_WORDS))))
+    return keep[:MAX_WORDS]
 
 
 def stem(word: str) -> str:
@@ -96,14 +104,16 @@ def text_vectors(ecx: EmbeddedComplex, texts: list[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RelationVocab:
-    """The words of ``W`` relation texts: ``vocab (V,)`` distinct content words, their ``stems``, and per
-    word occurrence its relation ``owner`` and its ``word`` id (both ``(O,)``). Once per graph."""
+    """The words of ``W`` relation texts: ``vocab (V,)`` distinct content words, their ``stems``, their synonym
+    ``groups`` (``(V,)`` int64 bit sets, :mod:`.lexicon`), and per word occurrence its relation ``owner`` and
+    its ``word`` id (both ``(O,)``). Once per graph."""
 
     size: int
     vocab: np.ndarray
     stems: list[str]
     owner: np.ndarray
     word: np.ndarray
+    groups: np.ndarray
 
 
 def relation_vocab(relation_texts) -> RelationVocab:
@@ -113,18 +123,22 @@ def relation_vocab(relation_texts) -> RelationVocab:
     vocab, word = np.unique(np.asarray(flat, dtype=object), return_inverse=True) if flat else \
         (np.zeros(0, dtype=object), np.zeros(0, np.int64))
     owner = np.repeat(np.arange(len(per)), [len(p) for p in per])
-    return RelationVocab(len(per), vocab, [stem(w) for w in vocab.tolist()], owner, word.reshape(-1))
+    return RelationVocab(len(per), vocab, [stem(w) for w in vocab.tolist()], owner, word.reshape(-1),
+                         group_bits(vocab.tolist(), stem))
 
 
-def relation_masks(ecx: EmbeddedComplex, question: str, relations, names=()) -> np.ndarray:
+def relation_masks(ecx: EmbeddedComplex, question: str, relations, names=(), synonyms: bool = True) -> np.ndarray:
     """``(W,)`` int64: for each relation text, the bit set of the question words it names; ``relations``:
-    a :class:`RelationVocab` or the texts themselves."""
+    a :class:`RelationVocab` or the texts themselves; ``synonyms``: words of one :mod:`.lexicon` group match
+    too ("appeared" / "starred")."""
     rv = relations if isinstance(relations, RelationVocab) else relation_vocab(relations)
     out = np.zeros(rv.size, np.int64)
-    q = np.asarray(question_words(question, names), dtype=object)
+    q = np.asarray(question_words(question, names, synonyms), dtype=object)
     if q.size == 0 or rv.vocab.size == 0:
         return out
     hit = _same_form(q, rv.vocab, rv.stems)
+    if synonyms:
+        hit |= (group_bits(q.tolist(), stem)[:, None] & rv.groups[None, :]) != 0
     qv, wv = text_vectors(ecx, q.tolist()), text_vectors(ecx, rv.vocab.tolist())
     if qv.shape[1]:
         hit |= qv @ wv.T >= COSINE
