@@ -15,8 +15,8 @@ general knowledge graphs share (people, works, places, organisations), not for o
 
 Forms are compared exactly and by :func:`~.word_match.stem`, so each group lists the forms whose stems differ
 ("write", "wrote", "written", "writer"). A few words of the function-word list name relations here ("about",
-"kind", "sort"): they are question words only through this lexicon. Words that are too common to name one
-relation ("do", "from", "make") are not listed.
+"kind", "sort", "from": "where is X *from*" asks for a birthplace): they are question words
+only through this lexicon. Words too common to name one relation ("do", "did", "make") are not listed.
 
 Shapes: ``group_bits(words) -> (len(words),) int64``, at most 63 groups; the relation vocabulary's bits are
 computed once per graph (:class:`~.word_match.RelationVocab`).
@@ -39,7 +39,7 @@ GROUPS: dict[str, str] = {  # one group per kind of relation: the words that nam
              "subject subjects theme themes",
     "release": "release releases released premiere premiered debut debuted",
     "language": "language languages spoken speak speaks tongue dialect dialects",
-    "birth": "born birth birthplace hometown native",
+    "birth": "born birth birthplace hometown native origin from",
     "death": "died die dies death dead",
     "spouse": "married marry marries marriage spouse spouses wife wives husband husbands",
     "child": "child children son sons daughter daughters",
