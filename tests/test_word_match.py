@@ -8,7 +8,7 @@ from toporag_core.embed import get_encoder
 from toporag_core.graph import TextualGraph
 from toporag_core.retrieval import EmbeddedComplex, RetrievalSetting, retrieve
 from toporag_core.retrieval.lexicon import GROUPS, NAMES
-from toporag_core.retrieval.path_match import path_match, word_masks
+from toporag_core.retrieval.path_match import path_match, readable, word_masks
 from toporag_core.retrieval.seeded import seed_nodes, seeded_prizes
 from toporag_core.retrieval.word_match import (_same_form, content_words, count, group_bits, question_words,
                                                relation_masks, relation_vocab, stem)
@@ -112,6 +112,14 @@ def test_function_words_name_relations_only_through_the_synonym_groups(film_ecx)
     assert count(on).tolist() == [1, 0, 1, 0, 0]  # "appeared" names starred actors
     assert count(relation_masks(film_ecx, "what is Night Train 0 about", rels, ["Night Train 0"])).tolist() == \
         [0, 0, 0, 0, 1]
+    people = ["people.person.place_of_birth", "people.person.nationality", "people.person.profession"]
+    assert count(relation_masks(film_ecx, "where is Alice Moreau from", [readable(r) for r in people],
+                                [DIRECTOR])).tolist() == [1, 0, 0]  # a birthplace, not a nationality
+    # "do" names an occupation only as the last word
+    assert question_words("what did Alice Moreau do", [DIRECTOR], synonyms=True) == ["do"]
+    assert question_words("what did Alice Moreau write", [DIRECTOR], synonyms=True) == ["write"]
+    assert count(relation_masks(film_ecx, "what did Alice Moreau do", [readable(r) for r in people],
+                                [DIRECTOR])).tolist() == [0, 0, 1]
 
 
 def test_synonyms_send_the_walk_to_the_relation_the_question_words_differently(film_ecx):

@@ -16,7 +16,9 @@ general knowledge graphs share (people, works, places, organisations), not for o
 Forms are compared exactly and by :func:`~.word_match.stem`, so each group lists the forms whose stems differ
 ("write", "wrote", "written", "writer"). A few words of the function-word list name relations here ("about",
 "kind", "sort", "from": "where is X *from*" asks for a birthplace): they are question words
-only through this lexicon. Words too common to name one relation ("do", "did", "make") are not listed.
+only through this lexicon. "do" names an occupation only as the question's last word ("what did X *do*", not
+"what *did* X write": :data:`FINAL_ONLY`). Words too common to name one relation ("make", "have") are not
+listed.
 
 Shapes: ``group_bits(words) -> (len(words),) int64``, at most 63 groups; the relation vocabulary's bits are
 computed once per graph (:class:`~.word_match.RelationVocab`).
@@ -45,7 +47,7 @@ GROUPS: dict[str, str] = {  # one group per kind of relation: the words that nam
     "child": "child children son sons daughter daughters",
     "parent": "parent parents father fathers mother mothers",
     "sibling": "sibling siblings brother brothers sister sisters",
-    "job": "profession professions occupation occupations job jobs career careers",
+    "job": "profession professions occupation occupations job jobs career careers do does did",
     "nationality": "nationality nationalities citizen citizens citizenship",
     "education": "educated education school schools studied attended college colleges university universities",
     "currency": "currency currencies money",
@@ -58,6 +60,7 @@ GROUPS: dict[str, str] = {  # one group per kind of relation: the words that nam
     "rating": "rating ratings rated",
     "located": "located location locations situated",
 }
+FINAL_ONLY = frozenset({"do", "does", "did"})  # name their group only as the question's last word: "what did X do"
 NAMES = tuple(GROUPS)
 TAIL = 5  # letters of a compound's tail looked up on its own
 HEAD = 3  # letters before that tail

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .claims import STOP_WORDS, words
-from .lexicon import group_bits, lexicon_words
+from .lexicon import FINAL_ONLY, group_bits, lexicon_words
 from .result import EmbeddedComplex
 
 PREFIX = 4  # letters a word pair must share at the start (and half the longer word)
@@ -55,10 +55,13 @@ def content_words(text: str) -> list[str]:
 
 def question_words(question: str, names=(), synonyms: bool = False) -> list[str]:
     """The question's content words that are not words of ``names`` (the seed entities' names); with
-    ``synonyms``, also the function words that name a relation through :mod:`.lexicon` ("what is X *about*")."""
+    ``synonyms``, also the function words that name a relation through :mod:`.lexicon` ("what is X *about*";
+    "do" only as the last word: "what did X *do*")."""
     named = {w for n in names for w in words(n)}
-    keep = list(dict.fromkeys(w for w in words(question) if w not in named and (
-        (len(w) > 2 and w not in STOP_WORDS) or (synonyms and w in NAMING_STOP_WORDS))))
+    ws = words(question)
+    keep = list(dict.fromkeys(w for i, w in enumerate(ws) if w not in named and (
+        (len(w) > 2 and w not in STOP_WORDS)
+        or (synonyms and w in NAMING_STOP_WORDS and (w not in FINAL_ONLY or i == len(ws) - 1)))))
     return keep[:MAX_WORDS]
 
 
