@@ -15,7 +15,8 @@ general knowledge graphs share (people, works, places, organisations), not for o
 
 Forms are compared exactly and by :func:`~.word_match.stem`, so each group lists the forms whose stems differ
 ("write", "wrote", "written", "writer"). A few words of the function-word list name relations here ("about",
-"kind", "sort", "from": "where is X *from*" asks for a birthplace): they are question words
+"kind", "sort", "from": "where is X *from*" asks for a birthplace; "when" for a year or a date, "where" for a
+place: "*when* was X born" is ``date of birth``, "*where* was X born" ``place of birth``): they are question words
 only through this lexicon. "do" names an occupation only as the question's last word ("what did X *do*", not
 "what *did* X write": :data:`FINAL_ONLY`). Words too common to name one relation ("make", "have") are not
 listed.
@@ -58,7 +59,8 @@ GROUPS: dict[str, str] = {  # one group per kind of relation: the words that nam
     "award": "award awards won win wins prize prizes",
     "religion": "religion religions religious faith",
     "rating": "rating ratings rated",
-    "located": "located location locations situated",
+    "located": "located location locations situated place places where",
+    "time": "when year years date dates",
 }
 FINAL_ONLY = frozenset({"do", "does", "did"})  # name their group only as the question's last word: "what did X do"
 NAMES = tuple(GROUPS)
