@@ -29,6 +29,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from _common import ROOT
 from toporag_core.metrics import mcnemar_exact
 
@@ -207,6 +209,19 @@ def movie_questions(rows, pools, per_hop: int, seed: int, wording: str = "metaqa
     return out
 
 
+def recorded_arm(path: Path, qs: list[dict]) -> tuple[dict, dict]:
+    """``(records by id, kg eval's summary)`` of a predictions file written by an earlier run of this benchmark
+    (``--arm NAME=@FILE``); its questions must be this run's."""
+    recs = {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    if {r["id"]: r["question"] for r in recs.values()} != {q["id"]: q["question"] for q in qs}:
+        sys.exit(f"{path}: its questions are not this run's (same --seed, --movies, --per-hop and --forms?)")
+    r = list(recs.values())
+    method = r[0]["method"]
+    cov = {m: float(np.mean([bool(x["coverage"].get(m)) for x in r])) for m in r[0]["coverage"]}
+    return recs, {"hit": float(np.mean([x["hit"] for x in r])), "hit1": float(np.mean([x["hit1"] for x in r])),
+                  "coverage": cov, "method": method, "p50_s": float(np.median([x["seconds"] for x in r]))}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--per-hop", type=int, default=150)
@@ -214,7 +229,8 @@ def main(argv=None) -> None:
     ap.add_argument("--movies", type=int, default=500, help="films in the graph (500: about 5,200 triples)")
     ap.add_argument("--forms", choices=sorted(FORMS), default="metaqa",
                     help="question wordings: MetaQA's (default) or one of three paraphrase sets")
-    ap.add_argument("--arm", action="append", default=[], help="NAME=KG-EVAL-FLAGS (repeatable; first: reference)")
+    ap.add_argument("--arm", action="append", default=[], help="NAME=KG-EVAL-FLAGS (repeatable; first: reference), "
+                    "or NAME=@PREDS.jsonl: the predictions of an earlier run with the same questions")
     ap.add_argument("--out", default=None, help="keep the store, questions and predictions here")
     args = ap.parse_args(argv)
     arms = [a.split("=", 1) for a in (args.arm or ["off=--lexical 0", "shipped="])]
@@ -234,6 +250,9 @@ def main(argv=None) -> None:
                    check=True, cwd=ROOT)
     recs, summary = {}, {}
     for name, flags in arms:
+        if flags.startswith("@"):  # a predictions file of an earlier run (same seed, size and wordings)
+            recs[name], summary[name] = recorded_arm(Path(flags[1:]), qs)
+            continue
         out = work / f"preds-{name}.jsonl"
         res = subprocess.run([*cli, "kg", "eval", str(work / "movies.duckdb"), str(work / "questions.jsonl"),
                               "--out", str(out), "--json", *shlex.split(flags)], cwd=ROOT,
