@@ -60,7 +60,7 @@ GROUPS: dict[str, str] = {  # one group per kind of relation: the words that nam
     "award": "award awards won win wins prize prizes",
     "religion": "religion religions religious faith",
     "rating": "rating ratings rated",
-    "located": "located location locations situated place places",
+    "located": "located location locations situated",
     "time": "when year years date dates",
 }
 FINAL_ONLY = frozenset({"do", "does", "did"})  # name their group only as the question's last word: "what did X do"
