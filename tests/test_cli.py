@@ -249,3 +249,15 @@ def test_the_expla_recipe_puts_the_relations_in_three_tokens_per_cell_and_aligns
     assert tuple(m.get("cell_order", (1, 2, 0)))[0] == 1  # relations first
     t = rel.train
     assert (t.word_steps, t.align_steps, t.align_words, t.joint_align_weight, t.graph_only) == (3000, 100, 5.0, 1.0, 0.5)
+
+
+def test_a_true_false_option_takes_only_true_or_false_words(capsys, scene):
+    args = ("retrieve", scene, "--question", "what is on the table", "--method", "toporag-seeded", "--encoder",
+            "hashing", "--json")
+    for word, on in (("off", False), ("No", False), ("0", False), ("true", True), ("yes", True)):
+        code, out, _ = run(capsys, *args, "--synonyms", word)
+        assert code == 0 and json.loads(out)["params"]["synonyms"] is on
+    with pytest.raises(SystemExit) as e:  # a typo is an error naming the option, not a silent "false"
+        run(capsys, *args, "--synonyms", "flase")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--synonyms" in err and "true or false" in err and "'flase'" in err

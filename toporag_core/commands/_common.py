@@ -145,12 +145,20 @@ def check_question_args(args: argparse.Namespace, *names: str) -> None:
             check_text(value, f"--{name}")
 
 
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _param_type(param):
-    """An argparse ``type`` that converts and validates one method parameter (errors name the option)."""
+    """An argparse ``type`` that converts and validates one method parameter (errors name the option; a
+    true / false parameter takes one of :data:`TRUE_WORDS` or :data:`FALSE_WORDS`, nothing else)."""
     def convert(text: str):
         try:
-            value = param.type(text) if param.type is not bool else text.lower() in ("1", "true", "yes")
-            return param.validate(value)
+            if param.type is bool:
+                word = text.strip().lower()
+                if word not in TRUE_WORDS + FALSE_WORDS:
+                    raise ValueError(f"value must be true or false, got {text!r}")
+                return param.validate(word in TRUE_WORDS)
+            return param.validate(param.type(text))
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e).replace(f"parameter {param.name!r}", "value")) from None
     convert.__name__ = param.type.__name__

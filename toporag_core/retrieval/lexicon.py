@@ -16,11 +16,10 @@ general knowledge graphs share (people, works, places, organisations), not for o
 Forms are compared exactly and by :func:`~.word_match.stem`, so each group lists the forms whose stems differ
 ("write", "wrote", "written", "writer"). A few words of the function-word list name relations here ("about",
 "kind", "sort", "from": "where is X *from*" asks for a birthplace; "when" for a year or a date: "*when* was X
-born" is ``date of birth``): they are question words
-only through this lexicon. "do" names an occupation only as the question's last word ("what did X *do*", not
-"what *did* X write": :data:`FINAL_ONLY`). Words too common to name one relation ("make", "have") are not
-listed; nor is "where", which asks for an employer or a school as often as for a place ("where did X work"),
-measured: docs/results/kg.md.
+born" is ``date of birth``): they are question words only through this lexicon. "do" names an occupation only as
+the question's last word ("what did X *do*", not "what *did* X write": :data:`FINAL_ONLY`). Words too common to
+name one relation ("make", "have") are not listed; nor is "where", which asks for an employer or a school as
+often as for a place ("where did X work"), measured: docs/results/kg.md.
 
 Shapes: ``group_bits(words) -> (len(words),) int64``, at most 63 groups; the relation vocabulary's bits are
 computed once per graph (:class:`~.word_match.RelationVocab`).
