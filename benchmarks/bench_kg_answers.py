@@ -181,7 +181,8 @@ def main() -> None:
             res[arm].append((h, h1, dt))
             recs.append({"id": qid, "kind": kind, "arm": arm, "question": q, "answers": answers,
                          "answer": out["answer"], "hit": h, "hit1": h1, "probability": out["probability"],
-                         "confidence": out.get("confidence"),
+                         "confidence": out.get("confidence"), "answer_kind": out.get("answer_kind"),
+                         "unsupported_claims": out.get("unsupported_claims"),
                          "margin": out["margin"], "candidates": out["candidates"], "seconds": dt,
                          "names": out.get("names"), "name_scores": out.get("name_scores"),
                          "name_priors": out.get("name_priors"), **name_parts(ecx[id(graph)], q, setting, out),

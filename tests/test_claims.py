@@ -10,8 +10,9 @@ import pytest
 from toporag_core.answering.confidence import confidence_note
 from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.graph import TextualGraph
-from toporag_core.predictions.calibrate import calibrate, fit_threshold, flag_rates, measure, unsupported_of
-from toporag_core.retrieval.claims import ContextFacts, claims, loosely_backed, unsupported_claims
+from toporag_core.predictions.calibrate import (calibrate, context_check, fit_threshold, flag_rates, measure,
+                                                unsupported_of)
+from toporag_core.retrieval.claims import ContextFacts, claims, loosely_backed, ungrounded_answer, unsupported_claims
 from toporag_core.retrieval.textualize import textualize
 
 CONTEXT = """nodes
@@ -162,6 +163,44 @@ def test_an_evidence_first_answer_carries_its_unsupported_claims_end_to_end(tmp_
     # the tiny model's evidence is random text, no fact of the context: with threshold 0 only the check flags it
     assert a.unsupported_claims and a.low_confidence is True
     assert a.to_json()["unsupported_claims"] == a.unsupported_claims
+
+
+def test_a_generated_answer_is_grounded_when_the_context_states_it_beside_the_questions_words():
+    # a node line that names a question word and holds the answer
+    assert ungrounded_answer("What colour is the man standing next to the pink table?", "red", CONTEXT) == []
+    assert ungrounded_answer("What is the tv stand made of?", "black", CONTEXT) == []
+    # the answer is some other node's attribute, not the asked one's
+    assert ungrounded_answer("What colour is the tv stand?", "pink", CONTEXT) == ["pink"]
+    # a relation line the question names, joining the answer's node to a node the question names
+    assert ungrounded_answer("What is to the left of the table?", "tv stand", CONTEXT) == []
+    assert ungrounded_answer("What is behind the man?", "table", CONTEXT) == []
+    assert ungrounded_answer("What is behind the man?", "blue table", CONTEXT) == []
+    # the relation is not the one asked about ("next to" is not "behind") or the node is not named
+    assert ungrounded_answer("What is behind the tv stand?", "man", CONTEXT) == ["man"]
+    assert ungrounded_answer("What is to the left of the man?", "tv stand", CONTEXT) == ["tv stand"]
+    assert ungrounded_answer("What is behind the man?", "lamp", CONTEXT) == ["lamp"]  # not in the graph
+    # nothing to check: a count, no answer words, no other question words, no node lines
+    assert ungrounded_answer("How many tables are there?", "2", CONTEXT) is None
+    assert ungrounded_answer("What colour is the man?", "the", CONTEXT) is None
+    assert ungrounded_answer("What is it?", "table", CONTEXT) is None
+    assert ungrounded_answer("What colour is the man?", "red", "node_id,node_attr\n0,man") is None
+    # the one check per kind: label answers by their evidence, generated answers by themselves, names not
+    q = "What colour is the tv stand?"
+    assert context_check("generated", q, "pink", None, CONTEXT) == ["pink"]
+    assert context_check("names", q, "pink", None, CONTEXT) is None
+    assert context_check("label", q, "yes", "The tv stand is black", CONTEXT) == []
+    assert unsupported_of({"answer_kind": "generated", "question": q, "answer": "pink", "context": CONTEXT}) == ["pink"]
+
+
+def test_the_notice_says_when_the_graph_does_not_state_a_generated_answer():
+    from toporag_core.studio.ask import confidence_markdown
+
+    low = confidence_note("pink", 0.9, True, None, 0.6, "generated", unsupported=["pink"])
+    assert low.by_evidence and low.headline().startswith(
+        "Low confidence: the retrieved graph does not state the answer beside the question's words (\"pink\")")
+    info = confidence_note("pink", 0.9, False, None, 0.6, "generated", unsupported=["pink"])
+    assert info.lines()[1] == 'the answer is not stated beside the question\'s words in the retrieved graph: "pink"'
+    assert "The answer is not stated beside" in confidence_markdown(info)
 
 
 def test_the_notice_quotes_the_claims_the_graph_does_not_hold():

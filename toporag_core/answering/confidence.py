@@ -8,9 +8,10 @@ the next names of the name reader; a generated answer has none). Without a calib
 probability is shown as it is, and the notice says it is not calibrated.
 
 A label answer after evidence the model wrote is also low confidence when a claim of that evidence is not
-a fact of the retrieved graph (:func:`~toporag_core.retrieval.claims.unsupported_claims`, for the
-checkpoints calibrated with that check); the notice quotes the claims, and says so even where the
-checkpoint was calibrated without the check.
+a fact of the retrieved graph (:func:`~toporag_core.retrieval.claims.unsupported_claims`), and a generated
+answer when the retrieved graph does not state it beside the question's words
+(:func:`~toporag_core.retrieval.claims.ungrounded_answer`), for the checkpoints calibrated with that check;
+the notice quotes what is missing, and says so even where the checkpoint was calibrated without the check.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's 
 # what the compared number is, per answer kind (docs/results/confidence.md)
 KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
                         "probability of that evidence and the label",
-               "names": "the model's own probability that the answer is its first name",
+               "names": "the model's own probability that the answer starts with one of its names",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 
@@ -37,13 +38,19 @@ class ConfidenceNote:
     threshold: float | None = None
     kind: str | None = None  # "label" | "names" | "generated"
     runner_ups: list[tuple[str, float]] = field(default_factory=list)  # the next answers, best first
-    unsupported: list[str] = field(default_factory=list)  # the evidence's claims the retrieved graph does not hold
+    unsupported: list[str] = field(default_factory=list)  # what the retrieved graph does not hold (claims / answer)
 
     @property
     def by_evidence(self) -> bool:
         """Low confidence because of the evidence alone (the probability is at or above the threshold)."""
         return bool(self.low and self.unsupported and self.confidence is not None
                     and (self.threshold is None or self.confidence >= self.threshold))
+
+    @property
+    def missing_what(self) -> str:
+        """What :attr:`unsupported` quotes: the evidence's claims, or (a generated answer) the answer itself."""
+        return ("the answer is not stated beside the question's words in the retrieved graph"
+                if self.kind == "generated" else "evidence not in the retrieved graph")
 
     def unsupported_text(self) -> str | None:
         """``'"The poster is blue"'`` (the unsupported claims, quoted, ``;``-joined), or ``None``."""
@@ -61,9 +68,10 @@ class ConfidenceNote:
             if self.threshold is not None else f"the threshold calibrated on validation for {kind}"
         what = f" (p: {KIND_NUMBER[self.kind]})" if self.kind in KIND_NUMBER else ""
         if self.by_evidence:
-            return (f"Low confidence: the evidence the model wrote is not in the retrieved graph "
-                    f"({self.unsupported_text()}), though {p} is at or above {where}; the answer may well be "
-                    f"wrong{what}")
+            why = ("the retrieved graph does not state the answer beside the question's words"
+                   if self.kind == "generated" else "the evidence the model wrote is not in the retrieved graph")
+            return (f"Low confidence: {why} ({self.unsupported_text()}), though {p} is at or above {where}; the "
+                    f"answer may well be wrong{what}")
         if self.low:
             return f"Low confidence: {p} is below {where}; the answer may well be wrong{what}"
         return f"Confidence: {p} (at or above {where}){what}"
@@ -79,7 +87,7 @@ class ConfidenceNote:
         them), and the runner-ups when the answer is low confidence."""
         out = [self.headline()]
         if self.unsupported and not self.by_evidence:
-            out.append("evidence not in the retrieved graph: " + str(self.unsupported_text()))
+            out.append(f"{self.missing_what}: " + str(self.unsupported_text()))
         if self.low and self.runner_ups:
             out.append("runner-up answers: " + str(self.runner_up_text()))
         elif self.low:
@@ -105,7 +113,7 @@ def confidence_note(answer: str, probability: float | None, low: bool | None, ca
                     threshold: float | None = None, kind: str | None = None, top: int = 3,
                     unsupported: list[str] | None = None) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
-    with (the pipeline's ``confidence``: for a names answer the chosen name's own probability, not the softmax
+    with (the pipeline's ``confidence``: for a names answer the chosen names' own probability, not the softmax
     ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
     :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`; ``unsupported``: the
     answer's ``unsupported_claims``."""

@@ -31,11 +31,10 @@ import torch
 
 from ..model import FrozenKVStore, QABatch, TopoRAGConfig, TopoRAGModel, choices_for, question_prompt
 from ..nn import collate, subcomplex_tensors
-from ..predictions.calibrate import EVIDENCE_CHECKED, is_low, threshold_for
+from ..predictions.calibrate import context_check, is_low, threshold_for
 from ..retrieval import EmbeddedComplex, RetrievalSetting, Subcomplex, retrieve
 from ..retrieval.budget import ContextFit, fit_context
 from ..retrieval.candidates import answer_candidates, candidate_priors, topic_nodes
-from ..retrieval.claims import unsupported_claims
 from ..retrieval.textualize import DEFAULT_TEXT, check_text_format
 from .answer import Answer
 
@@ -335,11 +334,11 @@ class TopoRAGPipeline:
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
             kind = r.get("kind") or ("label" if probs else "generated")  # what the threshold is fitted per
             # a label after evidence the model wrote: the claims of that evidence the context does not hold
-            unsupported = unsupported_claims(r.get("evidence"), j.context) if kind in EVIDENCE_CHECKED else None
+            unsupported = context_check(kind, j.query or j.question, r["answer"], r.get("evidence"), j.context)
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
                         "candidates": cands, "answer_kind": kind,
-                        # names: judged by the chosen name's own probability
+                        # names: judged by the chosen names' own probability
                         **self.confidence_of(r.get("confidence", prob), kind, unsupported),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence"),
                         "unsupported_claims": unsupported})
@@ -426,7 +425,7 @@ class TopoRAGPipeline:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
             "probability", "margin" (lead over the runner-up), "candidates" (top labels / names with
             probabilities), "confidence" (what the threshold judges: the probability; for a names answer
-            the chosen name's own probability; for a cited answer the evidence and answer together),
+            the chosen names' own probability; for a cited answer the evidence and answer together),
             "low_confidence" (:meth:`confidence_of`), "answer_kind" (``"label"`` /
             ``"names"`` / ``"generated"``), "topic" (the question's
             named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first

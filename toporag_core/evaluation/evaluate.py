@@ -32,8 +32,7 @@ from ..model import TopoRAGModel
 from ..tasks.batching import make_batch
 from .arms import GraphTokenArm, check_arm
 from ..predictions import eval_record, read_predictions, read_records, record_line, write_predictions
-from ..predictions.calibrate import EVIDENCE_CHECKED, is_low
-from ..retrieval.claims import unsupported_claims
+from ..predictions.calibrate import context_check, is_low
 
 
 def score(dataset: str, prediction: str, label: Any) -> bool:
@@ -167,7 +166,7 @@ def _record(ex: Example, pred: dict[str, Any], ok: bool, secs_each: float, metho
     (:func:`~toporag_core.predictions.calibrate.is_low`)."""
     kind = pred.get("kind")
     conf = pred["probability"] if pred.get("confidence") is None else pred["confidence"]
-    unsupported = unsupported_claims(pred.get("evidence"), ex.context) if kind in EVIDENCE_CHECKED else None
+    unsupported = context_check(kind, ex.question, pred["answer"], pred.get("evidence"), ex.context)
     return eval_record(
         id=ex.id, qtype=ex.qtype, question=ex.question, gold=ex.label, answer=pred["answer"],
         probability=pred["probability"], correct=ok, clean=pred["clean"], seconds=secs_each,

@@ -43,10 +43,11 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..metrics import name_confidence
-from ..retrieval.claims import unsupported_claims
+from ..retrieval.claims import ungrounded_answer, unsupported_claims
 
 KINDS = ("label", "names", "generated")
-EVIDENCE_CHECKED = ("label",)  # kinds whose evidence is checked against the context (a label after evidence)
+# kinds checked against the context: a label's evidence (a label after evidence), a generated answer itself
+EVIDENCE_CHECKED = ("label", "generated")
 MAX_RIGHT_FLAGGED = 0.25  # at most this share of right validation answers is flagged
 
 
@@ -64,26 +65,46 @@ def answer_kind(rec: dict[str, Any]) -> str:
 
 def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
-    record with per-name scores, the model's probability that the answer is the chosen name
-    ``min(1, exp(ll_chosen))`` (:func:`~toporag_core.metrics.name_confidence`; the chosen name is the
-    first of ``candidates``, which are ordered best first); else its ``probability``."""
+    record with per-name scores, the model's probability that the answer starts with one of its names
+    ``min(1, sum exp(ll_chosen))`` (:func:`~toporag_core.metrics.name_confidence`; the chosen names are the
+    ``candidates`` the answer lists, else the first); else its ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
     ll, names, cands = rec.get("name_scores"), rec.get("names") or [], rec.get("candidates") or []
     if answer_kind(rec) == "names" and ll and cands and cands[0].get("name") in names:
-        return name_confidence(ll, names.index(cands[0]["name"]))
+        said = str(rec.get("answer") or "")
+        chosen = [names.index(c["name"]) for c in cands if c.get("name") in names and c["name"] in said]
+        return name_confidence(ll, chosen or [names.index(cands[0]["name"])])
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
+def context_check(kind: str | None, question: str, answer: str | None, evidence: str | None,
+                  context: str | None) -> list[str] | None:
+    """What of an answer its context does not hold, per answer kind (:data:`EVIDENCE_CHECKED`): for a label
+    answer the claims of the evidence the model wrote before it
+    (:func:`~toporag_core.retrieval.claims.unsupported_claims`), for a generated answer the answer itself when
+    the context does not state it beside the question's words
+    (:func:`~toporag_core.retrieval.claims.ungrounded_answer`); ``[]`` when all is held, ``None`` when
+    nothing was checked (another kind, no evidence, a context without node lines). The one check the
+    pipeline, ``toporag eval`` and the calibration share."""
+    if kind == "label":
+        return unsupported_claims(evidence, context)
+    if kind == "generated":
+        return ungrounded_answer(question, answer, context)
+    return None
+
+
 def unsupported_of(rec: dict[str, Any]) -> list[str] | None:
-    """The claims of a record's evidence that its context does not hold: its ``unsupported_claims`` when
-    written, else :func:`~toporag_core.retrieval.claims.unsupported_claims` of its ``evidence`` and
-    ``context``; ``None`` (nothing checked) for kinds outside :data:`EVIDENCE_CHECKED` or without evidence."""
-    if answer_kind(rec) not in EVIDENCE_CHECKED:
+    """What a record's context does not hold of its answer: its ``unsupported_claims`` when written, else
+    :func:`context_check` of its ``question``, ``answer``, ``evidence`` and ``context``; ``None`` (nothing
+    checked) for kinds outside :data:`EVIDENCE_CHECKED`."""
+    kind = answer_kind(rec)
+    if kind not in EVIDENCE_CHECKED:
         return None
     if "unsupported_claims" in rec:
         return rec["unsupported_claims"]
-    return unsupported_claims(rec.get("evidence"), rec.get("context"))
+    return context_check(kind, str(rec.get("question") or ""), rec.get("answer"), rec.get("evidence"),
+                         rec.get("context"))
 
 
 def threshold_for(calibration: dict[str, Any] | None, kind: str | None) -> float | None:

@@ -172,7 +172,7 @@ def confidence_markdown(note: ConfidenceNote) -> str:
 
     head = escape_markdown(note.headline()) if note.by_evidence else note.headline()  # quotes the model's text
     claims = "" if note.by_evidence or not note.unsupported else \
-        f"  \nEvidence not in the retrieved graph: {escape_markdown(str(note.unsupported_text()))}"
+        f"  \n{note.missing_what[0].upper()}{note.missing_what[1:]}: {escape_markdown(str(note.unsupported_text()))}"
     if not note.low:
         return head + claims
     head = "**Low confidence**" + head[len("Low confidence"):]
