@@ -3,7 +3,7 @@ measure it on validation and test.
 
 Per answer kind (``label``: a closed label set, ``names``: the name reader, ``generated``: greedy
 generation, whose probability is the per-token geometric mean of the phrase; a names answer is judged
-by the chosen names' own likelihood, the ``confidence`` the pipeline reports), the threshold is the
+by the chosen name's own likelihood, the ``confidence`` the pipeline reports), the threshold is the
 largest ``t`` with at most 25% of the right validation answers below it
 (:func:`toporag_core.predictions.calibrate.fit_threshold`); an answer is flagged when its probability
 is below it. A label answer after evidence the model wrote (the scene checkpoint's yes / no) is also

@@ -56,7 +56,7 @@ class Answer:
     low_confidence: bool | None = None
     answer_kind: str | None = None  # "label" | "names" | "generated"
     confidence_threshold: float | None = None
-    confidence: float | None = None  # what the threshold is compared with (names: the chosen names' own probability)
+    confidence: float | None = None  # what the threshold is compared with (names: the chosen name's own probability)
     margin: float | None = None  # lead of the answer over the runner-up
     setting: RetrievalSetting | None = None
     context_fit: ContextFit | None = None

@@ -25,7 +25,7 @@ KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's 
 # what the compared number is, per answer kind (docs/results/confidence.md)
 KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
                         "probability of that evidence and the label",
-               "names": "the model's own probability that the answer starts with one of its names",
+               "names": "the model's own probability that the answer is its first name",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 
@@ -113,7 +113,7 @@ def confidence_note(answer: str, probability: float | None, low: bool | None, ca
                     threshold: float | None = None, kind: str | None = None, top: int = 3,
                     unsupported: list[str] | None = None) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
-    with (the pipeline's ``confidence``: for a names answer the chosen names' own probability, not the softmax
+    with (the pipeline's ``confidence``: for a names answer the chosen name's own probability, not the softmax
     ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
     :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`; ``unsupported``: the
     answer's ``unsupported_claims``."""

@@ -338,7 +338,7 @@ class TopoRAGPipeline:
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
                         "candidates": cands, "answer_kind": kind,
-                        # names: judged by the chosen names' own probability
+                        # names: judged by the chosen name's own probability
                         **self.confidence_of(r.get("confidence", prob), kind, unsupported),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence"),
                         "unsupported_claims": unsupported})
@@ -425,7 +425,7 @@ class TopoRAGPipeline:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
             "probability", "margin" (lead over the runner-up), "candidates" (top labels / names with
             probabilities), "confidence" (what the threshold judges: the probability; for a names answer
-            the chosen names' own probability; for a cited answer the evidence and answer together),
+            the chosen name's own probability; for a cited answer the evidence and answer together),
             "low_confidence" (:meth:`confidence_of`), "answer_kind" (``"label"`` /
             ``"names"`` / ``"generated"``), "topic" (the question's
             named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first

@@ -147,10 +147,10 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
     probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``confidence`` the
-    model's own probability that the answer starts with one of the chosen names, ``min(1, sum exp(ll_chosen))``
-    (:func:`~toporag_core.metrics.name_confidence`), not relative to the other names. (The softmax over the
-    names tells right from wrong answers little better than chance on the general validation split, and the
-    mass on all names ``sum_j exp(ll_j)`` worse than the chosen names': docs/results/confidence.md.)"""
+    model's own probability that the answer is (or starts with) the chosen name, ``min(1, exp(ll_best))``,
+    not relative to the other names. (The softmax over the names tells right from wrong answers little better
+    than chance on the general validation split, and the mass on all names ``sum_j exp(ll_j)`` worse than the
+    chosen name's own likelihood: docs/results/confidence.md.)"""
     from .decode import score_names
 
     out = []
@@ -162,11 +162,10 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
         prob = torch.softmax(logit, 0)
         order = torch.argsort(-logit, stable=True).tolist()
         best = float(prob[order[0]])
-        picked = [i for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
-        chosen = [r[i] for i in picked]
+        chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "confidence": name_confidence(sc, picked),
+                    "confidence": name_confidence(sc, order[0]),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})

@@ -65,16 +65,14 @@ def answer_kind(rec: dict[str, Any]) -> str:
 
 def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
-    record with per-name scores, the model's probability that the answer starts with one of its names
-    ``min(1, sum exp(ll_chosen))`` (:func:`~toporag_core.metrics.name_confidence`; the chosen names are the
-    ``candidates`` the answer lists, else the first); else its ``probability``."""
+    record with per-name scores, the model's probability that the answer is the chosen name
+    ``min(1, exp(ll_chosen))`` (:func:`~toporag_core.metrics.name_confidence`; the chosen name is the
+    first of ``candidates``, which are ordered best first); else its ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
     ll, names, cands = rec.get("name_scores"), rec.get("names") or [], rec.get("candidates") or []
     if answer_kind(rec) == "names" and ll and cands and cands[0].get("name") in names:
-        said = str(rec.get("answer") or "")
-        chosen = [names.index(c["name"]) for c in cands if c.get("name") in names and c["name"] in said]
-        return name_confidence(ll, chosen or [names.index(cands[0]["name"])])
+        return name_confidence(ll, names.index(cands[0]["name"]))
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
