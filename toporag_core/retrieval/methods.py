@@ -106,7 +106,7 @@ def register_builtin_methods() -> None:
          Param("match", float, 1.0, 0.0, 10.0, "weight of the whole relation path's match with the question in "
                "the ranking (1: as much as one relation's), so the end of a path can outrank its bridge",
                ui=(0.0, 4.0, 0.25), advanced=True),
-         Param("lexical", float, 0.2, 0.0, 1.0, "cosine added to a relation and to a relation path for each "
+         Param("lexical", float, 0.4, 0.0, 1.0, "cosine added to a relation and to a relation path for each "
                "question word its words name ('writers' for written by, 'born' for place of birth)",
                ui=(0.0, 0.5, 0.05), advanced=True),
          Param("synonyms", bool, True, help="with lexical: a question word also names a relation word of its "

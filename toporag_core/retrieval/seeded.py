@@ -207,7 +207,7 @@ def inside_cells2(cx, p0: np.ndarray) -> np.ndarray:
 
 def retrieve_seeded(ecx: EmbeddedComplex, question: str | np.ndarray, k0: int = 10, k1: int = 10, k2: int = 3,
                     c2: float = 0.5, edge_cost: float = 0.5, hops: int = 2, tau: float = 0.1,
-                    hop_cost: float = 0.5, match: float = 1.0, lexical: float = 0.2, synonyms: bool = True,
+                    hop_cost: float = 0.5, match: float = 1.0, lexical: float = 0.4, synonyms: bool = True,
                     seeds=None) -> Subcomplex:
     """Question-seeded TopoRAG (the module docstring); ``seeds``: node ids or names (default: linked)."""
     cx = ecx.complex
