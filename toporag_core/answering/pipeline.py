@@ -333,7 +333,7 @@ class TopoRAGPipeline:
             cands = r.get("candidates") or ([{"name": k, "probability": v} for k, v in
                                              sorted(probs.items(), key=lambda kv: -kv[1])] if probs else None)
             kind = r.get("kind") or ("label" if probs else "generated")  # what the threshold is fitted per
-            # a label after evidence the model wrote: the claims of that evidence the context does not hold
+            # what the context does not hold: a label's evidence claims, or a generated answer itself
             unsupported = context_check(kind, j.query or j.question, r["answer"], r.get("evidence"), j.context)
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
