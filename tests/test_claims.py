@@ -265,6 +265,43 @@ def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monk
         assert not warned and not any("Low confidence" in w.value for w in at.warning)
 
 
+def test_the_ask_page_says_when_the_graph_does_not_state_a_generated_answer(monkeypatch, tmp_path):
+    pytest.importorskip("streamlit")
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from toporag_core.model.tiny import build_tiny_checkpoint
+    from toporag_core.studio import state
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ck")
+    meta = json.loads((ckpt / "config.json").read_text())
+    meta["confidence"] = {"threshold": {"generated": 0.0}, "evidence_check": ["generated"]}
+    (ckpt / "config.json").write_text(json.dumps(meta))
+    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
+    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
+    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOPORAG_LLM", raising=False)
+    real = TopoRAGPipeline.answer
+
+    def generated(self, *a, **kw):  # a generated answer that no retrieved fact states beside the question's words
+        out = real(self, *a, **kw)
+        out.answer, out.answer_kind, out.label_probs, out.candidates = "purple", "generated", None, None
+        out.unsupported_claims = ["purple"]  # what context_check says of it in a compact context (tested above)
+        out.low_confidence = self.confidence_of(out.confidence, "generated", out.unsupported_claims)["low_confidence"]
+        return out
+
+    monkeypatch.setattr(TopoRAGPipeline, "answer", generated)
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "4_Ask.py"), default_timeout=120)
+    at.run()
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("What colour is the cup?")
+    at.button(key="ask_go").click()
+    at.run()
+    assert not at.exception
+    warned = [w.value for w in at.warning if "does not state the answer beside the question's words" in w.value]
+    assert len(warned) == 1 and '"purple"' in warned[0] and warned[0].startswith("**Low confidence**")
+
+
 # ---------------------------------------------------------------------------------------------- evaluation records
 def test_eval_records_say_whether_each_answer_is_low_confidence(tmp_path):
     from toporag_core.embed import HashingEncoder
