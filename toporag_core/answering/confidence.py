@@ -28,6 +28,12 @@ KIND_NUMBER = {"label": "the label's probability among the labels; after evidenc
                "names": "the model's own probability that the answer is its first name",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
+# what the context check found missing, per answer kind: (the headline's reason, the label of the quoted text)
+MISSING = {"label": ("the evidence the model wrote is not in the retrieved graph",
+                     "evidence not in the retrieved graph"),
+           "generated": ("the retrieved graph does not state the answer beside the question's words",
+                         "the answer is not stated beside the question's words in the retrieved graph")}
+
 
 @dataclass(frozen=True)
 class ConfidenceNote:
@@ -48,9 +54,9 @@ class ConfidenceNote:
 
     @property
     def missing_what(self) -> str:
-        """What :attr:`unsupported` quotes: the evidence's claims, or (a generated answer) the answer itself."""
-        return ("the answer is not stated beside the question's words in the retrieved graph"
-                if self.kind == "generated" else "evidence not in the retrieved graph")
+        """What :attr:`unsupported` quotes (:data:`MISSING`'s label): the evidence's claims, or (a generated
+        answer) the answer itself."""
+        return MISSING.get(self.kind or "", MISSING["label"])[1]
 
     def unsupported_text(self) -> str | None:
         """``'"The poster is blue"'`` (the unsupported claims, quoted, ``;``-joined), or ``None``."""
@@ -68,8 +74,7 @@ class ConfidenceNote:
             if self.threshold is not None else f"the threshold calibrated on validation for {kind}"
         what = f" (p: {KIND_NUMBER[self.kind]})" if self.kind in KIND_NUMBER else ""
         if self.by_evidence:
-            why = ("the retrieved graph does not state the answer beside the question's words"
-                   if self.kind == "generated" else "the evidence the model wrote is not in the retrieved graph")
+            why = MISSING.get(self.kind or "", MISSING["label"])[0]
             return (f"Low confidence: {why} ({self.unsupported_text()}), though {p} is at or above {where}; the "
                     f"answer may well be wrong{what}")
         if self.low:
