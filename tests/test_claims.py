@@ -224,8 +224,10 @@ def test_the_notice_quotes_the_claims_the_graph_does_not_hold():
     assert info.to_dict()["unsupported_claims"] == ["The poster is blue"]
 
 
-@pytest.mark.parametrize("unsupported", [["The cup is purple"], []])
-def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monkeypatch, tmp_path, unsupported):
+def _ask_page(monkeypatch, tmp_path, calibration: dict, patch, question: str):
+    """The Ask page on a tiny checkpoint calibrated with ``calibration``, each answer passed through
+    ``patch(pipe, answer)`` (the tiny model writes neither evidence nor a scene answer), after asking
+    ``question``."""
     pytest.importorskip("streamlit")
     from pathlib import Path
 
@@ -236,7 +238,7 @@ def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monk
 
     ckpt = build_tiny_checkpoint(tmp_path / "ck")
     meta = json.loads((ckpt / "config.json").read_text())
-    meta["confidence"] = {"threshold": {"label": 0.0}, "evidence_check": ["label"]}
+    meta["confidence"] = calibration
     (ckpt / "config.json").write_text(json.dumps(meta))
     monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
     monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
@@ -244,20 +246,30 @@ def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monk
     monkeypatch.delenv("TOPORAG_LLM", raising=False)
     real = TopoRAGPipeline.answer
 
-    def with_evidence(self, *a, **kw):  # the tiny checkpoint writes no evidence: give its answer some
-        out = real(self, *a, **kw)
-        out.evidence, out.unsupported_claims = "The cup is purple", list(unsupported)
+    def patched(self, *a, **kw):
+        out = patch(self, real(self, *a, **kw))
         out.low_confidence = self.confidence_of(out.confidence, out.answer_kind, out.unsupported_claims)[
             "low_confidence"]
         return out
 
-    monkeypatch.setattr(TopoRAGPipeline, "answer", with_evidence)
+    monkeypatch.setattr(TopoRAGPipeline, "answer", patched)
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "4_Ask.py"), default_timeout=120)
     at.run()
-    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("Is the cup on the table?")
+    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value(question)
     at.button(key="ask_go").click()
     at.run()
     assert not at.exception
+    return at
+
+
+@pytest.mark.parametrize("unsupported", [["The cup is purple"], []])
+def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monkeypatch, tmp_path, unsupported):
+    def with_evidence(pipe, out):  # the tiny checkpoint writes no evidence: give its answer some
+        out.evidence, out.unsupported_claims = "The cup is purple", list(unsupported)
+        return out
+
+    at = _ask_page(monkeypatch, tmp_path, {"threshold": {"label": 0.0}, "evidence_check": ["label"]},
+                   with_evidence, "Is the cup on the table?")
     warned = [w.value for w in at.warning if "not in the retrieved graph" in w.value]
     if unsupported:
         assert len(warned) == 1 and '"The cup is purple"' in warned[0]
@@ -266,38 +278,13 @@ def test_the_ask_page_warns_when_the_evidence_is_not_in_the_retrieved_graph(monk
 
 
 def test_the_ask_page_says_when_the_graph_does_not_state_a_generated_answer(monkeypatch, tmp_path):
-    pytest.importorskip("streamlit")
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
-    from toporag_core.model.tiny import build_tiny_checkpoint
-    from toporag_core.studio import state
-
-    ckpt = build_tiny_checkpoint(tmp_path / "ck")
-    meta = json.loads((ckpt / "config.json").read_text())
-    meta["confidence"] = {"threshold": {"generated": 0.0}, "evidence_check": ["generated"]}
-    (ckpt / "config.json").write_text(json.dumps(meta))
-    monkeypatch.setenv("TOPORAG_ENCODER", "hashing")
-    monkeypatch.setenv("TOPORAG_CHECKPOINT", str(ckpt))
-    monkeypatch.setenv("TOPORAG_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("TOPORAG_LLM", raising=False)
-    real = TopoRAGPipeline.answer
-
-    def generated(self, *a, **kw):  # a generated answer that no retrieved fact states beside the question's words
-        out = real(self, *a, **kw)
+    def generated(pipe, out):  # a generated answer that no retrieved fact states beside the question's words
         out.answer, out.answer_kind, out.label_probs, out.candidates = "purple", "generated", None, None
         out.unsupported_claims = ["purple"]  # what context_check says of it in a compact context (tested above)
-        out.low_confidence = self.confidence_of(out.confidence, "generated", out.unsupported_claims)["low_confidence"]
         return out
 
-    monkeypatch.setattr(TopoRAGPipeline, "answer", generated)
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "4_Ask.py"), default_timeout=120)
-    at.run()
-    at.text_area(key=f"ask_question_{at.session_state[state.GRAPH_KEY]}").set_value("What colour is the cup?")
-    at.button(key="ask_go").click()
-    at.run()
-    assert not at.exception
+    at = _ask_page(monkeypatch, tmp_path, {"threshold": {"generated": 0.0}, "evidence_check": ["generated"]},
+                   generated, "What colour is the cup?")
     warned = [w.value for w in at.warning if "does not state the answer beside the question's words" in w.value]
     assert len(warned) == 1 and '"purple"' in warned[0] and warned[0].startswith("**Low confidence**")
 
