@@ -3,10 +3,10 @@ measure it on validation and test.
 
 Per answer kind (``label``: a closed label set, ``names``: the name reader, ``generated``: greedy
 generation, whose probability is the per-token geometric mean of the phrase; a names answer is judged
-by the chosen name's own likelihood, the ``confidence`` the pipeline reports), the threshold is the
-largest ``t`` with at most 25% of the right validation answers below it
-(:func:`toporag_core.predictions.calibrate.fit_threshold`); an answer is flagged when its probability
-is below it. A label answer after evidence the model wrote (the scene checkpoint's yes / no) is also
+by :func:`toporag_core.metrics.name_confidence`, the ``confidence`` the pipeline reports), the threshold is
+the largest ``t`` with at most 25% of the right validation answers below it, less one standard error of that
+share (``--margin``; :func:`toporag_core.predictions.calibrate.fit_rate`, :func:`~toporag_core.predictions.
+calibrate.fit_threshold`); an answer is flagged when its probability is below it. A label answer after evidence the model wrote (the scene checkpoint's yes / no) is also
 flagged when a claim of its evidence is not a fact of its context
 (:func:`toporag_core.retrieval.claims.unsupported_claims`); its threshold is fitted beside that check, and
 ``--no-evidence-check`` measures the threshold alone. Reported per split: n, accuracy, majority-answer accuracy, the share of wrong answers
@@ -33,7 +33,8 @@ import argparse
 import json
 from pathlib import Path
 
-from toporag_core.predictions.calibrate import KINDS, MAX_RIGHT_FLAGGED, calibrate, measure, write_confidence
+from toporag_core.predictions.calibrate import (KINDS, MARGIN_SE, MAX_RIGHT_FLAGGED, calibrate, measure,
+                                               names_separation, write_confidence)
 
 
 def read_jsonl(paths: list[str], arm: str | None = None) -> list[dict]:
@@ -81,10 +82,16 @@ def main() -> None:
     ap.add_argument("--arm", default="seeded+names", help="the records' arm that ships (default seeded+names)")
     ap.add_argument("--test-arm", default=None, help="the arm of --test-records (default --arm)")
     ap.add_argument("--rate", type=float, default=MAX_RIGHT_FLAGGED,
-                    help="at most this share of right validation answers is flagged (default 0.25)")
+                    help="the target: at most this share of right answers is flagged (default 0.25)")
+    ap.add_argument("--margin", type=float, default=MARGIN_SE,
+                    help="fit this many standard errors of the validation share below --rate (default 1; 0: fit at "
+                         "--rate itself, as the ExplaGraphs and SceneGraphs thresholds were)")
     ap.add_argument("--fitted-on", default=None, help="how config.json describes the validation answers")
     ap.add_argument("--no-evidence-check", action="store_true",
                     help="flag by the threshold alone (no check of the evidence against the context)")
+    ap.add_argument("--free-weights", default=None, metavar="W,W,...",
+                    help="only print the AUROC of the names confidence at these question-free weights "
+                         "(metrics.name_confidence; records with name_free), per split, and stop")
     ap.add_argument("--write", action="store_true", help="store the thresholds in the checkpoint's config.json")
     ap.add_argument("--json", default=None, help="also write the measurements here")
     args = ap.parse_args()
@@ -95,13 +102,23 @@ def main() -> None:
     asked = {(r.get("kind") or r.get("dataset"), r.get("question")) for r in val}
     shared = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) in asked]
     test = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) not in asked]
-    fit = calibrate(val, args.rate, check_evidence=not args.no_evidence_check)
+    if args.free_weights:
+        weights = [float(w) for w in args.free_weights.split(",")]
+        print("| split | names answers (wrong) | " + " | ".join(f"AUROC, w = {w:g}" for w in weights) + " |")
+        print("|---|---|" + "---|" * len(weights))
+        for split, recs in (("val", val), ("test", test)):
+            s = names_separation(recs, weights)
+            print(f"| {split} | {s['n']} ({s['n_wrong']}) | "
+                  + " | ".join("n/a" if s["auroc"][w] is None else f"{s['auroc'][w]:.3f}" for w in weights) + " |")
+        return
+    fit = calibrate(val, args.rate, check_evidence=not args.no_evidence_check, margin=args.margin)
     thresholds = {k: r["threshold"] for k, r in fit.items()}
     checked = [k for k, r in fit.items() if r["evidence_checked"]]
     res = {"val": fit, **({"test": measure(test, thresholds, checked)} if test else {})}
     name = Path(args.checkpoint).name
     print(f"checkpoint {name}: thresholds fitted on {sum(r['n'] for r in fit.values())} validation answers "
-          f"(at most {args.rate:.0%} of right answers flagged); no probability: "
+          f"(at most {args.rate:.0%} of right answers flagged, fitted at "
+          + ", ".join(f"{k} {r['fit_rate']:.1%}" for k, r in fit.items()) + "); no probability: "
           f"{sum(r.get('probability') is None for r in val)} val, {sum(r.get('probability') is None for r in test)} test; "
           f"{len(shared)} test answers left out (their questions are in the validation answers too)")
     print("| checkpoint | kind | split | n | accuracy | majority | threshold | wrong flagged (n wrong) | "
@@ -109,11 +126,13 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(table(name, res)))
     if args.json:
-        Path(args.json).write_text(json.dumps({"checkpoint": name, "rate": args.rate, **res}, indent=2))
+        Path(args.json).write_text(json.dumps({"checkpoint": name, "rate": args.rate, "margin": args.margin, **res},
+                                              indent=2))
     if args.write:
         datasets = sorted({str(r.get("dataset") or r.get("kind") or "?") for r in val})
         fitted_on = args.fitted_on or (f"validation split ({', '.join(datasets)}), {len(val)} answers: at most "
-                                       f"{args.rate:.0%} of right answers below the threshold")
+                                       f"{args.rate:.0%} of right answers below the threshold, less {args.margin:g} "
+                                       "standard error(s)")
         path = write_confidence(args.checkpoint, thresholds, fitted_on, {k: r["n"] for k, r in fit.items()}, checked)
         print(f"wrote confidence thresholds into {path}")
 

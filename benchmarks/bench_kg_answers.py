@@ -185,7 +185,8 @@ def main() -> None:
                          "unsupported_claims": out.get("unsupported_claims"),
                          "margin": out["margin"], "candidates": out["candidates"], "seconds": dt,
                          "names": out.get("names"), "name_scores": out.get("name_scores"),
-                         "name_priors": out.get("name_priors"), **name_parts(ecx[id(graph)], q, setting, out),
+                         "name_priors": out.get("name_priors"), "name_free": out.get("name_free"),
+                         **name_parts(ecx[id(graph)], q, setting, out),
                          "covered": any(hit(n, answers) for n in out["cells"]["nodes"])})
     kinds = list(dict.fromkeys(k for k, *_ in qs))
     n_kind = Counter(k for k, *_ in qs)

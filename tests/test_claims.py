@@ -122,11 +122,11 @@ def test_the_threshold_is_fitted_beside_the_answers_the_evidence_check_flags():
         [_rec(False, 0.99, bad)] * 3 + [_rec(False, 0.6, good)]
     assert unsupported_of(recs[7]) == [bad] and unsupported_of(recs[0]) == []
     assert unsupported_of({**recs[0], "answer_kind": "generated"}) is None  # cited lines are not claims
-    fit = calibrate(recs)["label"]
+    fit = calibrate(recs, margin=0)["label"]  # at 25% itself: the margin is tested in test_confidence.py
     assert fit["evidence_checked"] and fit["unsupported"] == 4
     # k = 2 right answers may be flagged, one is by its evidence: the threshold is the 2nd smallest other p
     assert fit["threshold"] == 0.99 and fit["right_flagged"] == 2 / 8 and fit["wrong_flagged"] == 1.0
-    alone = calibrate(recs, check_evidence=False)["label"]
+    alone = calibrate(recs, check_evidence=False, margin=0)["label"]
     assert not alone["evidence_checked"] and alone["wrong_flagged"] == 0.25  # the probability misses them
     assert measure(recs, {"label": 0.9})["label"]["wrong_flagged"] == 1.0
     assert measure(recs, {"label": 0.9}, checked=())["label"]["wrong_flagged"] == 0.25

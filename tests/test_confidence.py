@@ -16,8 +16,8 @@ from toporag_core.model.answer_text import evidence_target
 from toporag_core.model.styles import get_style
 from toporag_core.answering.pipeline import TopoRAGPipeline
 from toporag_core.predictions import eval_record
-from toporag_core.predictions.calibrate import (answer_kind, calibrate, confidence_of, fit_threshold, flag_rates,
-                                                measure, write_confidence)
+from toporag_core.predictions.calibrate import (answer_kind, auroc, calibrate, confidence_of, fit_rate, fit_threshold,
+                                                flag_rates, measure, names_separation, write_confidence)
 from toporag_core.answering.confidence import confidence_note, runner_ups
 from toporag_core.model.tiny import build_tiny_checkpoint, tiny_model
 
@@ -41,6 +41,40 @@ def test_threshold_with_ties_and_without_right_answers():
     assert fit_threshold(p) == 0.2 and flag_rates(p, [True] * 8, 0.2)["right_flagged"] == 0.0
     assert fit_threshold([0.1, 0.5, 0.6, 0.7]) == 0.5  # 1 of 4 right answers flagged = exactly 25%
     assert fit_threshold([]) is None
+
+
+def test_the_fit_stays_one_standard_error_below_the_target():
+    assert fit_rate(400) == pytest.approx(0.25 - math.sqrt(0.25 * 0.75 / 400))  # 22.8%
+    assert fit_rate(400, margin=0) == 0.25 and fit_rate(0) == 0.25 and fit_rate(1) == 0.0
+    assert fit_rate(100) < fit_rate(400) < 0.25  # fewer validation answers: a wider margin
+    rng = np.random.default_rng(1)
+    recs = [{"correct": True, "probability": float(x), "answer_kind": "label", "margin": 0.5}
+            for x in rng.uniform(0, 1, 400)]
+    recs += [{"correct": False, "probability": float(x), "answer_kind": "label", "margin": 0.5}
+             for x in rng.uniform(0, 0.3, 50)]
+    fit, at = calibrate(recs)["label"], calibrate(recs, margin=0)["label"]
+    assert fit["fit_rate"] == pytest.approx(fit_rate(400))
+    assert fit["right_flagged"] == int(np.floor(fit_rate(400) * 400)) / 400  # 91 of 400, not 100
+    assert at["right_flagged"] == 0.25 and fit["threshold"] < at["threshold"]
+    # drawn like the validation answers, new right answers stay at or under 25% more often with the margin
+    over = [np.mean(rng.uniform(0, 1, 400) < fit["threshold"]) > 0.25 for _ in range(400)]
+    over_at = [np.mean(rng.uniform(0, 1, 400) < at["threshold"]) > 0.25 for _ in range(400)]
+    assert np.mean(over) < 0.25 < np.mean(over_at)
+
+
+def test_auroc_and_the_separation_per_question_free_weight():
+    assert auroc([0.9, 0.8, 0.1], [True, True, False]) == 1.0
+    assert auroc([0.1, 0.8, 0.9], [True, True, False]) == 0.0
+    assert auroc([0.5, 0.5, 0.2, 0.6], [True, False, False, True]) == pytest.approx(3.5 / 4)  # one tie: half
+    assert auroc([0.5], [True]) is None
+    # right answers: likely names the model would not say without the question; wrong ones: names it says anyway
+    def rec(ok, ll, free):
+        return {"answer_kind": "names", "hit": ok, "names": ["a", "b"], "name_scores": [-9.0, ll],
+                "candidates": [{"name": "b", "probability": 0.9}], "name_free": free}
+    recs = [rec(True, -2.0, -6.0), rec(True, -1.0, -1.5), rec(False, -1.2, -0.5), rec(False, -1.8, -1.0)]
+    s = names_separation(recs + [{**recs[0], "name_free": None}], [0.0, 0.5])
+    assert s["n"] == 4 and s["n_wrong"] == 2
+    assert s["auroc"][0.0] == 0.5 and s["auroc"][0.5] == 1.0
 
 
 def test_flag_rates_count_wrong_and_right_answers():
@@ -69,12 +103,13 @@ def test_calibration_is_per_answer_kind_and_reads_both_record_formats():
     assert [answer_kind(r) for r in recs[:3]] == ["label", "names", "generated"]
     fit = calibrate(recs)
     assert set(fit) == {"label", "names", "generated"}
-    # names: judged by the chosen name's own likelihood (the softmax probability is the same 0.6 for all);
+    # names: judged by the chosen name's likelihood (the softmax probability is the same 0.6 for all);
     # the chosen name is the first candidate ("b", the second of the names), not the first name
-    assert confidence_of(recs[1]) == pytest.approx(math.exp(recs[1]["name_scores"][1]))
-    assert confidence_of({**recs[1], "name_scores": [-9.0, 0.02]}) == 1.0  # a probability: at most 1
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    assert confidence_of(recs[1]) == pytest.approx(sig(recs[1]["name_scores"][1]))  # no name_free recorded
+    assert confidence_of({**recs[1], "name_free": -2.0}) == pytest.approx(sig(recs[1]["name_scores"][1] + 1.0))
     assert confidence_of({**recs[1], "candidates": None}) == 0.6  # no chosen name known: the probability
-    assert math.exp(-1.0) <= fit["names"]["threshold"] <= math.exp(-0.1)
+    assert sig(-1.0) <= fit["names"]["threshold"] <= sig(-0.1)
     assert fit["generated"]["threshold"] == 0.3 and fit["generated"]["right_flagged"] == 0.0
     for r in fit.values():
         assert r["right_flagged"] <= 0.25 and r["wrong_flagged"] > 0.9
@@ -172,27 +207,53 @@ def test_an_evidence_first_label_carries_the_probability_of_its_evidence_and_lab
     assert row["answer"] == max(row["scores"], key=row["scores"].get)
 
 
-def test_a_names_answer_carries_the_chosen_names_own_probability():
+def test_a_names_answer_is_judged_against_the_same_name_without_the_question():
+    from toporag_core.metrics import QUESTION_FREE_WEIGHT, name_confidence
     from toporag_core.model.decode import score_names
+    from toporag_core.model.dispatch import QUESTION_FREE
+    from toporag_core.model.frozen_kv import with_context_kv
 
-    m = tiny_model(in_dim=16, use_graph=False).eval()
-    batch = QABatch(None, ["who is red?", "who is blue?"], ["anna red; bob blue", "bob blue"])
-    names = [("anna", "bob", "carl"), ("bob", "dora")]
-    rows = m.answer(batch, choices=[None, None], names=names)
-    for r, sc, ns in zip(rows, score_names(m, batch, [list(x) for x in names]), names):
-        best = int(np.argmax(sc))
-        assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
-        # the chance the answer is (or starts with) the chosen name, not relative to the other names
-        assert r["confidence"] == pytest.approx(math.exp(sc[best]), rel=1e-6) and 0 < r["confidence"] <= 1
-        assert r["confidence"] < min(1.0, sum(math.exp(x) for x in sc))  # less than the mass on all names
-        assert r["confidence"] != pytest.approx(r["probability"])  # not the softmax over the names
+    for question_first in (False, True):  # the free pass may reuse the frozen part only when it holds no question
+        m = tiny_model(in_dim=16, use_graph=False, question_first=question_first,
+                       graph_position="before_question").eval()
+        batch = QABatch(None, ["who is red?", "who is blue?"], ["anna red; bob blue", "bob blue"])
+        names = [("anna", "bob", "carl"), ("bob", "dora")]
+        assert m.cacheable
+        rows = m.answer(with_context_kv(m, batch), choices=[None, None], names=names)  # the caches a service passes
+        free = QABatch(None, [QUESTION_FREE] * 2, batch.contexts)
+        for r, sc, ns, fr in zip(rows, score_names(m, batch, [list(x) for x in names]), names,
+                                 score_names(m, free, [list(x) for x in names])):
+            best = int(np.argmax(sc))
+            assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
+            # the chosen name's log-likelihood with the question replaced, scored on its own
+            assert r["name_free"] == pytest.approx(fr[best], abs=1e-4)
+            want = 1 / (1 + math.exp(-(sc[best] - QUESTION_FREE_WEIGHT * fr[best])))
+            assert r["confidence"] == pytest.approx(want, rel=1e-4) and 0 < r["confidence"] <= 1
+            assert r["confidence"] != pytest.approx(r["probability"])  # not the softmax over the names
     # with a prior that makes another name the answer, the confidence follows the chosen name
     sc = score_names(m, batch.select([0]), [list(names[0])])[0]
+    fr = score_names(m, free.select([0]), [list(names[0])])[0]
     worst = int(np.argmin(sc))
     pri = tuple(100.0 if i == worst else 0.0 for i in range(len(sc)))
     row = m.answer(batch.select([0]), choices=[None], names=[names[0]], priors=[pri], path_weight=1.0)[0]
     assert row["answer"].split(", ")[0] == names[0][worst]
-    assert row["confidence"] == pytest.approx(math.exp(sc[worst]), rel=1e-6)
+    assert row["confidence"] == pytest.approx(name_confidence(sc, worst, fr[worst]), rel=1e-4)
+
+
+def test_name_confidence_credits_what_the_question_adds():
+    from toporag_core.metrics import name_confidence
+
+    ll = [-3.0, -2.0]
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    assert name_confidence(ll, 1) == pytest.approx(sig(-2.0))  # no question-free score: p / (1 + p)
+    # r = p / p_free^0.5: a name the model would hardly say without the question gains; one it says anyway does not
+    assert name_confidence(ll, 1, -2.0) == pytest.approx(sig(-2.0 + 1.0))
+    assert name_confidence(ll, 1, -2.0) > name_confidence(ll, 1, -1.0) > name_confidence(ll, 1, -0.1)
+    assert name_confidence(ll, 1, -2.0, weight=1.0) == pytest.approx(0.5)  # r = 1
+    # r above 1 keeps its order below 1: no ties among confident answers
+    assert name_confidence(ll, 0, -9.0) < name_confidence(ll, 0, -12.0) < 1.0
+    assert name_confidence([-800.0], 0) == 0.0
+    assert name_confidence([], 0) == 0.0 and name_confidence(ll, 5, -1.0) == 0.0
 
 
 # ====================================================================== where users see it
@@ -223,7 +284,7 @@ def test_the_page_judges_a_names_answer_by_its_confidence_not_the_softmax():
                         confidence_threshold=0.8, answer_kind="names", unsupported_claims=None)
     head = answer_confidence(a).headline()
     assert head.startswith("Low confidence: p = 0.31 is below the threshold 0.8")  # not the softmax's 0.85
-    assert "p: the model's own probability that the answer is its first name" in head
+    assert "p: r / (1 + r), r the model's probability that the answer is its first name over the square root" in head
     assert "p = 0.85" not in head
 
 

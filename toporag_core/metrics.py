@@ -78,12 +78,28 @@ def mcnemar_exact(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
     return x, y, min(1.0, 2 * tail)
 
 
-def name_confidence(ll, chosen: int) -> float:
-    """``min(1, exp(ll[chosen]))``: the model's probability that the answer is (or starts with) the chosen
-    name, ``ll`` the log-likelihoods of the reader's candidate names (the name reader's confidence; chosen
-    over the mass on all names by how well it separates right from wrong answers on the whole general
-    validation split: docs/results/confidence.md)."""
+QUESTION_FREE_WEIGHT = 0.5  # w below: chosen on the general validation split (docs/results/confidence.md)
+
+
+def name_confidence(ll, chosen: int, ll_free: float | None = None, weight: float = QUESTION_FREE_WEIGHT) -> float:
+    """The name reader's confidence in its chosen name ``c``, ``r / (1 + r)`` of the ratio
+
+        r = p(c | question) / p(c | no question)^w = exp(ll[c] - w ll_free),
+
+    ``ll`` the log-likelihoods of the reader's candidate names (that the answer is, or starts with, the name),
+    ``ll_free`` the chosen name's log-likelihood under the same graph tokens and context with the question
+    replaced by ``"N/A"`` (:data:`~toporag_core.model.dispatch.QUESTION_FREE`), ``w`` = :data:`QUESTION_FREE_WEIGHT`;
+    without ``ll_free`` (records written before it), ``p / (1 + p)`` of the name's probability ``p``. ``r`` can
+    exceed 1; ``r / (1 + r)`` keeps its order in (0, 1) without ties.
+
+    Why the question-free term: a small model's probability of a name is low for a name it would hardly say
+    anyway (a rare word, a long name), right or wrong, and high for the name the context makes salient
+    whatever was asked. Dividing by part of the question-free probability credits what the question itself
+    adds. On the general validation split it separates right from wrong names answers better than the plain
+    probability (AUROC 0.81 against 0.79; test 0.82 against 0.76) and better than the full ratio ``w = 1``;
+    the softmax over the names and the mass on all of them separate worse (docs/results/confidence.md)."""
     z = [float(x) for x in ll]
     if not z or not 0 <= chosen < len(z):
         return 0.0
-    return float(min(1.0, math.exp(z[chosen])))
+    s = z[chosen] - (0.0 if ll_free is None else weight * float(ll_free))
+    return float(1.0 / (1.0 + math.exp(-s))) if s > -700 else 0.0

@@ -56,7 +56,7 @@ class Answer:
     low_confidence: bool | None = None
     answer_kind: str | None = None  # "label" | "names" | "generated"
     confidence_threshold: float | None = None
-    confidence: float | None = None  # what the threshold is compared with (names: the chosen name's own probability)
+    confidence: float | None = None  # what the threshold is compared with (names: metrics.name_confidence)
     margin: float | None = None  # lead of the answer over the runner-up
     setting: RetrievalSetting | None = None
     context_fit: ContextFit | None = None
@@ -66,6 +66,7 @@ class Answer:
     names: list[str] | None = None
     name_scores: dict[str, float] | None = None
     name_priors: dict[str, float] | None = None
+    name_free: float | None = None  # the chosen name's log-likelihood with the question left out (names answers)
     raw: str | None = None  # the generated text before cleaning
     clean: str | None = None
 

@@ -25,7 +25,8 @@ KIND_WORDS = {"label": "label answers", "names": "answers read from the graph's 
 # what the compared number is, per answer kind (docs/results/confidence.md)
 KIND_NUMBER = {"label": "the label's probability among the labels; after evidence the model wrote, the per-token "
                         "probability of that evidence and the label",
-               "names": "the model's own probability that the answer is its first name",
+               "names": "r / (1 + r), r the model's probability that the answer is its first name over the square "
+                        "root of that probability with the question left out",
                "generated": "the per-token probability of the answer, and of the evidence the model wrote before it"}
 
 # what the context check found missing, per answer kind: (the headline's reason, the label of the quoted text)
@@ -118,8 +119,8 @@ def confidence_note(answer: str, probability: float | None, low: bool | None, ca
                     threshold: float | None = None, kind: str | None = None, top: int = 3,
                     unsupported: list[str] | None = None) -> ConfidenceNote:
     """The :class:`ConfidenceNote` of one answer: ``probability`` is the number its threshold is compared
-    with (the pipeline's ``confidence``: for a names answer the chosen name's own probability, not the softmax
-    ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
+    with (the pipeline's ``confidence``: for a names answer :func:`~toporag_core.metrics.name_confidence`, not
+    the softmax ``probability``), then ``low_confidence``, ``candidates``, ``answer_kind``; ``threshold``:
     :meth:`~toporag_core.answering.pipeline.TopoRAGPipeline.confidence_threshold`; ``unsupported``: the
     answer's ``unsupported_claims``."""
     return ConfidenceNote(None if probability is None else float(probability), low, threshold, kind,

@@ -337,8 +337,9 @@ class TopoRAGPipeline:
             unsupported = context_check(kind, j.query or j.question, r["answer"], r.get("evidence"), j.context)
             out.append({"answer": r["answer"], "label_probs": probs, "probability": prob, "margin": margin,
                         "name_scores": r.get("name_scores"), "name_priors": r.get("name_priors"),
+                        "name_free": r.get("name_free"),
                         "candidates": cands, "answer_kind": kind,
-                        # names: judged by the chosen name's own probability
+                        # names: judged by the chosen name's probability against the question-free one
                         **self.confidence_of(r.get("confidence", prob), kind, unsupported),
                         "raw": r.get("raw"), "clean": r.get("clean"), "evidence": r.get("evidence"),
                         "unsupported_claims": unsupported})
@@ -403,7 +404,8 @@ class TopoRAGPipeline:
             margin=res["margin"], setting=job.setting, context_fit=job.fit, cells=sub.cell_texts(self.use_cells2),
             params=sub.params, topic=topic_names(sub, job.query or job.question),
             names=list(job.names) if job.names else None, name_scores=res.get("name_scores"),
-            name_priors=res.get("name_priors"), raw=res.get("raw"), clean=res.get("clean"))
+            name_priors=res.get("name_priors"), name_free=res.get("name_free"), raw=res.get("raw"),
+            clean=res.get("clean"))
 
     def answer(self, graph_or_ecx, question: str, setting: RetrievalSetting | None = None, query: str | None = None,
                max_new_tokens: int | None = None, choices: Sequence[str] | None | str = "auto") -> Answer:
@@ -425,7 +427,8 @@ class TopoRAGPipeline:
             ``{"answer", "label_probs" ({label: probability} for a closed set, else None),
             "probability", "margin" (lead over the runner-up), "candidates" (top labels / names with
             probabilities), "confidence" (what the threshold judges: the probability; for a names answer
-            the chosen name's own probability; for a cited answer the evidence and answer together),
+            the chosen name's probability against the question-free one; for a cited answer the evidence and
+            answer together),
             "low_confidence" (:meth:`confidence_of`), "answer_kind" (``"label"`` /
             ``"names"`` / ``"generated"``), "topic" (the question's
             named entities), "raw" (the generated text), "clean", "evidence" (what an evidence-first

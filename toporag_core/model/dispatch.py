@@ -24,7 +24,7 @@ from ..metrics import name_confidence
 from .answer_text import evidence_target, is_clean, short_answer, split_evidence
 from .frozen_kv import with_context_kv
 from .qa_batch import QABatch
-from .prompt import choices_for
+from .prompt import choices_for, question_prompt
 from .styles import get_style
 
 
@@ -137,6 +137,7 @@ def _open_rows(model, sub: QABatch, soft, max_new_tokens) -> list[dict[str, Any]
 
 
 MAX_LIST = 5  # at most this many names in one list answer
+QUESTION_FREE = "N/A"  # the question the name reader's confidence compares with (metrics.name_confidence)
 
 
 def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ratio: float,
@@ -146,26 +147,36 @@ def _named_rows(model, sub: QABatch, names: list[tuple[str, ...]], soft, list_ra
     the answer is the best name, then every name whose probability (softmax over the row's names) is at
     least ``list_ratio`` times the best one's (at most :data:`MAX_LIST`), comma-separated; ``probability``
     is the best name's, ``margin`` its lead over the runner-up, ``candidates`` the top names with their
-    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``confidence`` the
-    model's own probability that the answer is (or starts with) the chosen name, ``min(1, exp(ll_best))``,
-    not relative to the other names. (The softmax over the names tells right from wrong answers little better
-    than chance on the general validation split, and the mass on all names ``sum_j exp(ll_j)`` worse than the
-    chosen name's own likelihood: docs/results/confidence.md.)"""
+    probabilities; ``name_scores`` / ``name_priors`` the parts of every name's logit; ``name_free`` the chosen
+    name's log-likelihood with the question replaced by :data:`QUESTION_FREE` (same graph tokens and context;
+    a second pass over that one name; it reuses the frozen part's cache when the layout reads the context
+    before the question);
+    ``confidence`` :func:`~toporag_core.metrics.name_confidence` of the two, not relative to the other names.
+    (The softmax over the names tells right from wrong answers little better than chance on the general
+    validation split, and the mass on all names ``sum_j exp(ll_j)`` worse than the chosen name's own
+    likelihood: docs/results/confidence.md.)"""
     from .decode import score_names
 
     out = []
     priors = priors or [None] * len(names)
-    for r, sc, pr in zip(names, score_names(model, sub, [list(x) for x in names], soft=soft), priors):
+    orders = []
+    scores = score_names(model, sub, [list(x) for x in names], soft=soft)
+    for sc, pr in zip(scores, priors):
         logit = torch.tensor(sc, dtype=torch.float64)
         if pr is not None and path_weight:
             logit = logit + path_weight * torch.tensor(pr, dtype=torch.float64)
+        orders.append((logit, torch.argsort(-logit, stable=True).tolist()))
+    # the frozen part's caches hold no question unless the layout reads the question first
+    free = QABatch(None, [question_prompt(model.config, QUESTION_FREE)] * len(sub), sub.contexts,
+                   kv=None if model.config.question_first else sub.kv)
+    frees = score_names(model, free, [[r[order[0]]] for r, (_, order) in zip(names, orders)], soft=soft)
+    for r, sc, pr, (logit, order), (ll_free,) in zip(names, scores, priors, orders, frees):
         prob = torch.softmax(logit, 0)
-        order = torch.argsort(-logit, stable=True).tolist()
         best = float(prob[order[0]])
         chosen = [r[i] for i in order if float(prob[i]) >= list_ratio * best][:MAX_LIST]
         runner = float(prob[order[1]]) if len(order) > 1 else 0.0
         out.append({"answer": ", ".join(chosen), "probability": best, "margin": best - runner, "scores": None,
-                    "confidence": name_confidence(sc, order[0]),
+                    "confidence": name_confidence(sc, order[0], ll_free), "name_free": float(ll_free),
                     "name_scores": [float(x) for x in sc], "name_priors": list(pr) if pr is not None else None,
                     "candidates": [{"name": r[i], "probability": float(prob[i])} for i in order[:MAX_LIST]],
                     "raw": ", ".join(chosen), "clean": True, "kind": "names"})
