@@ -10,7 +10,12 @@ phrase under the same prompt and what was generated before it (a cited answer's 
 answer that dumps the context or repeats the question; a style with cited open answers reads the
 answer after the generated ``Answer:``. **Evidence first** (yes/no rows of a style with
 ``polar_evidence``): the evidence is generated greedily and the labels are scored after it, one prompt
-pass shared by both steps (its cache is copied for generation).
+pass shared by both steps (its cache is copied for generation). **Candidate names** (the name reader):
+every name scored in one fused pass (:func:`~toporag_core.model.decode.score_names`), the answer the best
+name(s) by log-likelihood plus the retrieval's path prior; its confidence compares the chosen name with
+itself under the question-free prompt (:data:`QUESTION_FREE`, one more pass over that one name):
+
+    r = p(name | question) / p(name | "N/A")^w,   confidence = r / (1 + r)   (metrics.name_confidence)
 """
 from __future__ import annotations
 
