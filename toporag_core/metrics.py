@@ -96,7 +96,7 @@ def name_confidence(ll, chosen: int, ll_free: float | None = None, weight: float
     anyway (a rare word, a long name), right or wrong, and high for the name the context makes salient
     whatever was asked. Dividing by part of the question-free probability credits what the question itself
     adds. On the general validation split it separates right from wrong names answers better than the plain
-    probability (AUROC 0.81 against 0.79; test 0.82 against 0.76) and better than the full ratio ``w = 1``;
+    probability (AUROC 0.81 against 0.79; test 0.81 against 0.76) and better than the full ratio ``w = 1``;
     the softmax over the names and the mass on all of them separate worse (docs/results/confidence.md)."""
     z = [float(x) for x in ll]
     if not z or not 0 <= chosen < len(z):

@@ -2,8 +2,9 @@
 
 An answer's probability (``probability`` of a predictions record) means different things per
 *answer kind*: a softmax over a closed label set (``"label"``: support / counter, yes / no), the
-model's probability that the answer is the chosen candidate name (``"names"``: the name reader; its
-softmax over the names does not separate right from wrong answers) or the per-token geometric mean of a
+model's probability that the answer is the chosen candidate name against its probability with the question
+left out (``"names"``: the name reader, :func:`~toporag_core.metrics.name_confidence`; its softmax over the
+names does not separate right from wrong answers) or the per-token geometric mean of a
 generated phrase (``"generated"``). So each kind gets its own threshold, fitted on the validation split of the
 checkpoint:
 
