@@ -103,7 +103,10 @@ def main() -> None:
     shared = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) in asked]
     test = [r for r in test if (r.get("kind") or r.get("dataset"), r.get("question")) not in asked]
     if args.free_weights:
-        weights = [float(w) for w in args.free_weights.split(",")]
+        try:
+            weights = [float(w) for w in args.free_weights.split(",")]
+        except ValueError:
+            ap.error(f"--free-weights takes numbers separated by commas (0,0.5,1), not {args.free_weights!r}")
         print("| split | names answers (wrong) | " + " | ".join(f"AUROC, w = {w:g}" for w in weights) + " |")
         print("|---|---|" + "---|" * len(weights))
         for split, recs in (("val", val), ("test", test)):

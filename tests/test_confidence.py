@@ -22,6 +22,10 @@ from toporag_core.answering.confidence import confidence_note, runner_ups
 from toporag_core.model.tiny import build_tiny_checkpoint, tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
 POLAR = "Is the cup on the table?"
 
 
@@ -105,11 +109,10 @@ def test_calibration_is_per_answer_kind_and_reads_both_record_formats():
     assert set(fit) == {"label", "names", "generated"}
     # names: judged by the chosen name's likelihood (the softmax probability is the same 0.6 for all);
     # the chosen name is the first candidate ("b", the second of the names), not the first name
-    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
-    assert confidence_of(recs[1]) == pytest.approx(sig(recs[1]["name_scores"][1]))  # no name_free recorded
-    assert confidence_of({**recs[1], "name_free": -2.0}) == pytest.approx(sig(recs[1]["name_scores"][1] + 1.0))
+    assert confidence_of(recs[1]) == pytest.approx(_sigmoid(recs[1]["name_scores"][1]))  # no name_free recorded
+    assert confidence_of({**recs[1], "name_free": -2.0}) == pytest.approx(_sigmoid(recs[1]["name_scores"][1] + 1.0))
     assert confidence_of({**recs[1], "candidates": None}) == 0.6  # no chosen name known: the probability
-    assert sig(-1.0) <= fit["names"]["threshold"] <= sig(-0.1)
+    assert _sigmoid(-1.0) <= fit["names"]["threshold"] <= _sigmoid(-0.1)
     assert fit["generated"]["threshold"] == 0.3 and fit["generated"]["right_flagged"] == 0.0
     for r in fit.values():
         assert r["right_flagged"] <= 0.25 and r["wrong_flagged"] > 0.9
@@ -226,9 +229,9 @@ def test_a_names_answer_is_judged_against_the_same_name_without_the_question():
             best = int(np.argmax(sc))
             assert r["kind"] == "names" and r["answer"].split(", ")[0] == ns[best]
             # the chosen name's log-likelihood with the question replaced, scored on its own
-            assert r["name_free"] == pytest.approx(fr[best], abs=1e-4)
-            want = 1 / (1 + math.exp(-(sc[best] - QUESTION_FREE_WEIGHT * fr[best])))
-            assert r["confidence"] == pytest.approx(want, rel=1e-4) and 0 < r["confidence"] <= 1
+            assert r["name_free"] == pytest.approx(fr[best], rel=1e-6)
+            want = _sigmoid(sc[best] - QUESTION_FREE_WEIGHT * fr[best])
+            assert r["confidence"] == pytest.approx(want, rel=1e-6) and 0 < r["confidence"] <= 1
             assert r["confidence"] != pytest.approx(r["probability"])  # not the softmax over the names
     # with a prior that makes another name the answer, the confidence follows the chosen name
     sc = score_names(m, batch.select([0]), [list(names[0])])[0]
@@ -237,17 +240,16 @@ def test_a_names_answer_is_judged_against_the_same_name_without_the_question():
     pri = tuple(100.0 if i == worst else 0.0 for i in range(len(sc)))
     row = m.answer(batch.select([0]), choices=[None], names=[names[0]], priors=[pri], path_weight=1.0)[0]
     assert row["answer"].split(", ")[0] == names[0][worst]
-    assert row["confidence"] == pytest.approx(name_confidence(sc, worst, fr[worst]), rel=1e-4)
+    assert row["confidence"] == pytest.approx(name_confidence(sc, worst, fr[worst]), rel=1e-6)
 
 
 def test_name_confidence_credits_what_the_question_adds():
     from toporag_core.metrics import name_confidence
 
     ll = [-3.0, -2.0]
-    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
-    assert name_confidence(ll, 1) == pytest.approx(sig(-2.0))  # no question-free score: p / (1 + p)
+    assert name_confidence(ll, 1) == pytest.approx(_sigmoid(-2.0))  # no question-free score: p / (1 + p)
     # r = p / p_free^0.5: a name the model would hardly say without the question gains; one it says anyway does not
-    assert name_confidence(ll, 1, -2.0) == pytest.approx(sig(-2.0 + 1.0))
+    assert name_confidence(ll, 1, -2.0) == pytest.approx(_sigmoid(-2.0 + 1.0))
     assert name_confidence(ll, 1, -2.0) > name_confidence(ll, 1, -1.0) > name_confidence(ll, 1, -0.1)
     assert name_confidence(ll, 1, -2.0, weight=1.0) == pytest.approx(0.5)  # r = 1
     # r above 1 keeps its order below 1: no ties among confident answers

@@ -81,6 +81,15 @@ def answer_kind(rec: dict[str, Any]) -> str:
     return "label" if rec.get("margin") is not None else "generated"
 
 
+def chosen_name_scores(rec: dict[str, Any]) -> tuple[list[float], int] | None:
+    """A name-reader record's per-name log-likelihoods and the index of its chosen name (the first of
+    ``candidates``, which are ordered best first), or ``None`` when the record does not say them."""
+    ll, names, cands = rec.get("name_scores"), rec.get("names") or [], rec.get("candidates") or []
+    if answer_kind(rec) == "names" and ll and cands and cands[0].get("name") in names:
+        return ll, names.index(cands[0]["name"])
+    return None
+
+
 def confidence_of(rec: dict[str, Any]) -> float | None:
     """The number a record's answer is judged by: its ``confidence`` when written; for a name-reader
     record with per-name scores, :func:`~toporag_core.metrics.name_confidence` of the chosen name (the first
@@ -88,9 +97,9 @@ def confidence_of(rec: dict[str, Any]) -> float | None:
     ``probability``."""
     if rec.get("confidence") is not None:
         return float(rec["confidence"])
-    ll, names, cands = rec.get("name_scores"), rec.get("names") or [], rec.get("candidates") or []
-    if answer_kind(rec) == "names" and ll and cands and cands[0].get("name") in names:
-        return name_confidence(ll, names.index(cands[0]["name"]), rec.get("name_free"))
+    chosen = chosen_name_scores(rec)
+    if chosen is not None:
+        return name_confidence(*chosen, rec.get("name_free"))
     return None if rec.get("probability") is None else float(rec["probability"])
 
 
@@ -168,10 +177,9 @@ def names_separation(records: Iterable[dict[str, Any]], weights: Iterable[float]
     ``name_free`` (``{"n", "n_wrong", "auroc": {w: value}}``): how the shipped weight was chosen."""
     rows = []
     for r in records:
-        ll, names, cands = r.get("name_scores"), r.get("names") or [], r.get("candidates") or []
-        if answer_kind(r) == "names" and ll and cands and cands[0].get("name") in names \
-                and r.get("name_free") is not None:
-            rows.append((ll, names.index(cands[0]["name"]), float(r["name_free"]), correct_of(r)))
+        chosen = chosen_name_scores(r)
+        if chosen is not None and r.get("name_free") is not None:
+            rows.append((*chosen, float(r["name_free"]), correct_of(r)))
     ok = [x[3] for x in rows]
     return {"n": len(rows), "n_wrong": len(ok) - sum(ok),
             "auroc": {float(w): auroc([name_confidence(ll, i, free, weight=w) for ll, i, free, _ in rows], ok)
